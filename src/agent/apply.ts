@@ -1,0 +1,162 @@
+// Applying and undoing configurations, the same way on every target:
+//   validate against the agent's own catalog and bounds (whatever asked for the change)
+//   → journal the intent → write through the target → read every value back from pg_settings
+//   → on any mismatch, put the previous values back and say so.
+import { randomUUID } from 'node:crypto';
+import { validateChange, type TuningMode } from '../knobs/index.ts';
+import type { AgentConfig } from './config/load.ts';
+import type { Db } from './db.ts';
+import { sameOverride, type Journal } from './journal.ts';
+import type { Logger } from './log.ts';
+import { errorMessage } from './log.ts';
+import { readSettings, sameSetting, type Settings } from './settings.ts';
+import { UndoFailedError, type Overrides, type Target } from './targets/target.ts';
+
+export interface ApplyContext {
+  db: Db;
+  target: Target;
+  journal: Journal;
+  config: AgentConfig;
+  log: Logger;
+}
+
+export type ApplyOutcome =
+  /** Written and read back as intended. */
+  | { status: 'applied'; id: string; effective: Record<string, string>; restarted: boolean }
+  /** Refused by the agent's checks: nothing was changed. */
+  | { status: 'refused'; id: string; errors: string[] }
+  /** Something failed on the way; the previous values were put back (`restored`) or could not be. */
+  | { status: 'failed'; id: string; errors: string[]; restored: boolean; effective: Record<string, string> };
+
+export function tuningMode(config: AgentConfig): TuningMode {
+  return config.postgresql.allowRestart ? 'restart' : 'reload-only';
+}
+
+/** Server-wide values that a per-role or per-database SET would hide from the agent's session. */
+const SESSION_SOURCES = new Set(['database', 'user', 'database user', 'session', 'client']);
+
+/** Reads `expected` back from pg_settings: a problem per value that differs or waits for a restart. */
+export async function readBack(db: Db, expected: Record<string, string>): Promise<{ effective: Record<string, string>; problems: string[] }> {
+  const settings = await readSettings(db);
+  const effective: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const [name, want] of Object.entries(expected)) {
+    const row = settings[name];
+    if (!row) {
+      problems.push(`${name}: not found in pg_settings`);
+      continue;
+    }
+    effective[name] = row.setting;
+    const unit = row.unit ? ` (unit ${row.unit})` : '';
+    if (SESSION_SOURCES.has(row.source ?? '')) {
+      problems.push(`${name}: the agent's session sees a ${row.source}-level value, so the server-wide value cannot be verified; remove the ALTER ROLE/DATABASE ... SET ${name}`);
+    } else if (row.pending_restart) {
+      problems.push(`${name}: waits for a restart (running ${row.setting}${unit})`);
+    } else if (!sameSetting(row.setting, want)) {
+      problems.push(`${name}: pg_settings shows ${row.setting}${unit}, expected ${want}`);
+    }
+  }
+  return { effective, problems };
+}
+
+/** The pg_settings value that `override` must produce: its own value, or the one recorded when
+ * the agent first found that override (an unset override, or a baseline spelled with units). */
+function expectedSetting(journal: Journal, name: string, override: Overrides[string], current: Settings): string {
+  const d = journal.data;
+  if (sameOverride(override, d.baseline[name]) && d.baselineSettings[name] !== undefined) return d.baselineSettings[name];
+  if (override.set) return override.value;
+  return current[name]?.reset_val ?? current[name]?.boot_val ?? '';
+}
+
+/** Writes `to`, journaled, and verifies it; on failure puts `from` back. Shared by apply and restore. */
+async function writeVerified(ctx: ApplyContext, id: string, to: Overrides, accept: boolean, allowRestart = ctx.config.postgresql.allowRestart): Promise<ApplyOutcome> {
+  const { db, target, journal, log } = ctx;
+  const names = Object.keys(to);
+  const before = await readSettings(db);
+  const from = await target.readOverrides(names);
+  const settingsNow = Object.fromEntries(names.map((n) => [n, before[n]?.setting ?? '']));
+  journal.beginChange(id, from, to, settingsNow);
+  const expected = Object.fromEntries(names.map((n) => [n, expectedSetting(journal, n, to[n]!, before)]));
+
+  let restarted: boolean;
+  try {
+    restarted = (await target.writeOverrides(to, { allowRestart })).restarted;
+  } catch (err) {
+    const effective = (await readBack(db, settingsNow).catch(() => ({ effective: {} }))).effective;
+    if (err instanceof UndoFailedError) {
+      // The journal keeps the change in flight: the next recovery returns to known-good.
+      return { status: 'failed', id, errors: [`writing the change failed, and so did putting back what was written: ${errorMessage(err)}`], restored: false, effective };
+    }
+    journal.abortChange();
+    return { status: 'failed', id, errors: [`writing the change failed, nothing of it was kept: ${errorMessage(err)}`], restored: true, effective };
+  }
+
+  const check = await readBack(db, expected);
+  if (check.problems.length === 0) {
+    journal.finishChange(accept);
+    return { status: 'applied', id, effective: check.effective, restarted };
+  }
+
+  log.warn(`change ${id} did not read back as intended (${check.problems.join('; ')}): putting the previous values back`);
+  try {
+    await target.writeOverrides(from, { allowRestart });
+    const undo = await readBack(db, settingsNow);
+    journal.abortChange();
+    return { status: 'failed', id, errors: check.problems, restored: undo.problems.length === 0, effective: undo.effective };
+  } catch (err) {
+    // The journal keeps the change in flight, so the next start tries again.
+    return { status: 'failed', id, errors: [...check.problems, `putting the previous values back failed: ${errorMessage(err)}`], restored: false, effective: check.effective };
+  }
+}
+
+export interface ApplyOptions {
+  id?: string;
+  /** On success, the change becomes the known-good configuration. */
+  accept: boolean;
+  /** Narrows restart mode for this change only (a service command may forbid restarts); it can
+   * never widen it beyond postgresql.allow_restart. */
+  allowRestart?: boolean;
+}
+
+/** Applies `change` (parameter → value) if, and only if, all of it passes the agent's checks. */
+export async function applyChange(ctx: ApplyContext, change: Record<string, string | number>, options: ApplyOptions): Promise<ApplyOutcome> {
+  const id = options.id ?? randomUUID();
+  const allowRestart = ctx.config.postgresql.allowRestart && (options.allowRestart ?? true);
+  const blocked = await ctx.target.applyBlockedReason();
+  if (blocked) return { status: 'refused', id, errors: [blocked] };
+  const { machine } = await ctx.target.machine();
+  const settings = await readSettings(ctx.db);
+  const mode: TuningMode = allowRestart ? 'restart' : 'reload-only';
+  const verdict = validateChange(change, { machine, mode, target: ctx.target.kind, settings });
+  if (!verdict.ok) return { status: 'refused', id, errors: verdict.errors };
+  const to: Overrides = Object.fromEntries(Object.entries(verdict.values).map(([name, v]) => [name, { set: true, value: String(v) }]));
+  ctx.log.info(`applying change ${id}: ${Object.entries(verdict.values).map(([n, v]) => `${n}=${v}`).join(', ')}`);
+  return writeVerified(ctx, id, to, options.accept, allowRestart);
+}
+
+/** Returns the parameters the agent ever changed to the baseline it found, or to the last
+ * known-good configuration. The restored configuration becomes the known-good one. */
+export async function restore(ctx: ApplyContext, which: 'baseline' | 'knownGood', reason: string): Promise<ApplyOutcome | null> {
+  const d = ctx.journal.data;
+  const names = new Set([...Object.keys(d.applied), ...Object.keys(d.inFlight?.to ?? {})]);
+  const to: Overrides = {};
+  for (const name of names) {
+    const o = d[which][name] ?? d.baseline[name];
+    if (o) to[name] = o;
+  }
+  if (Object.keys(to).length === 0) return null;
+  const id = randomUUID();
+  ctx.log.info(`${reason}: returning ${Object.keys(to).join(', ')} to the ${which === 'baseline' ? 'baseline' : 'last known-good configuration'} (change ${id})`);
+  return writeVerified(ctx, id, to, true);
+}
+
+/** On start: a change cut off by a crash, or a configuration never accepted, goes back to known-good. */
+export async function recoverOnStart(ctx: ApplyContext): Promise<ApplyOutcome | null> {
+  if (!ctx.journal.needsRecovery()) return null;
+  const inFlight = ctx.journal.data.inFlight;
+  const reason = inFlight
+    ? `an unfinished change (${inFlight.id}, begun ${inFlight.startedAt}) was found in ${ctx.journal.path}`
+    : `the applied configuration was never accepted (${ctx.journal.path})`;
+  ctx.log.warn(`${reason}: returning the database to its last known-good configuration`);
+  return restore(ctx, 'knownGood', 'recovery');
+}

@@ -1,0 +1,326 @@
+// tuner-agent's command line: parse, load the configuration, connect, and run one command.
+// Exit codes are part of the interface (docs/cli.md): scripts and supervisors rely on them.
+import { parseArgs } from 'node:util';
+import type { TargetKind } from '../knobs/index.ts';
+import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
+import { ConfigError, loadConfig, type AgentConfig } from './config/load.ts';
+import { connectDb, type Db } from './db.ts';
+import { Journal, JournalError } from './journal.ts';
+import { createLogger, errorMessage, type Logger } from './log.ts';
+import { runLoop } from './loop.ts';
+import { formatChecks, preflightPassed, runPreflight } from './preflight.ts';
+import { ServiceRejectedError, createServiceClient } from './service-client.ts';
+import { collectOnce } from './once.ts';
+import { createLocalTarget, describeConnection, localGrantsSql } from './targets/local.ts';
+import { createManagedATarget, managedAPermissions } from './targets/managed-a.ts';
+import { RESTART_MODE_UNSUPPORTED, createManagedBFlexTarget, managedBFlexPermissions } from './targets/managed-b-flex.ts';
+import type { Target, TargetDeps } from './targets/target.ts';
+import { AGENT_VERSION } from './version.ts';
+
+export const EXIT = {
+  ok: 0,
+  /** A runtime failure: database unreachable, a change that failed and was put back. */
+  failure: 1,
+  /** Wrong command line or configuration. */
+  usage: 2,
+  /** --check found a failed prerequisite. */
+  preflightFailed: 3,
+  /** The agent's own checks refused a change; nothing was changed. */
+  refused: 4,
+  /** The tuning service rejected the API key or the database id. */
+  rejected: 5,
+  /** Another agent already reports for this database. */
+  conflict: 6,
+} as const;
+
+const TARGET_FLAGS = {
+  local: 'local',
+  'managed-a': 'managed-a',
+  'managed-a-cluster': 'managed-a-cluster',
+  'managed-b-flex': 'managed-b-flex',
+} as const satisfies Record<string, TargetKind>;
+
+export const HELP = `tuner-agent ${AGENT_VERSION}: tunes one PostgreSQL database, reporting to the tuning service
+
+Usage:
+  tuner-agent <target> [command] [options]
+  tuner-agent permissions <target>
+
+Targets (exactly one):
+  --local               a self-hosted PostgreSQL (ALTER SYSTEM)
+  --managed-a           a Cloud A managed PostgreSQL instance (parameter group)
+  --managed-a-cluster   a Cloud A managed PostgreSQL cluster (its writer instance)
+  --managed-b-flex      a Cloud B managed PostgreSQL flexible server
+
+Commands (default: run and report to the tuning service):
+  --check               check every prerequisite, print each as PASS or FAIL with its fix
+  --once                collect one report over --interval seconds and print it as JSON
+  --apply NAME=VALUE    apply a change through all of the agent's checks (repeatable)
+  --revert              return every parameter the agent changed to the value it found
+
+Options:
+  --interval SECONDS    --once: seconds between the two snapshots (default 5)
+  --config PATH         read PATH instead of ./agent.yaml
+  --version             print the version
+  --help                print this help
+
+Configuration: ./agent.yaml or AGENT_* environment variables (docs/configuration.md).
+Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 preflight failed,
+            4 change refused by the agent's checks (nothing changed), 5 API key or database id
+            rejected by the tuning service, 6 another agent already reports for this database.
+`;
+
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const defaultIo: Io = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
+
+class UsageError extends Error {}
+
+interface Invocation {
+  target: TargetKind | null;
+  command: 'run' | 'check' | 'once' | 'apply' | 'revert' | 'permissions' | 'help' | 'version';
+  apply: Record<string, string>;
+  intervalSeconds: number;
+  configPath: string | undefined;
+}
+
+export function parseInvocation(argv: string[]): Invocation {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        local: { type: 'boolean' },
+        'managed-a': { type: 'boolean' },
+        'managed-a-cluster': { type: 'boolean' },
+        'managed-b-flex': { type: 'boolean' },
+        check: { type: 'boolean' },
+        once: { type: 'boolean' },
+        apply: { type: 'string', multiple: true },
+        revert: { type: 'boolean' },
+        interval: { type: 'string' },
+        config: { type: 'string' },
+        version: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}; see tuner-agent --help`);
+  }
+  const { values, positionals } = parsed;
+  const targets = (Object.keys(TARGET_FLAGS) as (keyof typeof TARGET_FLAGS)[]).filter((f) => values[f]);
+  if (targets.length > 1) throw new UsageError(`choose one target, not ${targets.map((t) => `--${t}`).join(' and ')}`);
+  const target = targets[0] ? TARGET_FLAGS[targets[0]] : null;
+
+  const commands = [
+    values.check && 'check',
+    values.once && 'once',
+    values.apply && 'apply',
+    values.revert && 'revert',
+    positionals[0] === 'permissions' && 'permissions',
+  ].filter((c): c is Invocation['command'] => typeof c === 'string');
+  if (positionals.length > 0 && positionals[0] !== 'permissions') throw new UsageError(`unknown command "${positionals[0]}"; see tuner-agent --help`);
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"; see tuner-agent --help`);
+  if (commands.length > 1) throw new UsageError(`choose one command, not ${commands.join(' and ')}`);
+  const command = values.help ? 'help' : values.version ? 'version' : (commands[0] ?? 'run');
+
+  const apply: Record<string, string> = {};
+  for (const item of values.apply ?? []) {
+    const m = /^([a-z_][a-z0-9_.]*)=(.+)$/i.exec(item.trim());
+    if (!m) throw new UsageError(`--apply ${item}: expected NAME=VALUE, e.g. --apply work_mem=64MB`);
+    apply[m[1]!] = m[2]!;
+  }
+  let intervalSeconds = 5;
+  if (values.interval !== undefined) {
+    intervalSeconds = Number(values.interval);
+    if (!Number.isFinite(intervalSeconds) || intervalSeconds < 1 || intervalSeconds > 3600) {
+      throw new UsageError(`--interval ${values.interval}: expected a number of seconds from 1 to 3600`);
+    }
+  }
+  if (command !== 'help' && command !== 'version' && target === null) {
+    throw new UsageError('choose a target: --local, --managed-a, --managed-a-cluster or --managed-b-flex; see tuner-agent --help');
+  }
+  return { target, command, apply, intervalSeconds, configPath: values.config };
+}
+
+async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target> {
+  switch (kind) {
+    case 'local':
+      return createLocalTarget(deps);
+    case 'managed-a':
+    case 'managed-a-cluster':
+      return createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });
+    case 'managed-b-flex':
+      return createManagedBFlexTarget(deps);
+  }
+}
+
+/** The permissions document of a target; a cloud's may use the configuration when there is one. */
+function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string): string {
+  switch (kind) {
+    case 'local':
+      return localGrantsSql('agent_user');
+    case 'managed-a':
+    case 'managed-a-cluster':
+      return managedAPermissions();
+    case 'managed-b-flex': {
+      let config: AgentConfig | null = null;
+      try {
+        config = loadConfig({ cwd, env, target: kind, needsService: false }).config;
+      } catch {
+        // Without a configuration the document shows placeholders for the scope.
+      }
+      return managedBFlexPermissions(config);
+    }
+  }
+}
+
+function printOutcome(io: Io, outcome: ApplyOutcome, done = 'applied'): number {
+  if (outcome.status === 'applied') {
+    const values = Object.entries(outcome.effective).map(([n, v]) => `${n} = ${v}`).join(', ');
+    io.out(`${done} and read back from pg_settings${outcome.restarted ? ' (after a restart)' : ''}: ${values}\n`);
+    return EXIT.ok;
+  }
+  const lines = outcome.errors.map((e) => `  ${e}`).join('\n');
+  if (outcome.status === 'refused') {
+    io.err(`refused, nothing was changed:\n${lines}\n`);
+    return EXIT.refused;
+  }
+  io.err(`failed: ${outcome.restored ? 'the previous values were put back' : 'the previous values could not all be put back; the next start retries'}:\n${lines}\n`);
+  return EXIT.failure;
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(), io: Io = defaultIo): Promise<number> {
+  let invocation: Invocation;
+  try {
+    invocation = parseInvocation(argv);
+  } catch (err) {
+    io.err(`tuner-agent: ${(err as Error).message}\n`);
+    return EXIT.usage;
+  }
+  if (invocation.command === 'help') {
+    io.out(HELP);
+    return EXIT.ok;
+  }
+  if (invocation.command === 'version') {
+    io.out(`tuner-agent ${AGENT_VERSION}\n`);
+    return EXIT.ok;
+  }
+  const kind = invocation.target!;
+  if (invocation.command === 'permissions') {
+    try {
+      io.out(permissionsText(kind, env, cwd));
+      return EXIT.ok;
+    } catch (err) {
+      io.err(`tuner-agent: ${errorMessage(err)}\n`);
+      return EXIT.usage;
+    }
+  }
+
+  let config: AgentConfig;
+  let log: Logger;
+  try {
+    const loaded = loadConfig({ cwd, env, target: kind, needsService: invocation.command === 'run', ...(invocation.configPath && { file: invocation.configPath }) });
+    config = loaded.config;
+    log = createLogger({ debug: config.tuner.debug, write: io.err });
+    for (const w of loaded.warnings) log.warn(w);
+    log.debug(`configuration from ${loaded.source}`);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const p of err.problems) io.err(`tuner-agent: ${p}\n`);
+      return EXIT.usage;
+    }
+    throw err;
+  }
+
+  if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
+    io.err(`tuner-agent: ${RESTART_MODE_UNSUPPORTED}\n`);
+    return EXIT.usage;
+  }
+
+  let db: Db;
+  try {
+    db = await connectDb(config.postgresql.connectionUrl);
+  } catch (err) {
+    const where = describeConnection(config.postgresql.connectionUrl);
+    log.error(`cannot connect to PostgreSQL at ${where.host}:${where.port}, database "${where.database}", as ${where.user}: ${errorMessage(err)}` +
+      ' (check that the host can reach the database on TCP 5432 and the password of agent_user in postgresql.connection_url)');
+    return EXIT.failure;
+  }
+  let target: Target | undefined;
+  try {
+    target = await createTarget(kind, { db, config, log });
+    const journal = Journal.open(cwd, target.identity);
+    const ctx: ApplyContext = { db, target, journal, config, log };
+    switch (invocation.command) {
+      case 'check': {
+        const checks = await runPreflight(db, target, journal);
+        io.out(formatChecks(`tuner-agent --${kind} --check: ${target.identity} (${tuningMode(config)})`, checks));
+        return preflightPassed(checks) ? EXIT.ok : EXIT.preflightFailed;
+      }
+      case 'once': {
+        const report = await collectOnce(db, target, config, invocation.intervalSeconds);
+        io.out(`${JSON.stringify(report, null, 2)}\n`);
+        return EXIT.ok;
+      }
+      case 'apply': {
+        const recovered = await recoverOnStart(ctx);
+        if (recovered && recovered.status !== 'applied') return printOutcome(io, recovered);
+        return printOutcome(io, await applyChange(ctx, invocation.apply, { accept: true }));
+      }
+      case 'run': {
+        log.info(`tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode`);
+        const recovered = await recoverOnStart(ctx);
+        if (recovered && recovered.status !== 'applied') log.error(`recovery did not complete: ${recovered.errors.join('; ')}`);
+        const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId! });
+        await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stopSignal() });
+        return EXIT.ok;
+      }
+      case 'revert': {
+        await recoverOnStart(ctx);
+        const outcome = await restore(ctx, 'baseline', 'revert requested');
+        if (!outcome) {
+          io.out('nothing to revert: the agent has changed no parameter of this database\n');
+          return EXIT.ok;
+        }
+        return printOutcome(io, outcome, 'reverted');
+      }
+    }
+    return EXIT.usage;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      log.error(err.message);
+      return EXIT.usage;
+    }
+    if (err instanceof ServiceRejectedError) {
+      log.error(err.code === 'agent_conflict' ? `another agent already reports for this database: ${err.message}; run one agent per database` : err.message);
+      return err.code === 'agent_conflict' ? EXIT.conflict : EXIT.rejected;
+    }
+    if (err instanceof JournalError) {
+      log.error(err.message);
+      return EXIT.failure;
+    }
+    log.error(errorMessage(err));
+    if (config.tuner.debug && err instanceof Error && err.stack) log.debug(err.stack);
+    return EXIT.failure;
+  } finally {
+    await target?.close();
+    await db.close();
+  }
+}
+
+/** Aborted by the first SIGTERM or SIGINT; a second one ends the process at once. */
+function stopSignal(): AbortSignal {
+  const controller = new AbortController();
+  const onSignal = (name: NodeJS.Signals) => {
+    if (controller.signal.aborted) process.exit(128 + (name === 'SIGINT' ? 2 : 15));
+    controller.abort();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return controller.signal;
+}

@@ -1,0 +1,51 @@
+// Every configuration key the agent knows, in one table: the agent.yaml section and key, the
+// environment variable, the kind of value, whether it is secret, and which targets need it.
+// Names are spelled exactly as the spec spells them (including its irregular env names);
+// keys the spec does not name are ours and marked `ours` for the docs.
+import type { TargetKind } from '../../knobs/index.ts';
+
+export type ValueKind = 'string' | 'boolean' | 'postgres-url' | 'http-url' | 'positive-integer';
+
+export interface KeySpec {
+  /** agent.yaml section; `null` for environment-only keys. */
+  section: 'postgresql' | 'managed_a' | 'managed_b_flex' | 'tuner' | 'local' | null;
+  key: string;
+  env: string;
+  kind: ValueKind;
+  secret: boolean;
+  /** Targets for which the key must be set. 'service' = needed by commands that talk to the tuning service. */
+  requiredFor: ReadonlyArray<TargetKind | 'service' | 'any'>;
+  /** Not in the spec: added by us (documented in docs/configuration.md). */
+  ours?: boolean;
+  help: string;
+}
+
+export const KEYS: readonly KeySpec[] = [
+  { section: 'postgresql', key: 'connection_url', env: 'AGENT_POSTGRESQL_CONNECTION_URL', kind: 'postgres-url', secret: false, requiredFor: ['any'], help: 'postgresql://agent_user:<password>@<host>:5432/<dbname>' },
+  { section: 'postgresql', key: 'include_queries', env: 'AGENT_POSTGRESQL_INCLUDE_QUERIES', kind: 'boolean', secret: false, requiredFor: [], help: 'send query texts to the tuning service (default true)' },
+  { section: 'postgresql', key: 'allow_restart', env: 'AGENT_POSTGRESQL_ALLOW_RESTART', kind: 'boolean', secret: false, requiredFor: [], ours: true, help: 'allow the agent to restart the database to apply restart-only parameters (default false: reload-only)' },
+  { section: 'local', key: 'restart_command', env: 'AGENT_LOCAL_RESTART_COMMAND', kind: 'string', secret: false, requiredFor: [], ours: true, help: 'shell command that restarts the local server, e.g. "pg_ctlcluster 15 main restart" (needed for restart mode with --local)' },
+  { section: 'local', key: 'memory_mb', env: 'AGENT_LOCAL_MEMORY_MB', kind: 'positive-integer', secret: false, requiredFor: [], ours: true, help: "the database host's memory in MB, when the agent does not run on that host (also: the size of a Cloud B SKU the agent does not know, or of a Cloud A instance class with no EC2 instance type)" },
+  { section: 'local', key: 'vcpus', env: 'AGENT_LOCAL_VCPUS', kind: 'positive-integer', secret: false, requiredFor: [], ours: true, help: "the database host's vCPUs, when the agent does not run on that host (also: a Cloud B SKU the agent does not know, or a Cloud A class with no EC2 instance type)" },
+  { section: 'managed_a', key: 'ACCESS_KEY_ID', env: 'AGENT_CLOUDA_ACCESS_KEY_ID', kind: 'string', secret: true, requiredFor: [], help: 'access key id; leave unset on a host with an attached role' },
+  { section: 'managed_a', key: 'SECRET_ACCESS_KEY', env: 'AGENT_CLOUDA_SECRET_ACCESS_KEY', kind: 'string', secret: true, requiredFor: [], help: 'secret access key; leave unset on a host with an attached role' },
+  { section: 'managed_a', key: 'REGION', env: 'AGENT_CLOUDA_REGION', kind: 'string', secret: false, requiredFor: ['managed-a', 'managed-a-cluster'], help: 'region of the database, e.g. us-east-1' },
+  { section: 'managed_a', key: 'DATABASE_IDENTIFIER', env: 'AGENT_MANAGEDA_DATABASE_IDENTIFIER', kind: 'string', secret: false, requiredFor: ['managed-a', 'managed-a-cluster'], help: 'DB instance identifier; for a cluster, the writer instance' },
+  { section: 'managed_b_flex', key: 'subscription_id', env: 'AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID', kind: 'string', secret: false, requiredFor: ['managed-b-flex'], help: 'subscription of the flexible server' },
+  { section: 'managed_b_flex', key: 'resource_group_name', env: 'AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME', kind: 'string', secret: false, requiredFor: ['managed-b-flex'], help: 'resource group of the flexible server' },
+  { section: 'managed_b_flex', key: 'server_name', env: 'AGENT_MANAGEDB_FLEX_SERVER_NAME', kind: 'string', secret: false, requiredFor: ['managed-b-flex'], help: 'name of the flexible server' },
+  { section: 'managed_b_flex', key: 'resource_manager_endpoint', env: 'AGENT_MANAGEDB_FLEX_RESOURCE_MANAGER_ENDPOINT', kind: 'http-url', secret: false, requiredFor: [], ours: true, help: 'Resource Manager endpoint for sovereign clouds (default https://management.azure.com)' },
+  { section: null, key: 'CLOUDB_CLIENT_ID', env: 'CLOUDB_CLIENT_ID', kind: 'string', secret: false, requiredFor: [], help: 'service-principal client id (appId), for local container testing' },
+  { section: null, key: 'CLOUDB_CLIENT_SECRET', env: 'CLOUDB_CLIENT_SECRET', kind: 'string', secret: true, requiredFor: [], help: 'service-principal secret (password)' },
+  { section: null, key: 'CLOUDB_TENANT_ID', env: 'CLOUDB_TENANT_ID', kind: 'string', secret: false, requiredFor: [], help: 'service-principal tenant id (tenant)' },
+  { section: 'tuner', key: 'server_url', env: 'AGENT_TUNER_SERVER_URL', kind: 'http-url', secret: false, requiredFor: ['service'], help: 'address of the tuning service, e.g. https://tuner.example.com' },
+  { section: 'tuner', key: 'api_key', env: 'AGENT_TUNER_API_KEY', kind: 'string', secret: true, requiredFor: ['service'], help: 'API key from the agent setup page of the tuning service' },
+  { section: 'tuner', key: 'database_id', env: 'AGENT_TUNER_DATABASE_ID', kind: 'string', secret: false, requiredFor: ['service'], help: 'database id from the agent setup page of the tuning service' },
+  { section: 'tuner', key: 'debug', env: 'AGENT_TUNER_DEBUG', kind: 'boolean', secret: false, requiredFor: [], help: 'debug logging (default false)' },
+];
+
+export const SECTIONS = ['postgresql', 'managed_a', 'managed_b_flex', 'tuner', 'local'] as const;
+
+export function keyPath(spec: KeySpec): string {
+  return spec.section ? `${spec.section}.${spec.key}` : spec.key;
+}

@@ -1,0 +1,91 @@
+// The agent's own PostgreSQL session. Every statement it sends is tagged three ways so that it
+// never mistakes its own work for the workload's: `application_name` (pg_stat_activity), a
+// leading marker comment (pg_stat_statements keeps the first text it saw for a queryid), and a
+// `statement_timeout` so that a slow catalog read can never pile up on a busy server.
+// The session survives server restarts: after the connection dies, the next call reconnects.
+// A failed statement is never retried here; callers decide what is safe to repeat.
+import pg from 'pg';
+
+export const AGENT_APPLICATION_NAME = 'tuner-agent';
+/** Prefix of every statement the agent sends; collectors drop statements whose text starts with it. */
+export const AGENT_QUERY_MARKER = '/* tuner-agent */';
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
+
+export interface Db {
+  /** Runs one statement (marker prepended) and returns its rows. */
+  query<T extends object = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  /** The backend pid of the current session, to leave it out of activity counts. */
+  readonly backendPid: number;
+  /** Waits until the server accepts a new session (after a restart), up to `timeoutMs`. */
+  waitUntilReachable(timeoutMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DbOptions {
+  statementTimeoutMs?: number;
+  connectTimeoutMs?: number;
+}
+
+export async function connectDb(connectionUrl: string, options: DbOptions = {}): Promise<Db> {
+  let client: pg.Client | null = null;
+  let backendPid = 0;
+  let closed = false;
+
+  const open = async (): Promise<pg.Client> => {
+    const c = new pg.Client({
+      connectionString: connectionUrl,
+      application_name: AGENT_APPLICATION_NAME,
+      statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    });
+    // A client whose server goes away emits 'error'; without a listener Node would crash.
+    const drop = () => {
+      if (client === c) client = null;
+    };
+    c.on('error', drop);
+    c.on('end', drop);
+    await c.connect();
+    const rows = await c.query<{ pid: number }>(`${AGENT_QUERY_MARKER} SELECT pg_backend_pid() AS pid`);
+    backendPid = rows.rows[0]?.pid ?? 0;
+    client = c;
+    return c;
+  };
+
+  const current = async (): Promise<pg.Client> => {
+    if (closed) throw new Error('the database session is closed');
+    return client ?? (await open());
+  };
+
+  await open();
+  return {
+    get backendPid() {
+      return backendPid;
+    },
+    async query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]> {
+      const c = await current();
+      const result = await c.query<T>(`${AGENT_QUERY_MARKER} ${text}`, params ? [...params] : undefined);
+      return result.rows;
+    },
+    async waitUntilReachable(timeoutMs: number) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        try {
+          const c = await current();
+          await c.query(`${AGENT_QUERY_MARKER} SELECT 1`);
+          return;
+        } catch (err) {
+          const dead = client;
+          client = null;
+          await dead?.end().catch(() => undefined);
+          if (Date.now() > deadline) throw err;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+    },
+    async close() {
+      closed = true;
+      await client?.end().catch(() => undefined);
+      client = null;
+    },
+  };
+}

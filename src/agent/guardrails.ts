@@ -1,0 +1,145 @@
+// Guardrails: while a trial configuration is applied, the agent watches the database in short
+// windows and returns to the last known-good configuration by itself when the trial hurts. It
+// needs no service: the service may be down, and the database must still be safe.
+//
+//   judgeWindow()   pure: one window's metrics against the known-good figures → breaches
+//   createGuard()   takes a snapshot per tick and judges the window since the previous one
+import { buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
+import type { Db } from './db.ts';
+import type { MetricsReport } from '../protocol/report.ts';
+import type { TargetMetric } from '../protocol/v1.ts';
+
+export interface GuardThresholds {
+  /** Breach when the baseline-mix runtime is over this factor of known-good in two windows in a row… */
+  runtimeFactor: number;
+  /** …or over this factor in a single window (a configuration that wrecks the workload). */
+  runtimeFactorAtOnce: number;
+  /** Fewer calls than this in a window make its runtime too noisy to judge. */
+  minCalls: number;
+  /** Breach when available memory falls below this share of the total… */
+  memoryFloorShare: number;
+  /** …or below this many bytes, whichever is larger. */
+  memoryFloorBytes: number;
+  /** Breach when the share of rolled-back transactions rises by more than this over known-good… */
+  rollbackRateIncrease: number;
+  /** …with at least this many rollbacks in the window. */
+  minRollbacks: number;
+  /** Breach when client connections reach this share of max_connections (and did not before). */
+  connectionShare: number;
+  /** Breach when completed calls per second fall below this share of known-good while queries
+   * run longer than `stuckQuerySeconds`: the workload is stuck rather than idle. */
+  throughputFloorShare: number;
+  stuckQuerySeconds: number;
+}
+
+export const DEFAULT_THRESHOLDS: GuardThresholds = {
+  runtimeFactor: 2,
+  runtimeFactorAtOnce: 5,
+  minCalls: 20,
+  memoryFloorShare: 0.05,
+  memoryFloorBytes: 256 * 1024 * 1024,
+  rollbackRateIncrease: 0.2,
+  minRollbacks: 20,
+  connectionShare: 0.95,
+  throughputFloorShare: 0.1,
+  stuckQuerySeconds: 5,
+};
+
+/** The known-good configuration's figures, from a report interval measured under it. */
+export interface KnownGoodFigures {
+  weightedRuntimeMs: number | null;
+  callsPerSecond: number;
+  rollbackRate: number;
+  connectionShare: number;
+}
+
+export function knownGoodFigures(report: MetricsReport): KnownGoodFigures {
+  const d = report.database.total;
+  const xacts = d.xactCommit + d.xactRollback;
+  return {
+    weightedRuntimeMs: report.derived.weightedQueryRuntimeMs ?? report.derived.avgQueryRuntimeMs,
+    callsPerSecond: report.derived.calls / report.interval.seconds,
+    rollbackRate: xacts > 0 ? d.xactRollback / xacts : 0,
+    connectionShare: report.activity.connections.total / report.activity.maxConnections,
+  };
+}
+
+export interface WindowJudgement {
+  breaches: string[];
+  /** The window's runtime was over `runtimeFactor` (counts toward two in a row). */
+  slow: boolean;
+}
+
+/** Judges one window. `previousSlow`: the window before was also over `runtimeFactor`. */
+export function judgeWindow(
+  window: MetricsReport,
+  targetMetrics: readonly TargetMetric[],
+  knownGood: KnownGoodFigures,
+  stuckQueries: number,
+  previousSlow: boolean,
+  t: GuardThresholds = DEFAULT_THRESHOLDS,
+): WindowJudgement {
+  const breaches: string[] = [];
+  let slow = false;
+  const runtime = window.derived.weightedQueryRuntimeMs ?? window.derived.avgQueryRuntimeMs;
+  if (knownGood.weightedRuntimeMs && runtime !== null && window.derived.calls >= t.minCalls) {
+    const factor = runtime / knownGood.weightedRuntimeMs;
+    slow = factor > t.runtimeFactor;
+    if (factor > t.runtimeFactorAtOnce || (slow && previousSlow)) {
+      breaches.push(`query runtime ${runtime.toFixed(3)} ms is ${factor.toFixed(1)}× the known-good ${knownGood.weightedRuntimeMs.toFixed(3)} ms`);
+    }
+  }
+  const callsPerSecond = window.derived.calls / window.interval.seconds;
+  if (stuckQueries > 0 && knownGood.callsPerSecond > 0 && callsPerSecond < t.throughputFloorShare * knownGood.callsPerSecond) {
+    breaches.push(`throughput fell to ${callsPerSecond.toFixed(1)} calls/s from ${knownGood.callsPerSecond.toFixed(1)} with ${stuckQueries} queries running over ${t.stuckQuerySeconds} s`);
+  }
+  const available = targetMetrics.find((m) => m.name === 'memory_available_bytes')?.value;
+  const total = targetMetrics.find((m) => m.name === 'memory_total_bytes')?.value;
+  if (available !== undefined && total !== undefined && total > 0) {
+    const floor = Math.max(t.memoryFloorShare * total, t.memoryFloorBytes);
+    if (available < floor) breaches.push(`available memory ${mb(available)} MB is below the floor of ${mb(floor)} MB`);
+  }
+  const d = window.database.total;
+  const xacts = d.xactCommit + d.xactRollback;
+  const rollbackRate = xacts > 0 ? d.xactRollback / xacts : 0;
+  if (d.xactRollback >= t.minRollbacks && rollbackRate > knownGood.rollbackRate + t.rollbackRateIncrease) {
+    breaches.push(`${(rollbackRate * 100).toFixed(0)} % of transactions rolled back, known-good ${(knownGood.rollbackRate * 100).toFixed(0)} %`);
+  }
+  const connections = window.activity.connections.total / window.activity.maxConnections;
+  if (connections >= t.connectionShare && knownGood.connectionShare < t.connectionShare) {
+    breaches.push(`connections at ${(connections * 100).toFixed(0)} % of max_connections, known-good ${(knownGood.connectionShare * 100).toFixed(0)} %`);
+  }
+  return { breaches, slow };
+}
+
+const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
+
+export interface Guard {
+  /** Judges the window since the previous tick; the first tick only takes a snapshot. */
+  tick(targetMetrics: readonly TargetMetric[]): Promise<string[]>;
+}
+
+export function createGuard(db: Db, knownGood: KnownGoodFigures, baselineMix: BaselineMix | undefined, thresholds: GuardThresholds = DEFAULT_THRESHOLDS): Guard {
+  // Its own collector, without texts: a tick must stay cheap.
+  const collector = createCollector(db, { includeQueries: false });
+  let previous: Snapshot | null = null;
+  let previousSlow = false;
+  return {
+    async tick(targetMetrics) {
+      const current = await collector.collect();
+      const before = previous;
+      previous = current;
+      if (!before) return [];
+      const window = buildMetricsReport(diffSnapshots(before, current), { includeQueries: false, topN: 0, ...(baselineMix && { baselineMix }) });
+      const [stuck] = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+            AND application_name <> 'tuner-agent' AND now() - query_start > make_interval(secs => $1)`,
+        [thresholds.stuckQuerySeconds],
+      );
+      const judgement = judgeWindow(window, targetMetrics, knownGood, stuck?.n ?? 0, previousSlow, thresholds);
+      previousSlow = judgement.slow;
+      return judgement.breaches;
+    },
+  };
+}

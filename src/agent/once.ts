@@ -1,0 +1,24 @@
+// --once: two snapshots `intervalSeconds` apart, one report, printed as JSON.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildMetricsReport, createCollector, diffSnapshots } from './collect/index.ts';
+import type { AgentConfig } from './config/load.ts';
+import type { Db } from './db.ts';
+import { describeSystem } from './system.ts';
+import type { Target } from './targets/target.ts';
+import { AGENT_VERSION } from './version.ts';
+
+export async function collectOnce(db: Db, target: Target, config: AgentConfig, intervalSeconds: number) {
+  const includeQueries = config.postgresql.includeQueries;
+  const collector = createCollector(db, { includeQueries });
+  const first = await collector.collect();
+  await sleep(intervalSeconds * 1000);
+  const second = await collector.collect();
+  return {
+    agentVersion: AGENT_VERSION,
+    target: target.kind,
+    targetIdentity: target.identity,
+    system: await describeSystem(db, target),
+    targetMetrics: await target.metrics(),
+    metrics: buildMetricsReport(diffSnapshots(first, second), { includeQueries }),
+  };
+}

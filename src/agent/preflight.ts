@@ -1,0 +1,97 @@
+// The prerequisites of the spec, checked one by one; each failure says what to do, in the words
+// of the setup steps. Target-specific checks come from the target itself.
+import type { Db } from './db.ts';
+import type { Journal } from './journal.ts';
+import type { PreflightCheck, Target } from './targets/target.ts';
+
+export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
+  const checks: PreflightCheck[] = [];
+  const [who] = await db.query<{ user: string; database: string; monitor: boolean; superuser: boolean; version: string }>(
+    `SELECT current_user AS user, current_database() AS database,
+            pg_has_role(current_user, 'pg_monitor', 'MEMBER') AS monitor,
+            (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
+            current_setting('server_version') AS version`,
+  );
+  if (!who) throw new Error('the database returned no row for the session check');
+  checks.push({ name: 'connect to PostgreSQL', ok: true, detail: `PostgreSQL ${who.version}, database "${who.database}" as ${who.user}` });
+  checks.push({
+    name: `${who.user} is a member of pg_monitor`,
+    ok: who.monitor || who.superuser,
+    detail: who.monitor ? 'granted' : who.superuser ? 'superuser' : 'not granted',
+    ...(!who.monitor && !who.superuser && { fix: `as the master user: GRANT pg_monitor TO ${who.user};` }),
+  });
+
+  const [ext] = await db.query<{ version: string }>(`SELECT extversion AS version FROM pg_extension WHERE extname = 'pg_stat_statements'`);
+  checks.push({
+    name: `pg_stat_statements exists in database "${who.database}"`,
+    ok: ext !== undefined,
+    detail: ext ? `version ${ext.version}` : 'not created',
+    ...(!ext && { fix: `as the master user, connected to database "${who.database}": CREATE EXTENSION IF NOT EXISTS pg_stat_statements;` }),
+  });
+
+  const [preload] = await db.query<{ libs: string; track: string | null }>(
+    `SELECT current_setting('shared_preload_libraries') AS libs, current_setting('pg_stat_statements.track', true) AS track`,
+  );
+  const preloaded = (preload?.libs ?? '').split(',').map((s) => s.trim().replace(/^"|"$/g, '')).includes('pg_stat_statements');
+  checks.push({
+    name: 'pg_stat_statements is preloaded',
+    ok: preloaded,
+    detail: preloaded ? 'in shared_preload_libraries' : `shared_preload_libraries = '${preload?.libs ?? ''}'`,
+    ...(!preloaded && { fix: "add pg_stat_statements to shared_preload_libraries (on a managed server: its server parameter) and restart the server" }),
+  });
+  if (preloaded) {
+    const track = (preload?.track ?? '').toLowerCase();
+    const tracking = track === 'top' || track === 'all';
+    checks.push({
+      name: 'pg_stat_statements.track is top or all',
+      ok: tracking,
+      detail: `pg_stat_statements.track = ${track || '(unset)'}`,
+      ...(!tracking && { fix: 'set the server parameter pg_stat_statements.track to top (or all) and reload' }),
+    });
+  }
+  if (ext && preloaded) {
+    try {
+      await db.query('SELECT 1 FROM pg_stat_statements LIMIT 1');
+      checks.push({ name: 'pg_stat_statements is readable', ok: true, detail: 'readable' });
+    } catch (err) {
+      checks.push({ name: 'pg_stat_statements is readable', ok: false, detail: (err as Error).message, fix: `GRANT pg_monitor TO ${who.user};` });
+    }
+  }
+  return checks;
+}
+
+export function journalCheck(journal: Journal): PreflightCheck {
+  if (!journal.needsRecovery()) {
+    return { name: 'journal', ok: true, detail: `${journal.path}: ${Object.keys(journal.data.applied).length} parameter(s) under the agent's care, none unfinished` };
+  }
+  return {
+    name: 'journal',
+    ok: false,
+    severity: 'warning',
+    detail: `${journal.path} records a change that was not finished or not accepted`,
+    fix: 'the next start of the agent returns the database to its last known-good configuration',
+  };
+}
+
+export async function runPreflight(db: Db, target: Target, journal: Journal): Promise<PreflightCheck[]> {
+  const checks = await databaseChecks(db);
+  checks.push(...(await target.preflight()));
+  checks.push(journalCheck(journal));
+  return checks;
+}
+
+export function formatChecks(heading: string, checks: readonly PreflightCheck[]): string {
+  const lines = [heading];
+  for (const c of checks) {
+    const status = c.ok ? 'PASS' : c.severity === 'warning' ? 'WARN' : 'FAIL';
+    lines.push(`  ${status}  ${c.name}: ${c.detail}`);
+    if (c.fix && !c.ok) lines.push(`        fix: ${c.fix}`);
+  }
+  const failed = checks.filter((c) => !c.ok && c.severity !== 'warning').length;
+  lines.push(failed === 0 ? `preflight: all ${checks.length} checks passed` : `preflight: ${failed} of ${checks.length} checks failed`);
+  return `${lines.join('\n')}\n`;
+}
+
+export function preflightPassed(checks: readonly PreflightCheck[]): boolean {
+  return checks.every((c) => c.ok || c.severity === 'warning');
+}

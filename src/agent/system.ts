@@ -1,0 +1,36 @@
+// What the agent tells the service about its database: version, machine, and the catalog's
+// parameters as the server has them. Shaped by the protocol, so both sides agree on it.
+import { catalogFor } from '../knobs/index.ts';
+import type { Setting, SystemInfo } from '../protocol/v1.ts';
+import type { Db } from './db.ts';
+import { readSettings } from './settings.ts';
+import type { Target } from './targets/target.ts';
+
+/** The catalog's parameters (every mode, so the service sees what restart mode would tune). */
+export async function catalogSettings(db: Db, target: Target): Promise<Setting[]> {
+  const settings = await readSettings(db);
+  return catalogFor(target.kind, 'restart').flatMap((k) => {
+    const row = settings[k.name];
+    if (!row) return [];
+    return [{ name: row.name, setting: row.setting, unit: row.unit, context: row.context, source: row.source ?? null, pendingRestart: row.pending_restart === true }];
+  });
+}
+
+export async function describeSystem(db: Db, target: Target): Promise<SystemInfo> {
+  const [version] = await db.query<{ version: string; num: string }>(
+    `SELECT current_setting('server_version') AS version, current_setting('server_version_num') AS num`,
+  );
+  // An unknown machine size is reported as null, not fatal: collection works without it, and
+  // the preflight says how to give it.
+  const machine: SystemInfo['machine'] = await target.machine().then(
+    (info) => ({ memoryBytes: Math.round(info.machine.memoryBytes), vcpus: info.machine.vcpus, source: info.source }),
+    () => null,
+  );
+  return {
+    serverVersion: version?.version ?? 'unknown',
+    serverVersionNum: Number(version?.num ?? 0),
+    machine,
+    settings: await catalogSettings(db, target),
+    applyBlockedReason: await target.applyBlockedReason(),
+  };
+}

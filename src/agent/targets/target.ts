@@ -1,0 +1,73 @@
+// One interface for every place the agent can tune: the local server, an RDS instance, an Aurora
+// writer, an Azure flexible server. A target knows how to describe the machine and how to read
+// and write the *override layer* (ALTER SYSTEM, a parameter group, server configurations). It
+// does not validate values or verify them: that is done once, above it, for every target.
+import type { Machine, TargetKind } from '../../knobs/index.ts';
+import type { TargetMetric } from '../../protocol/v1.ts';
+import type { AgentConfig } from '../config/load.ts';
+import type { Db } from '../db.ts';
+import type { Logger } from '../log.ts';
+
+/** A parameter's state in the target's override layer: unset (the server's own default or
+ * postgresql.conf applies) or set to a value in the target's own spelling (for RDS this may be
+ * a formula such as `{DBInstanceClassMemory/32768}`), which is restored exactly on revert. */
+export type Override = { set: false } | { set: true; value: string };
+export type Overrides = Record<string, Override>;
+
+export interface PreflightCheck {
+  name: string;
+  ok: boolean;
+  /** What was found. */
+  detail: string;
+  /** What to do when it failed, in the words of the setup steps. */
+  fix?: string;
+  /** A warning does not fail the preflight. */
+  severity?: 'error' | 'warning';
+}
+
+export interface MachineInfo {
+  machine: Machine;
+  /** Where the figures come from, e.g. "this host", "agent.yaml local.memory_mb/vcpus". */
+  source: string;
+}
+
+export interface WriteOptions {
+  /** The agent may restart the server when a written value waits for one. */
+  allowRestart: boolean;
+}
+
+export interface WriteResult {
+  restarted: boolean;
+}
+
+export interface Target {
+  readonly kind: TargetKind;
+  /** Names the database for people and for the journal, e.g. "local 127.0.0.1:5432/postgres". */
+  readonly identity: string;
+  machine(): Promise<MachineInfo>;
+  /** Why parameter changes cannot be applied here (e.g. a `default.*` parameter group), or null. */
+  applyBlockedReason(): Promise<string | null>;
+  readOverrides(names: readonly string[]): Promise<Overrides>;
+  /** Writes all entries or none (undoing those written when one fails), makes them take effect
+   * (reload), and restarts only when a written value is pending a restart and it is allowed. */
+  writeOverrides(overrides: Overrides, options: WriteOptions): Promise<WriteResult>;
+  /** Machine-level metrics (see TargetMetricSchema): the canonical names when known, and the
+   * provider's own series. An empty list when none can be read; never throws for a missing one. */
+  metrics(): Promise<TargetMetric[]>;
+  /** Target-specific prerequisites (apply rights, management access). */
+  preflight(): Promise<PreflightCheck[]>;
+  close(): Promise<void>;
+}
+
+/** What every target factory is given. */
+export interface TargetDeps {
+  db: Db;
+  config: AgentConfig;
+  log: Logger;
+}
+
+/** Thrown by writeOverrides when a write failed and putting back what it had written failed too:
+ * the database is not at its previous values, so the journal keeps the change for recovery. */
+export class UndoFailedError extends Error {
+  override name = 'UndoFailedError';
+}

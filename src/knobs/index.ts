@@ -1,0 +1,68 @@
+// The knob catalog, shared by the agent (to validate what it is told) and the optimizer (to
+// build its search space). See catalog.ts for the knobs, never-touch.ts for what is never
+// changed, validate.ts for the gate every change goes through.
+export type {
+  ApplyContext,
+  Bounds,
+  BoolKnob,
+  ChangeValue,
+  EnumKnob,
+  Knob,
+  KnobContext,
+  KnobType,
+  KnobUnit,
+  KnobValue,
+  Machine,
+  NumericKnob,
+  PgContext,
+  PgSettingRow,
+  PgSettings,
+  TargetKind,
+  TuningMode,
+} from './types.ts';
+export { TARGET_KINDS, TUNING_MODES } from './types.ts';
+export {
+  applyContextOf,
+  assertMachine,
+  boundsFor,
+  catalogFor,
+  CLOUD_B_KNOBS,
+  describeMachine,
+  effectiveMode,
+  getKnob,
+  KNOBS,
+} from './catalog.ts';
+export { isNeverTouch, NEVER_TOUCH, neverTouchEntry, type NeverTouchCategory, type NeverTouchEntry } from './never-touch.ts';
+export { formatQuantity, parseQuantity, rint, type ParseResult, type PgBaseUnit } from './units.ts';
+export {
+  describeValue,
+  formatForAlterSystem,
+  formatSettingValue,
+  normalizeReal,
+  parseSetting,
+  parseValue,
+  type ValueResult,
+} from './values.ts';
+export {
+  checkConstraints,
+  MEMORY_BUDGET_SHARE,
+  memoryBudget,
+  ORDERINGS,
+  type ConstraintInput,
+  type ConstraintViolation,
+  type MemoryBudget,
+  type Quantity,
+} from './constraints.ts';
+export {
+  checkContexts,
+  effectiveApply,
+  enumValues,
+  settingsByName,
+  validateChange,
+  type ContextDisagreement,
+  type ProblemCode,
+  type ValidatedEntry,
+  type ValidationContext,
+  type ValidationProblem,
+  type ValidationResult,
+} from './validate.ts';

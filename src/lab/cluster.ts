@@ -1,0 +1,175 @@
+// Throwaway PostgreSQL clusters for tests, benchmarks and the demo: initdb into a temp dir,
+// a free port on 127.0.0.1, pg_stat_statements preloaded and created, an `agent_user` with
+// pg_monitor. Whoever creates one owns it and may reload, restart and break it freely.
+import { execFile, execFileSync } from 'node:child_process';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
+
+export const AGENT_USER_PASSWORD_FOR_TESTS = 'agent-pw-7f3a9c1e';
+
+export interface ClusterOptions {
+  /** Extra postgresql.conf lines, e.g. `max_connections = 50`. */
+  extraConf?: string[];
+  /** Create pg_stat_statements at this version instead of the default (e.g. '1.8'). */
+  pgssVersion?: string;
+  /** Leave out pg_stat_statements from shared_preload_libraries (to test the preflight). */
+  noPreload?: boolean;
+  /** Keep fsync on, as a real server has it: for benchmarks of WAL and checkpoint settings. */
+  durable?: boolean;
+}
+
+export interface Cluster {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly binDir: string;
+  /** Superuser connection URL (trust auth over TCP on loopback). */
+  readonly adminUrl: string;
+  /** `agent_user` (pg_monitor) connection URL with its password. */
+  readonly agentUrl: string;
+  /** Runs SQL as the superuser on database `postgres` (or `db`) and returns the rows. */
+  sql<T extends object = Record<string, unknown>>(text: string, params?: unknown[], db?: string): Promise<T[]>;
+  /** A pg_ctl command line that restarts this cluster, runnable by root or postgres. */
+  readonly restartCommand: string;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+  /** Stops the server if running and removes the data directory. */
+  destroy(): Promise<void>;
+}
+
+/** Directory with initdb/pg_ctl: $PG_BIN, else the newest /usr/lib/postgresql/<v>/bin. */
+export function findPgBinDir(): string {
+  const fromEnv = process.env['PG_BIN'];
+  if (fromEnv) return fromEnv;
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root)
+    ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a))
+    : [];
+  const newest = versions[0];
+  if (newest === undefined) {
+    throw new Error('no PostgreSQL server binaries: install Debian package "postgresql" or set PG_BIN to the directory holding initdb');
+  }
+  return join(root, newest, 'bin');
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (address && typeof address === 'object') resolve(address.port);
+        else reject(new Error('could not get a free port'));
+      });
+    });
+  });
+}
+
+/** initdb and pg_ctl refuse to run as root: as root, run them as `postgres`. */
+function asPostgres(cmd: string, args: string[]): [string, string[]] {
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
+}
+
+async function runAsPostgres(cmd: string, args: string[]): Promise<void> {
+  const [file, argv] = asPostgres(cmd, args);
+  try {
+    await run(file, argv, { timeout: 120_000 });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed: ${e.stderr?.trim() || e.message}`, { cause: err });
+  }
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const binDir = findPgBinDir();
+  const dataDir = mkdtempSync(join(tmpdir(), 'tuner-pg-'));
+  const isRoot = process.getuid?.() === 0;
+  if (isRoot) chownSync(dataDir, uidOf('postgres'), gidOf('postgres'));
+  const pgCtl = join(binDir, 'pg_ctl');
+  const logFile = join(dataDir, 'server.log');
+
+  await runAsPostgres(join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
+  const port = await freePort();
+  const conf = [
+    `port = ${port}`,
+    `listen_addresses = '127.0.0.1'`,
+    `unix_socket_directories = '${dataDir}'`,
+    options.noPreload ? '' : `shared_preload_libraries = 'pg_stat_statements'`,
+    `pg_stat_statements.track = all`,
+    // A throwaway cluster: durability buys nothing here, speed does (unless a benchmark asks).
+    options.durable ? '' : `fsync = off`,
+    `max_connections = 100`,
+    `logging_collector = off`,
+    ...(options.extraConf ?? []),
+  ];
+  appendFileSync(join(dataDir, 'postgresql.conf'), `\n# tuner throwaway cluster\n${conf.join('\n')}\n`);
+  // The superuser needs no password on loopback (the tests' own setup); every other role, the
+  // agent's included, authenticates for real, so a wrong password fails as it would in production.
+  writeFileSync(
+    join(dataDir, 'pg_hba.conf'),
+    ['local all all trust', 'host all postgres 127.0.0.1/32 trust', 'host all all 127.0.0.1/32 scram-sha-256', ''].join('\n'),
+  );
+
+  const ctl = (args: string[]) => runAsPostgres(pgCtl, ['-D', dataDir, '-l', logFile, '-w', '-t', '60', ...args]);
+  await ctl(['start']);
+
+  const host = '127.0.0.1';
+  const adminUrl = `postgresql://postgres@${host}:${port}/postgres`;
+  const agentUrl = `postgresql://agent_user:${AGENT_USER_PASSWORD_FOR_TESTS}@${host}:${port}/postgres`;
+
+  const sql = async <T extends object>(text: string, params: unknown[] = [], db = 'postgres'): Promise<T[]> => {
+    const client = new pg.Client({ connectionString: `postgresql://postgres@${host}:${port}/${db}` });
+    await client.connect();
+    try {
+      const result = await client.query<T>(text, params);
+      return result.rows;
+    } finally {
+      await client.end();
+    }
+  };
+
+  const pgssVersion = options.pgssVersion ? ` VERSION '${options.pgssVersion}'` : '';
+  if (!options.noPreload) await sql(`CREATE EXTENSION pg_stat_statements${pgssVersion}`);
+  await sql(`CREATE USER agent_user WITH PASSWORD '${AGENT_USER_PASSWORD_FOR_TESTS}'`);
+  await sql('GRANT pg_monitor TO agent_user');
+
+  const [ctlFile, ctlArgs] = asPostgres(pgCtl, ['-D', dataDir, '-l', logFile, '-w', '-t', '60', 'restart', '-m', 'fast']);
+  let destroyed = false;
+  return {
+    port,
+    host,
+    dataDir,
+    binDir,
+    adminUrl,
+    agentUrl,
+    sql,
+    restartCommand: [ctlFile, ...ctlArgs].map(shellQuote).join(' '),
+    restart: () => ctl(['restart', '-m', 'fast']),
+    stop: () => ctl(['stop', '-m', 'fast']),
+    async destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      if (existsSync(join(dataDir, 'postmaster.pid'))) {
+        await ctl(['stop', '-m', 'immediate']).catch(() => undefined);
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function idOf(flag: '-u' | '-g', name: string): number {
+  return Number(execFileSync('id', [flag, name], { encoding: 'utf8' }).trim());
+}
+const uidOf = (name: string) => idOf('-u', name);
+const gidOf = (name: string) => idOf('-g', name);

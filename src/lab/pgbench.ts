@@ -1,0 +1,40 @@
+// pgbench against a throwaway cluster, with its summary parsed: the load of the demo and of the
+// tuning benchmark.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Cluster } from './cluster.ts';
+
+const run = promisify(execFile);
+
+export interface PgbenchResult {
+  tps: number;
+  latencyMs: number;
+  transactions: number;
+  failed: number;
+}
+
+function connection(cluster: Cluster): string[] {
+  return ['-h', cluster.host, '-p', String(cluster.port), '-U', 'postgres', 'postgres'];
+}
+
+export async function pgbenchInit(cluster: Cluster, scale: number): Promise<void> {
+  await run(join(cluster.binDir, 'pgbench'), ['-i', '-q', '-s', String(scale), '--foreign-keys', ...connection(cluster)], { timeout: 600_000 });
+}
+
+/** Runs pgbench with `args` (for example `-T 10 -c 4 -j 2`, or `-f script.sql`) and parses its summary. */
+export async function pgbench(cluster: Cluster, args: string[]): Promise<PgbenchResult> {
+  const { stdout } = await run(join(cluster.binDir, 'pgbench'), [...args, ...connection(cluster)], { timeout: 3_600_000, maxBuffer: 16 * 1024 * 1024 });
+  const number = (pattern: RegExp) => {
+    const m = pattern.exec(stdout);
+    return m ? Number(m[1]) : NaN;
+  };
+  const result = {
+    tps: number(/^tps = ([\d.]+)/m),
+    latencyMs: number(/^latency average = ([\d.]+) ms/m),
+    transactions: number(/^number of transactions actually processed: (\d+)/m),
+    failed: number(/^number of failed transactions: (\d+)/m) || 0,
+  };
+  if (!Number.isFinite(result.tps)) throw new Error(`pgbench printed no tps line:\n${stdout.slice(-2000)}`);
+  return result;
+}

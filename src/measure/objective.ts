@@ -1,0 +1,89 @@
+// The measure of a configuration (design.md, "The measure"): the workload's own speed, as the
+// average runtime of the *baseline's* query mix at today's per-query speed. Each statement keeps
+// the share of calls it had during the baseline window, so a shift toward cheap queries does not
+// look like a win. Pure functions over report metrics: the service's tuning sessions and the
+// tuning benchmark compute it the same way.
+import type { MetricsReport } from '../protocol/report.ts';
+
+/** Statement key → share of the baseline window's top-level calls (the shares sum to 1). */
+export type QueryMix = Record<string, number>;
+
+export interface WindowStats {
+  /** Σ share × mean runtime over the baseline statements seen in the window, renormalized. */
+  weightedRuntimeMs: number | null;
+  /** Share of the baseline mix the window saw (0..1); low coverage makes the figure weak. */
+  coverage: number;
+  /** Plain average runtime of top-level statements in the window. */
+  avgRuntimeMs: number | null;
+  calls: number;
+  seconds: number;
+  tps: number;
+  /** Rolled back / all transactions. */
+  rollbackRate: number;
+}
+
+export function statementKey(row: { queryId: string; userId: number; dbId: number; toplevel: boolean | null }): string {
+  return `${row.userId}:${row.dbId}:${row.queryId}:${row.toplevel === false ? 'n' : 't'}`;
+}
+
+interface Totals {
+  calls: number;
+  execMs: number;
+}
+
+/** Per-statement totals over the reports (top-level statements only: nested ones count their caller twice). */
+function totalsByStatement(reports: readonly MetricsReport[]): Map<string, Totals> {
+  const totals = new Map<string, Totals>();
+  for (const r of reports) {
+    for (const row of r.statements.top) {
+      if (row.toplevel === false || row.calls === 0) continue;
+      const key = statementKey(row);
+      const t = totals.get(key) ?? { calls: 0, execMs: 0 };
+      t.calls += row.calls;
+      t.execMs += row.totalExecTimeMs;
+      totals.set(key, t);
+    }
+  }
+  return totals;
+}
+
+/** The call mix of a baseline window. */
+export function queryMix(reports: readonly MetricsReport[]): QueryMix {
+  const totals = totalsByStatement(reports);
+  const all = [...totals.values()].reduce((sum, t) => sum + t.calls, 0);
+  if (all === 0) return {};
+  return Object.fromEntries([...totals].map(([key, t]) => [key, t.calls / all]));
+}
+
+export function windowStats(reports: readonly MetricsReport[], mix: QueryMix): WindowStats {
+  const totals = totalsByStatement(reports);
+  let weighted = 0;
+  let coverage = 0;
+  for (const [key, share] of Object.entries(mix)) {
+    const t = totals.get(key);
+    if (!t || t.calls === 0) continue;
+    weighted += share * (t.execMs / t.calls);
+    coverage += share;
+  }
+  const seconds = reports.reduce((s, r) => s + r.interval.seconds, 0);
+  const calls = reports.reduce((s, r) => s + r.derived.calls, 0);
+  const runtimeSum = reports.reduce((s, r) => s + (r.derived.avgQueryRuntimeMs ?? 0) * r.derived.calls, 0);
+  const commits = reports.reduce((s, r) => s + r.database.total.xactCommit, 0);
+  const rollbacks = reports.reduce((s, r) => s + r.database.total.xactRollback, 0);
+  return {
+    weightedRuntimeMs: coverage > 0 ? weighted / coverage : null,
+    coverage,
+    avgRuntimeMs: calls > 0 ? runtimeSum / calls : null,
+    calls,
+    seconds,
+    tps: seconds > 0 ? (commits + rollbacks) / seconds : 0,
+    rollbackRate: commits + rollbacks > 0 ? rollbacks / (commits + rollbacks) : 0,
+  };
+}
+
+/** The optimizer's objective: the window's weighted runtime relative to the baseline's (1.0 =
+ * as fast as the baseline, lower is better); null when either cannot be measured. */
+export function relativeObjective(window: WindowStats, baseline: WindowStats): number | null {
+  if (window.weightedRuntimeMs === null || baseline.weightedRuntimeMs === null || baseline.weightedRuntimeMs <= 0) return null;
+  return window.weightedRuntimeMs / baseline.weightedRuntimeMs;
+}

@@ -1,0 +1,178 @@
+// Protocol v1 between tuner-agent and the tuning service: the only code both sides import.
+// JSON over HTTP(S); `Authorization: Bearer <api_key>`; the database id in the path; bodies may
+// be gzip-encoded (`Content-Encoding: gzip`). Every body is validated with these schemas on the
+// side that receives it. Errors are `{ "error": { "code", "message" } }` with a 4xx/5xx status.
+import { z } from 'zod';
+import { MetricsReportSchema } from './report.ts';
+
+export const PROTOCOL_VERSION = 1;
+export const API_PREFIX = '/api/v1';
+
+/** Largest request body the service accepts, after decompression. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export const routes = {
+  agentStart: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/start`,
+  agentStop: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/stop`,
+  report: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/reports`,
+  ack: (databaseId: string, commandId: string) =>
+    `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/commands/${encodeURIComponent(commandId)}/ack`,
+} as const;
+
+export const TargetKindSchema = z.enum(['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex']);
+export const TuningModeSchema = z.enum(['reload-only', 'restart']);
+
+const shortText = z.string().max(500);
+const paramName = z.string().regex(/^[a-z_][a-z0-9_.]{0,62}$/);
+/** A parameter value as pg_settings shows it (a number in the parameter's unit, or a word). */
+const settingValue = z.string().max(200);
+const id = z.string().min(1).max(100).regex(/^[A-Za-z0-9._:-]+$/);
+
+export const SettingSchema = z.strictObject({
+  name: paramName,
+  setting: settingValue,
+  unit: z.string().max(20).nullable(),
+  context: z.string().max(40),
+  source: z.string().max(60).nullable(),
+  pendingRestart: z.boolean(),
+});
+
+export const SystemInfoSchema = z.strictObject({
+  serverVersion: shortText,
+  serverVersionNum: z.number().int().positive(),
+  machine: z.strictObject({
+    memoryBytes: z.number().int().positive(),
+    vcpus: z.number().int().positive().max(4096),
+    source: shortText,
+  }).nullable(),
+  /** The catalog's parameters as the server has them now. */
+  settings: z.array(SettingSchema).max(200),
+  /** Why changes cannot be applied (for example a `default.*` parameter group), or null. */
+  applyBlockedReason: shortText.nullable(),
+});
+
+export const AgentStartRequestSchema = z.strictObject({
+  agentVersion: z.string().max(40),
+  protocolVersion: z.literal(PROTOCOL_VERSION),
+  target: TargetKindSchema,
+  /** e.g. "local 127.0.0.1:5432/postgres"; the agent's own name for its database. */
+  targetIdentity: shortText,
+  allowRestart: z.boolean(),
+  mode: TuningModeSchema,
+  includeQueries: z.boolean(),
+  host: z.strictObject({ hostname: z.string().max(255), pid: z.number().int().positive() }),
+  system: SystemInfoSchema,
+  /** The lease this agent's directory held before (kept next to its journal): an agent restarted
+   * after a crash takes its own lease back at once, while a second agent is still refused. */
+  resumeLeaseId: id.optional(),
+});
+
+export const AgentStartResponseSchema = z.strictObject({
+  leaseId: id,
+  /** The lease lapses unless a report or a new start renews it before then. */
+  leaseExpiresAt: z.iso.datetime({ offset: true }),
+  reportIntervalSeconds: z.number().int().min(1).max(3600),
+});
+
+export const AgentStopRequestSchema = z.strictObject({ leaseId: id });
+
+export const AgentEventSchema = z.strictObject({
+  at: z.iso.datetime({ offset: true }),
+  level: z.enum(['info', 'warn', 'error']),
+  /** A stable code such as `recovered`, `guardrail_breach`, `collect_failed`. */
+  code: z.string().max(60).regex(/^[a-z_]+$/),
+  message: z.string().max(2000),
+  /** The command the event is about, e.g. the trial a guardrail reverted. */
+  commandId: id.optional(),
+});
+
+/** A machine-level measurement from the target: the canonical `memory_available_bytes`,
+ * `memory_total_bytes` and `cpu_percent` when known (guardrails read these), and the provider's
+ * own series as `<source>:<name>`, e.g. `cloudwatch:ReadIOPS`. */
+export const TargetMetricSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z][A-Za-z0-9_.:/-]{0,99}$/),
+  value: z.number().finite(),
+  unit: z.string().max(40),
+  at: z.iso.datetime({ offset: true }),
+  source: z.string().max(40),
+});
+
+export const ReportRequestSchema = z.strictObject({
+  leaseId: id,
+  /** Increases by one per report of this lease, so the service can see gaps. */
+  seq: z.number().int().nonnegative(),
+  sentAt: z.iso.datetime({ offset: true }),
+  /** Null when collection failed in this interval (an event says why). */
+  metrics: MetricsReportSchema.nullable(),
+  /** The catalog's parameters as the server has them now. */
+  settings: z.array(SettingSchema).max(200),
+  targetMetrics: z.array(TargetMetricSchema).max(200),
+  events: z.array(AgentEventSchema).max(100),
+});
+
+/** What the service asks of the agent. The agent validates values against its own catalog and
+ * bounds whatever the service says, and acknowledges every command with its outcome. */
+export const CommandSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    id,
+    kind: z.literal('apply'),
+    /** Parameter → value (pg_settings unit, or with a unit: "64MB"). */
+    values: z.record(paramName, z.union([z.string().max(200), z.number()])),
+    /** The agent may restart the server to apply these (only in restart mode). */
+    allowRestart: z.boolean(),
+    /** On success this becomes the agent's known-good configuration (an approved one); a trial
+     * configuration is not kept, and the agent returns to known-good on its own when it must. */
+    keep: z.boolean(),
+  }),
+  z.strictObject({ id, kind: z.literal('revert'), to: z.enum(['baseline', 'known-good']) }),
+]);
+
+export const ReportResponseSchema = z.strictObject({
+  nextReportInSeconds: z.number().int().min(1).max(3600),
+  leaseExpiresAt: z.iso.datetime({ offset: true }),
+  /** Null means hold: keep the configuration as it is. */
+  command: CommandSchema.nullable(),
+});
+
+export const CommandAckRequestSchema = z.strictObject({
+  leaseId: id,
+  status: z.enum(['applied', 'refused', 'failed']),
+  /** The values read back from pg_settings after the command. */
+  effective: z.record(paramName, settingValue),
+  errors: z.array(z.string().max(2000)).max(100),
+  restarted: z.boolean(),
+  /** The previous values were put back after a failure. */
+  restored: z.boolean(),
+});
+
+export const ErrorCodeSchema = z.enum([
+  'bad_request',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'agent_conflict',
+  'lease_expired',
+  'payload_too_large',
+  'unsupported_media_type',
+  'rate_limited',
+  'internal',
+]);
+
+export const ErrorResponseSchema = z.strictObject({
+  error: z.strictObject({ code: ErrorCodeSchema, message: z.string() }),
+});
+
+export type TargetKindV1 = z.infer<typeof TargetKindSchema>;
+export type Setting = z.infer<typeof SettingSchema>;
+export type SystemInfo = z.infer<typeof SystemInfoSchema>;
+export type AgentStartRequest = z.infer<typeof AgentStartRequestSchema>;
+export type AgentStartResponse = z.infer<typeof AgentStartResponseSchema>;
+export type AgentStopRequest = z.infer<typeof AgentStopRequestSchema>;
+export type AgentEvent = z.infer<typeof AgentEventSchema>;
+export type TargetMetric = z.infer<typeof TargetMetricSchema>;
+export type ReportRequest = z.infer<typeof ReportRequestSchema>;
+export type ReportResponse = z.infer<typeof ReportResponseSchema>;
+export type Command = z.infer<typeof CommandSchema>;
+export type CommandAckRequest = z.infer<typeof CommandAckRequestSchema>;
+export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
+export type ErrorResponse = z.infer<typeof ErrorResponseSchema>;

@@ -1,0 +1,86 @@
+// What people do, whether through the JSON API or the HTML forms: the same checks and limits
+// either way. Every action names the acting user, whose account bounds what it can see.
+import { randomUUID } from 'node:crypto';
+import type { Command } from '../protocol/v1.ts';
+import { generateApiKey } from './auth/tokens.ts';
+import { hashPassword, generatePassword } from './auth/passwords.ts';
+import type { ServiceContext } from './context.ts';
+import { HttpError, notFound } from './http/errors.ts';
+import type { CommandInput, NewDatabaseInput, NewUserInput } from './inputs.ts';
+import { UsernameTakenError, type ApiKeyInfo, type CommandRecord, type DatabaseEntry, type User } from './storage/storage.ts';
+
+/** Enough for any real use, small enough that nobody fills the storage by accident. */
+export const LIMITS = { databasesPerAccount: 500, liveKeysPerDatabase: 20, openCommandsPerDatabase: 20 } as const;
+
+export interface CreatedApiKey {
+  info: ApiKeyInfo;
+  /** The key itself: shown once, on the page or in the response that created it. */
+  apiKey: string;
+}
+
+const noSuchDatabase = (id: string) => notFound(`no database ${id} in your account`);
+
+export async function createDatabase(ctx: ServiceContext, user: User, input: NewDatabaseInput): Promise<{ database: DatabaseEntry; key: CreatedApiKey }> {
+  const existing = await ctx.storage.listDatabases(user.accountId);
+  if (existing.length >= LIMITS.databasesPerAccount) {
+    throw new HttpError(409, 'bad_request', `an account holds at most ${LIMITS.databasesPerAccount} databases`);
+  }
+  const database = await ctx.storage.createDatabase(user.accountId, { id: randomUUID(), name: input.name, target: input.target });
+  const key = await createApiKey(ctx, user, database.id, 'first key');
+  return { database, key };
+}
+
+export async function createApiKey(ctx: ServiceContext, user: User, databaseId: string, label: string): Promise<CreatedApiKey> {
+  if (!(await ctx.storage.getDatabase(user.accountId, databaseId))) throw noSuchDatabase(databaseId);
+  if ((await ctx.storage.countLiveApiKeys(databaseId)) >= LIMITS.liveKeysPerDatabase) {
+    throw new HttpError(409, 'bad_request', `a database has at most ${LIMITS.liveKeysPerDatabase} live API keys: revoke one first`);
+  }
+  const generated = generateApiKey();
+  const info = await ctx.storage.createApiKey(user.accountId, {
+    id: randomUUID(),
+    databaseId,
+    keyHash: generated.hash,
+    displayPrefix: generated.displayPrefix,
+    label,
+    createdBy: user.id,
+  });
+  if (!info) throw noSuchDatabase(databaseId);
+  return { info, apiKey: generated.key };
+}
+
+export async function revokeApiKey(ctx: ServiceContext, user: User, databaseId: string, keyId: string): Promise<void> {
+  if (!(await ctx.storage.revokeApiKey(user.accountId, databaseId, keyId))) {
+    throw notFound(`no API key ${keyId} of database ${databaseId} in your account`);
+  }
+}
+
+export async function issueCommand(ctx: ServiceContext, user: User, databaseId: string, input: CommandInput): Promise<CommandRecord> {
+  if (!(await ctx.storage.getDatabase(user.accountId, databaseId))) throw noSuchDatabase(databaseId);
+  if ((await ctx.storage.countOpenCommands(databaseId)) >= LIMITS.openCommandsPerDatabase) {
+    throw new HttpError(409, 'bad_request', `${LIMITS.openCommandsPerDatabase} commands are waiting for the agent already: wait for it to acknowledge them`);
+  }
+  const id = randomUUID();
+  const command: Command =
+    input.kind === 'apply'
+      ? { id, kind: 'apply', values: { ...input.values }, allowRestart: input.allowRestart, keep: input.keep }
+      : { id, kind: 'revert', to: input.to };
+  const record = await ctx.storage.createCommand(user.accountId, databaseId, command, user.id);
+  if (!record) throw noSuchDatabase(databaseId);
+  return record;
+}
+
+export async function setReportInterval(ctx: ServiceContext, user: User, databaseId: string, seconds: number | null): Promise<void> {
+  if (!(await ctx.storage.setReportInterval(user.accountId, databaseId, seconds))) throw noSuchDatabase(databaseId);
+}
+
+export async function createUser(ctx: ServiceContext, actor: User, input: NewUserInput): Promise<{ user: User; password: string | null }> {
+  if (!actor.isAdmin) throw new HttpError(403, 'forbidden', 'only an admin can create users');
+  const password = input.password ?? generatePassword();
+  try {
+    const user = await ctx.storage.createUser(input.username, await hashPassword(password), input.isAdmin);
+    return { user, password: input.password ? null : password };
+  } catch (err) {
+    if (err instanceof UsernameTakenError) throw new HttpError(409, 'bad_request', `username "${input.username}" is taken`);
+    throw err;
+  }
+}

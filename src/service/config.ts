@@ -1,0 +1,137 @@
+// tuner-service's configuration: command-line flags, then environment variables, then defaults
+// (a flag wins over its variable). Validated with messages that name the flag or variable.
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+
+export interface ServiceConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** PostgreSQL storage when set; PGlite in dataDir otherwise. Secret: never printed. */
+  databaseUrl: string | undefined;
+  databasePoolSize: number;
+  /** The first admin's password; generated and printed once when unset. Secret. */
+  adminPassword: string | undefined;
+  adminUsername: string;
+  /** The address agents and browsers use; also decides Secure cookies when it is https. */
+  publicUrl: string | undefined;
+  /** Behind a reverse proxy: trust X-Forwarded-Proto/For (https detection, client address). */
+  trustProxy: boolean;
+  reportIntervalSeconds: number;
+  leaseMinSeconds: number;
+  retentionDays: number;
+  retentionReportsPerDatabase: number;
+  /** The container image shown in the setup page's docker command. */
+  agentImage: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const integer = (min: number, max: number) =>
+  z.coerce.number({ error: 'expected a whole number' }).int('expected a whole number').min(min, `expected at least ${min}`).max(max, `expected at most ${max}`);
+
+const boolean = z.enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'expected true or false' }).transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const listen = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080')
+  .transform((v) => {
+    const cut = v.lastIndexOf(':');
+    return { host: v.slice(0, cut).replace(/^\[|\]$/g, ''), port: Number(v.slice(cut + 1)) };
+  })
+  .refine((v) => v.port <= 65535, 'the port must be at most 65535');
+
+const postgresUrl = z
+  .string()
+  .refine((v) => /^postgres(ql)?:\/\//.test(v) && URL.canParse(v), 'expected a URL postgresql://user:password@host:5432/dbname');
+
+const httpUrl = z
+  .string()
+  .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'expected an http(s) URL such as https://tuner.example.com')
+  .transform((v) => v.replace(/\/+$/, ''));
+
+/** Where each setting comes from: its flag (if any), its variable, its schema and default. */
+const SETTINGS = {
+  listen: { flag: 'listen', env: 'TUNER_LISTEN', schema: listen, default: '127.0.0.1:8080' },
+  dataDir: { flag: 'data-dir', env: 'TUNER_DATA_DIR', schema: z.string().min(1), default: './tuner-data' },
+  databaseUrl: { flag: null, env: 'TUNER_DATABASE_URL', schema: postgresUrl, default: undefined },
+  databasePoolSize: { flag: null, env: 'TUNER_DATABASE_POOL_SIZE', schema: integer(1, 200), default: '10' },
+  adminPassword: { flag: null, env: 'TUNER_ADMIN_PASSWORD', schema: z.string().min(12, 'expected at least 12 characters').max(200), default: undefined },
+  adminUsername: { flag: null, env: 'TUNER_ADMIN_USERNAME', schema: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'expected 1 to 64 letters, digits or ._@-'), default: 'admin' },
+  publicUrl: { flag: 'public-url', env: 'TUNER_PUBLIC_URL', schema: httpUrl, default: undefined },
+  trustProxy: { flag: null, env: 'TUNER_TRUST_PROXY', schema: boolean, default: 'false' },
+  reportIntervalSeconds: { flag: null, env: 'TUNER_REPORT_INTERVAL_SECONDS', schema: integer(1, 3600), default: '60' },
+  leaseMinSeconds: { flag: null, env: 'TUNER_LEASE_MIN_SECONDS', schema: integer(1, 3600), default: '30' },
+  retentionDays: { flag: null, env: 'TUNER_RETENTION_DAYS', schema: integer(1, 3650), default: '30' },
+  retentionReportsPerDatabase: { flag: null, env: 'TUNER_RETENTION_REPORTS', schema: integer(100, 10_000_000), default: '20000' },
+  agentImage: { flag: null, env: 'TUNER_AGENT_IMAGE', schema: z.string().regex(/^[A-Za-z0-9._/:@<>-]{1,200}$/, 'expected an image reference such as registry.example.com/tuner-agent:latest'), default: '<AGENT_IMAGE>' },
+  logLevel: { flag: null, env: 'TUNER_LOG_LEVEL', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info' },
+} as const;
+
+export const HELP = `tuner-service: the tuning service that tuner-agents report to, with its web pages
+
+Usage:
+  tuner-service [--listen HOST:PORT] [--data-dir DIR] [--public-url URL]
+
+Options (each also an environment variable; a flag wins):
+  --listen HOST:PORT    TUNER_LISTEN, default 127.0.0.1:8080
+  --data-dir DIR        TUNER_DATA_DIR, default ./tuner-data (the embedded storage)
+  --public-url URL      TUNER_PUBLIC_URL, the address agents use (shown in agent.yaml)
+  --help, --version
+
+Environment only:
+  TUNER_DATABASE_URL              PostgreSQL storage instead of the embedded one
+  TUNER_ADMIN_PASSWORD            the first admin's password (else generated and printed once)
+  TUNER_REPORT_INTERVAL_SECONDS   default report interval (60)
+  See docs/service.md for every variable.
+`;
+
+export type CliRequest = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: ServiceConfig };
+
+export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv): CliRequest {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        listen: { type: 'string' },
+        'data-dir': { type: 'string' },
+        'public-url': { type: 'string' },
+        help: { type: 'boolean' },
+        version: { type: 'boolean' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message}\n\n${HELP}`);
+  }
+  if (values['help']) return { kind: 'help' };
+  if (values['version']) return { kind: 'version' };
+
+  const problems: string[] = [];
+  const resolved: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(SETTINGS)) {
+    const fromFlag = setting.flag ? values[setting.flag] : undefined;
+    const fromEnv = env[setting.env];
+    const raw = typeof fromFlag === 'string' ? fromFlag : fromEnv !== undefined && fromEnv !== '' ? fromEnv : setting.default;
+    const source = typeof fromFlag === 'string' ? `--${setting.flag}` : fromEnv ? setting.env : 'default';
+    if (raw === undefined) {
+      resolved[name] = undefined;
+      continue;
+    }
+    const parsed = (setting.schema as z.ZodType).safeParse(raw);
+    if (parsed.success) resolved[name] = parsed.data;
+    else {
+      const secret = setting.env === 'TUNER_DATABASE_URL' || setting.env === 'TUNER_ADMIN_PASSWORD';
+      const shown = secret ? '' : ` (got "${String(raw).slice(0, 80)}")`;
+      problems.push(`${source}: ${parsed.error.issues[0]?.message ?? 'invalid'}${shown}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems.join('\n'));
+  const { listen: address, ...rest } = resolved as { listen: { host: string; port: number } } & Omit<ServiceConfig, 'host' | 'port'>;
+  return { kind: 'run', config: { ...rest, host: address.host, port: address.port } };
+}

@@ -1,0 +1,91 @@
+// Starting and stopping the whole service: storage (migrated), the first admin, the HTTP server,
+// and the retention job. Used by the bin, the tests and the benchmark alike.
+import type { FastifyInstance } from 'fastify';
+import { generatePassword, hashPassword } from './auth/passwords.ts';
+import type { ServiceConfig } from './config.ts';
+import { leasePolicyOf, type ServiceContext } from './context.ts';
+import { buildApp } from './http/app.ts';
+import { startSessionTicker } from './sessions/ticker.ts';
+import { openStorage } from './storage/open.ts';
+import type { Storage } from './storage/storage.ts';
+
+const PRUNE_EVERY_MS = 10 * 60_000;
+
+export interface RunningService {
+  /** http://host:port, as listening (the port chosen by the system when 0 was asked). */
+  url: string;
+  app: FastifyInstance;
+  storage: Storage;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where the first admin's generated password is told (once); stdout by default. */
+  announce?: (text: string) => void;
+  /** Where log lines go (stdout by default). */
+  logStream?: { write(line: string): void };
+}
+
+/** Creates the first admin on an empty storage; its password is the configured one or generated. */
+async function ensureAdmin(storage: Storage, config: ServiceConfig, announce: (text: string) => void): Promise<void> {
+  const password = config.adminPassword ?? generatePassword();
+  const created = await storage.createFirstAdmin(config.adminUsername, await hashPassword(password));
+  if (!created) return;
+  if (config.adminPassword) announce(`created the admin login "${config.adminUsername}" with the password from TUNER_ADMIN_PASSWORD\n`);
+  else announce(`created the admin login (shown once, keep it safe):\n  username: ${config.adminUsername}\n  password: ${password}\n`);
+}
+
+export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
+  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  let app: FastifyInstance | undefined;
+  try {
+    await ensureAdmin(storage, config, options.announce ?? ((text) => process.stdout.write(text)));
+    const ctx: ServiceContext = { storage, config, leasePolicy: leasePolicyOf(config) };
+    app = buildApp(ctx, { ...(options.logStream && { logStream: options.logStream }) });
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await storage.close().catch(() => undefined);
+    throw err;
+  }
+  const listening = app;
+  let pruning: Promise<void> = Promise.resolve();
+  const prune = async () => {
+    try {
+      const removed = await storage.prune({
+        maxAgeDays: config.retentionDays,
+        maxReportsPerDatabase: config.retentionReportsPerDatabase,
+        maxEventsPerDatabase: config.retentionReportsPerDatabase,
+      });
+      if (removed.reports + removed.events > 0) listening.log.info(removed, 'retention: old rows removed');
+    } catch (err) {
+      listening.log.warn({ err: { name: (err as Error).name } }, 'retention job failed; it runs again later');
+    }
+  };
+  pruning = prune();
+  const timer = setInterval(() => {
+    pruning = pruning.then(prune);
+  }, PRUNE_EVERY_MS);
+  timer.unref();
+
+  // Tuning sessions move with reports and acks; the ticker catches what no request brings.
+  const sessionTicker = startSessionTicker(storage, listening.log);
+
+  const address = listening.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    app: listening,
+    storage,
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(timer);
+        await sessionTicker.stop();
+        await listening.close();
+        await pruning;
+        await storage.close();
+      })()),
+  };
+}

@@ -1,0 +1,162 @@
+// What the agent setup page shows, ready to copy: agent.yaml for the chosen target, the same as a
+// container command (environment variables), the binary command, and the database-side SQL.
+// Key and variable names are exactly the spec's (docs/configuration.md; a test compares them with
+// the agent's own key table). What only the operator knows stays a <PLACEHOLDER>; the real API key
+// is filled in only on the page that created it.
+import YAML from 'yaml';
+import type { TargetKindV1 } from '../../protocol/v1.ts';
+
+export interface SetupInput {
+  target: TargetKindV1;
+  databaseId: string;
+  /** The key, on the page that created it; null elsewhere (then `<API_KEY>`). */
+  apiKey: string | null;
+  serverUrl: string;
+  agentImage: string;
+}
+
+export interface SetupSnippets {
+  agentYaml: string;
+  containerCommand: string;
+  binaryCommands: string;
+  databaseSql: string;
+}
+
+interface Entry {
+  section: string | null;
+  key: string;
+  env: string;
+  value: string | boolean;
+  /** A comment above the key in agent.yaml. */
+  comment?: string;
+  /** Only in agent.yaml (e.g. a restart command has no use inside a container). */
+  fileOnly?: boolean;
+}
+
+export const TARGET_LABELS: Record<TargetKindV1, string> = {
+  local: 'Self-hosted PostgreSQL (local)',
+  'managed-a': 'Cloud A managed PostgreSQL instance',
+  'managed-a-cluster': 'Cloud A managed PostgreSQL cluster (writer instance)',
+  'managed-b-flex': 'Cloud B managed PostgreSQL flexible server',
+};
+
+export const DATABASE_SQL = `CREATE USER agent_user WITH PASSWORD '<AGENT_USER_PASSWORD>';
+GRANT pg_monitor TO agent_user;
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+`;
+
+function entries(input: SetupInput): Entry[] {
+  const host = input.target === 'local' ? 'localhost' : '<DATABASE_HOST>';
+  const dbname = input.target === 'local' ? 'postgres' : '<DBNAME>';
+  const list: Entry[] = [
+    { section: 'postgresql', key: 'connection_url', env: 'AGENT_POSTGRESQL_CONNECTION_URL', value: `postgresql://agent_user:<AGENT_USER_PASSWORD>@${host}:5432/${dbname}` },
+    { section: 'postgresql', key: 'include_queries', env: 'AGENT_POSTGRESQL_INCLUDE_QUERIES', value: true },
+  ];
+  if (input.target !== 'managed-b-flex') {
+    list.push({
+      section: 'postgresql',
+      key: 'allow_restart',
+      env: 'AGENT_POSTGRESQL_ALLOW_RESTART',
+      value: false,
+      comment: ' Allows the agent to restart the database during tuning (restart mode). Default false.',
+    });
+  }
+  switch (input.target) {
+    case 'local':
+      list.push({
+        section: 'local',
+        key: 'restart_command',
+        env: 'AGENT_LOCAL_RESTART_COMMAND',
+        value: 'pg_ctlcluster 15 main restart',
+        comment: ' How to restart the server; used only with allow_restart: true.',
+        fileOnly: true,
+      });
+      break;
+    case 'managed-a':
+    case 'managed-a-cluster':
+      list.push(
+        { section: 'managed_a', key: 'ACCESS_KEY_ID', env: 'AGENT_CLOUDA_ACCESS_KEY_ID', value: '<ACCESS_KEY_ID>', comment: ' Leave out both keys on a host or task with an attached role.' },
+        { section: 'managed_a', key: 'SECRET_ACCESS_KEY', env: 'AGENT_CLOUDA_SECRET_ACCESS_KEY', value: '<SECRET_ACCESS_KEY>' },
+        { section: 'managed_a', key: 'REGION', env: 'AGENT_CLOUDA_REGION', value: '<REGION>' },
+        {
+          section: 'managed_a',
+          key: 'DATABASE_IDENTIFIER',
+          env: 'AGENT_MANAGEDA_DATABASE_IDENTIFIER',
+          value: '<DATABASE_IDENTIFIER>',
+          ...(input.target === 'managed-a-cluster' && { comment: ' The writer instance of the cluster.' }),
+        },
+      );
+      break;
+    case 'managed-b-flex':
+      list.push(
+        { section: 'managed_b_flex', key: 'subscription_id', env: 'AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID', value: '<SUBSCRIPTION_ID>' },
+        { section: 'managed_b_flex', key: 'resource_group_name', env: 'AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME', value: '<RESOURCE_GROUP_NAME>' },
+        { section: 'managed_b_flex', key: 'server_name', env: 'AGENT_MANAGEDB_FLEX_SERVER_NAME', value: '<SERVER_NAME>' },
+      );
+      break;
+  }
+  list.push(
+    { section: 'tuner', key: 'server_url', env: 'AGENT_TUNER_SERVER_URL', value: input.serverUrl },
+    { section: 'tuner', key: 'api_key', env: 'AGENT_TUNER_API_KEY', value: input.apiKey ?? '<API_KEY>' },
+    { section: 'tuner', key: 'database_id', env: 'AGENT_TUNER_DATABASE_ID', value: input.databaseId },
+    { section: 'tuner', key: 'debug', env: 'AGENT_TUNER_DEBUG', value: false },
+  );
+  if (input.target === 'managed-b-flex') {
+    // A container outside Cloud B has no managed identity: it signs in as a service principal.
+    list.push(
+      { section: null, key: 'CLOUDB_CLIENT_ID', env: 'CLOUDB_CLIENT_ID', value: '<CLIENT_ID>' },
+      { section: null, key: 'CLOUDB_CLIENT_SECRET', env: 'CLOUDB_CLIENT_SECRET', value: '<CLIENT_SECRET>' },
+      { section: null, key: 'CLOUDB_TENANT_ID', env: 'CLOUDB_TENANT_ID', value: '<TENANT_ID>' },
+    );
+  }
+  return list;
+}
+
+function agentYaml(list: readonly Entry[]): string {
+  const sections: Record<string, Record<string, string | boolean>> = {};
+  for (const entry of list) {
+    if (entry.section !== null) (sections[entry.section] ??= {})[entry.key] = entry.value;
+  }
+  const doc = new YAML.Document(sections);
+  for (const entry of list) {
+    if (entry.section === null || !entry.comment) continue;
+    const section = doc.get(entry.section, true) as YAML.YAMLMap<YAML.Scalar<string>>;
+    const pair = section.items.find((p) => p.key.value === entry.key);
+    if (pair) pair.key.commentBefore = entry.comment;
+  }
+  return doc.toString({ lineWidth: 0 });
+}
+
+/** Single-quotes a value for a POSIX shell unless it is plainly safe. */
+export function shellQuote(value: string): string {
+  return /^[A-Za-z0-9_.,:/@%+=-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+function containerCommand(list: readonly Entry[], input: SetupInput): string {
+  const lines = ['docker run -d --restart always --name tuner-agent'];
+  for (const entry of list) {
+    if (entry.fileOnly) continue;
+    lines.push(`-e ${entry.env}=${shellQuote(String(entry.value))}`);
+  }
+  lines.push(`${shellQuote(input.agentImage)} --${input.target}`);
+  return `${lines.join(' \\\n  ')}\n`;
+}
+
+function binaryCommands(input: SetupInput): string {
+  return [
+    '# in the directory that holds tuner-agent and agent.yaml:',
+    `./tuner-agent --${input.target} --check   # checks every prerequisite, says how to fix each`,
+    `./tuner-agent --${input.target}`,
+    '',
+  ].join('\n');
+}
+
+export function setupSnippets(input: SetupInput): SetupSnippets {
+  const list = entries(input);
+  return {
+    agentYaml: agentYaml(list),
+    containerCommand: containerCommand(list, input),
+    binaryCommands: binaryCommands(input),
+    databaseSql: DATABASE_SQL,
+  };
+}

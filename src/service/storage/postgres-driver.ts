@@ -1,0 +1,79 @@
+// Production storage: a PostgreSQL server through a pg connection pool. Several service
+// replicas may share it; they take turns through advisory locks where it matters.
+import pg from 'pg';
+import type { Queryable, SqlDriver, SqlDriverSession } from './driver.ts';
+
+export interface PostgresDriverOptions {
+  url: string;
+  /** Connections in the pool. */
+  poolSize?: number;
+}
+
+function wrap(client: pg.Pool | pg.PoolClient): Queryable {
+  return {
+    async query<T extends object>(text: string, params: readonly unknown[] = [], options: { name?: string } = {}): Promise<T[]> {
+      const result = await client.query<T>({ text, values: params as unknown[], ...(options.name && { name: options.name }) });
+      return result.rows;
+    },
+  };
+}
+
+async function inTransaction<R>(client: pg.PoolClient, fn: (tx: Queryable) => Promise<R>): Promise<R> {
+  await client.query('BEGIN');
+  try {
+    const result = await fn(wrap(client));
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+export async function openPostgresDriver(options: PostgresDriverOptions): Promise<SqlDriver> {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    application_name: 'tuner-service',
+  });
+  // An idle client that loses its connection emits 'error'; without a listener it would crash
+  // the process. The pool replaces the client on the next query.
+  pool.on('error', () => undefined);
+  // Fail at start, with a clear message, rather than on the first request.
+  const probe = await pool.connect().catch(async (err: unknown) => {
+    await pool.end().catch(() => undefined);
+    throw new Error(`cannot connect to TUNER_DATABASE_URL: ${(err as Error).message}`);
+  });
+  probe.release();
+
+  async function withClient<R>(fn: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+    const client = await pool.connect();
+    try {
+      return await fn(client);
+    } finally {
+      client.release();
+    }
+  }
+
+  return {
+    kind: 'postgres',
+    ...wrap(pool),
+    exec: async (text) => void (await pool.query(text)),
+    transaction: (fn) => withClient((client) => inTransaction(client, fn)),
+    withAdvisoryLock: (key, fn) =>
+      withClient(async (client) => {
+        await client.query('SELECT pg_advisory_lock($1)', [key]);
+        try {
+          const session: SqlDriverSession = {
+            ...wrap(client),
+            exec: async (text) => void (await client.query(text)),
+            transaction: (inner) => inTransaction(client, inner),
+          };
+          return await fn(session);
+        } finally {
+          await client.query('SELECT pg_advisory_unlock($1)', [key]);
+        }
+      }),
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,380 @@
+// What the rest of the service asks of its storage, in the service's own words. One
+// implementation (sql-storage.ts) serves both PGlite and PostgreSQL with the same SQL.
+import type {
+  AgentStartRequest,
+  Command,
+  CommandAckRequest,
+  ReportRequest,
+  Setting,
+  SystemInfo,
+  TargetMetric,
+  TargetKindV1,
+} from '../../protocol/v1.ts';
+import type { MetricsReport } from '../../protocol/report.ts';
+import type { QueryMix, WindowStats } from '../../measure/objective.ts';
+
+export interface User {
+  id: string;
+  accountId: string;
+  username: string;
+  isAdmin: boolean;
+  createdAt: Date;
+}
+
+export interface Session {
+  user: User;
+  csrfToken: string;
+  expiresAt: Date;
+}
+
+export interface DatabaseEntry {
+  id: string;
+  accountId: string;
+  name: string;
+  target: TargetKindV1;
+  /** Null: the service-wide default applies. */
+  reportIntervalSeconds: number | null;
+  createdAt: Date;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  databaseId: string;
+  /** The first characters of the key, enough to tell keys apart on a page. */
+  displayPrefix: string;
+  label: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+/** The agent that holds, or last held, a database's lease. */
+export interface AgentLease {
+  leaseId: string;
+  hostname: string;
+  pid: number;
+  agentVersion: string;
+  target: TargetKindV1;
+  targetIdentity: string;
+  mode: string;
+  allowRestart: boolean;
+  includeQueries: boolean;
+  system: SystemInfo;
+  startedAt: Date;
+  expiresAt: Date;
+  releasedAt: Date | null;
+  lastReportAt: Date | null;
+  lastSeq: number | null;
+  /** Held now: not released and not expired (by the storage's clock). */
+  live: boolean;
+}
+
+export interface DatabaseSummary extends DatabaseEntry {
+  agent: AgentLease | null;
+}
+
+export type CommandStatus = 'pending' | 'sent' | 'done';
+export type CommandOutcome = Omit<CommandAckRequest, 'leaseId'>;
+
+export interface CommandRecord {
+  id: string;
+  databaseId: string;
+  command: Command;
+  status: CommandStatus;
+  createdBy: string | null;
+  createdAt: Date;
+  sentAt: Date | null;
+  sentCount: number;
+  ackedAt: Date | null;
+  outcome: CommandOutcome | null;
+}
+
+export interface StoredReport {
+  id: number;
+  leaseId: string;
+  seq: number;
+  sentAt: Date;
+  receivedAt: Date;
+  metrics: MetricsReport | null;
+  settings: Setting[];
+  targetMetrics: TargetMetric[];
+}
+
+export interface ReportPoint {
+  receivedAt: Date;
+  avgQueryRuntimeMs: number | null;
+  tps: number | null;
+  cacheHitRatio: number | null;
+  connections: number | null;
+}
+
+export interface StoredEvent {
+  at: Date;
+  level: 'info' | 'warn' | 'error';
+  code: string;
+  message: string;
+  commandId: string | null;
+  receivedAt: Date;
+}
+
+/** Report intervals and lease lengths: a lease lasts max(intervalsPerLease × interval, minLeaseSeconds). */
+export interface LeasePolicy {
+  /** The interval of databases that have none of their own. */
+  defaultIntervalSeconds: number;
+  intervalsPerLease: number;
+  minLeaseSeconds: number;
+}
+
+export type StartResult =
+  | { kind: 'granted'; leaseId: string; expiresAt: Date; reportIntervalSeconds: number; resumed: boolean }
+  | { kind: 'conflict'; holder: AgentLease };
+
+export type ReportResult =
+  | { kind: 'accepted'; expiresAt: Date; reportIntervalSeconds: number; command: Command | null }
+  | { kind: 'lease_expired' };
+
+export type AckResult = { kind: 'recorded' | 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
+
+export type StopResult = { kind: 'released' | 'already_released' } | { kind: 'lease_expired' };
+
+export interface RetentionPolicy {
+  /** Reports and events older than this are deleted. */
+  maxAgeDays: number;
+  /** At most this many reports are kept per database (the newest). */
+  maxReportsPerDatabase: number;
+  /** At most this many agent events are kept per database (the newest). */
+  maxEventsPerDatabase: number;
+}
+
+// ---- Tuning sessions (src/service/sessions/) ----
+
+/** baseline → iterating → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
+export type TuningSessionState = 'baseline' | 'iterating' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
+/** The states a session holds its database in: at most one such session per database. */
+export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'awaiting_approval', 'applying_best'];
+/** Active states that time can move on (a window that closes, an ack that never comes). */
+export const RUNNING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'applying_best'];
+export type TuningMode = 'reload-only' | 'restart';
+
+/** What the search space is built from, as it was when the session started (plain JSON). */
+export interface SessionSpaceInput {
+  target: TargetKindV1;
+  mode: TuningMode;
+  machine: { memoryBytes: number; vcpus: number };
+  settings: Array<{ name: string; setting: string; unit: string | null; context: string }>;
+}
+
+export interface SessionWindow {
+  start: Date;
+  end: Date;
+  /** Windows measured so far that had nothing to measure (the window restarts after one). */
+  attempts: number;
+}
+
+export interface SessionBaseline {
+  mix: QueryMix;
+  stats: WindowStats;
+  reports: number;
+  /** The lowest share of memory available during the baseline (the target's metrics), if known. */
+  lowestMemoryShare: number | null;
+  measuredAt: string;
+}
+
+export interface SessionBest {
+  iteration: number;
+  config: Record<string, number | string>;
+  objective: number;
+  measurements: number;
+}
+
+export interface TuningSessionParams {
+  mode: TuningMode;
+  iterations: number;
+  windowSeconds: number;
+  warmupSeconds: number;
+  seed: number;
+  requireApproval: boolean;
+}
+
+export interface TuningSessionRecord extends TuningSessionParams {
+  id: string;
+  databaseId: string;
+  state: TuningSessionState;
+  space: SessionSpaceInput;
+  createdById: string | null;
+  createdBy: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  endedAt: Date | null;
+  /** What the session waits for, or why it ended, for people. */
+  message: string | null;
+  baselineWindow: SessionWindow | null;
+  baseline: SessionBaseline | null;
+  best: SessionBest | null;
+  /** The keep=true apply of the best configuration, once issued. */
+  finalCommandId: string | null;
+  finalSentAt: Date | null;
+}
+
+export type TuningIterationState = 'applying' | 'measuring' | 'ok' | 'failed' | 'cancelled';
+
+export interface TuningIterationRecord {
+  sessionId: string;
+  /** 1, 2, …: the order of the suggestions. */
+  ordinal: number;
+  kind: 'heuristic' | 'explore' | 'remeasure';
+  config: Record<string, number | string>;
+  reason: string;
+  predicted: { objective: number; low: number; high: number } | null;
+  commandId: string;
+  state: TuningIterationState;
+  createdAt: Date;
+  /** When the agent first received the command. */
+  sentAt: Date | null;
+  ackedAt: Date | null;
+  /** The values the agent read back after applying. */
+  effective: Record<string, string> | null;
+  window: SessionWindow | null;
+  objective: number | null;
+  stats: WindowStats | null;
+  reports: number | null;
+  failure: string | null;
+  finishedAt: Date | null;
+}
+
+export type TuningSessionPatch = Partial<
+  Pick<TuningSessionRecord, 'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'finalCommandId' | 'finalSentAt'> & { ended: boolean }
+>;
+
+export type TuningIterationPatch = Partial<
+  Pick<TuningIterationRecord, 'state' | 'sentAt' | 'ackedAt' | 'effective' | 'window' | 'objective' | 'stats' | 'reports' | 'failure'> & { finished: boolean }
+>;
+
+export type NewTuningIteration = Pick<TuningIterationRecord, 'ordinal' | 'kind' | 'config' | 'reason' | 'predicted' | 'commandId'>;
+
+/** A report as a session measures it: the agent's clock (sentAt) beside the service's (receivedAt). */
+export interface SessionReport {
+  id: number;
+  sentAt: Date;
+  receivedAt: Date;
+  metrics: MetricsReport | null;
+  settings: Setting[];
+  targetMetrics: TargetMetric[];
+}
+
+export interface GuardrailBreach {
+  commandId: string;
+  message: string;
+  at: Date;
+}
+
+/** What a session's step may read and write, inside the transaction that holds its row lock. */
+export interface TuningSessionTx {
+  /** The storage's clock: the one acks and reports are stamped with. */
+  now(): Promise<Date>;
+  iterations(): Promise<TuningIterationRecord[]>;
+  updateSession(patch: TuningSessionPatch): Promise<TuningSessionRecord>;
+  /** Inserts the iteration and queues its command for the agent. */
+  addIteration(iteration: NewTuningIteration, command: Command, createdById: string | null): Promise<TuningIterationRecord>;
+  updateIteration(ordinal: number, patch: TuningIterationPatch): Promise<void>;
+  issueCommand(command: Command, createdById: string | null): Promise<void>;
+  command(commandId: string): Promise<CommandRecord | null>;
+  /** Marks a command the agent has not acknowledged as done, with a failed outcome naming `reason`. */
+  cancelCommand(commandId: string, reason: string): Promise<boolean>;
+  /** Reports received at or after `since`, oldest first (at most `limit`). */
+  reportsSince(since: Date, limit: number): Promise<SessionReport[]>;
+  /** guardrail_breach events about any of these commands. */
+  guardrailBreaches(commandIds: readonly string[]): Promise<GuardrailBreach[]>;
+}
+
+export type CreateSessionResult =
+  | { kind: 'created'; session: TuningSessionRecord }
+  | { kind: 'conflict'; active: TuningSessionRecord }
+  | { kind: 'no_database' };
+
+export interface NewTuningSession extends TuningSessionParams {
+  id: string;
+  databaseId: string;
+  space: SessionSpaceInput;
+  createdById: string;
+}
+
+export interface Storage {
+  readonly kind: 'pglite' | 'postgres';
+
+  // People
+  /** Creates the first admin unless a user exists; true when created (both under a lock). */
+  createFirstAdmin(username: string, passwordHash: string): Promise<boolean>;
+  /** A user with an account of their own. Throws UsernameTakenError. */
+  createUser(username: string, passwordHash: string, isAdmin: boolean): Promise<User>;
+  findUserForLogin(username: string): Promise<{ user: User; passwordHash: string } | null>;
+  listUsers(): Promise<User[]>;
+  createSession(tokenHash: string, userId: string, csrfToken: string, expiresAt: Date): Promise<void>;
+  findSession(tokenHash: string): Promise<Session | null>;
+  deleteSession(tokenHash: string): Promise<void>;
+
+  // Databases and keys: every call names the account, and sees only that account's rows.
+  createDatabase(accountId: string, entry: { id: string; name: string; target: TargetKindV1 }): Promise<DatabaseEntry>;
+  listDatabases(accountId: string): Promise<DatabaseSummary[]>;
+  getDatabase(accountId: string, databaseId: string): Promise<DatabaseSummary | null>;
+  setReportInterval(accountId: string, databaseId: string, seconds: number | null): Promise<boolean>;
+  createApiKey(accountId: string, key: { id: string; databaseId: string; keyHash: string; displayPrefix: string; label: string; createdBy: string }): Promise<ApiKeyInfo | null>;
+  listApiKeys(accountId: string, databaseId: string): Promise<ApiKeyInfo[]>;
+  /** False when there is no such key of this account's database. */
+  revokeApiKey(accountId: string, databaseId: string, keyId: string): Promise<boolean>;
+  countLiveApiKeys(databaseId: string): Promise<number>;
+
+  // Commands, reports
+  createCommand(accountId: string, databaseId: string, command: Command, createdBy: string): Promise<CommandRecord | null>;
+  countOpenCommands(databaseId: string): Promise<number>;
+  listCommands(accountId: string, databaseId: string, limit: number): Promise<CommandRecord[]>;
+  latestReport(accountId: string, databaseId: string): Promise<StoredReport | null>;
+  reportSeries(accountId: string, databaseId: string, limit: number): Promise<ReportPoint[]>;
+  recentEvents(accountId: string, databaseId: string, limit: number): Promise<StoredEvent[]>;
+
+  // Agents (authenticated by API key before these are called)
+  /** The database's target and the SHA-256 hashes (hex) of its unrevoked keys; null if unknown. */
+  agentCredentials(databaseId: string): Promise<{ target: TargetKindV1; keyHashes: string[] } | null>;
+  startAgent(databaseId: string, request: AgentStartRequest, newLeaseId: string, policy: LeasePolicy): Promise<StartResult>;
+  /** `body` is the report's JSON, gzip-compressed (report-body.ts). */
+  recordReport(databaseId: string, report: ReportRequest, body: Buffer, policy: LeasePolicy): Promise<ReportResult>;
+  recordAck(databaseId: string, commandId: string, ack: CommandAckRequest): Promise<AckResult>;
+  stopAgent(databaseId: string, leaseId: string): Promise<StopResult>;
+
+  // Tuning sessions
+  /** Creates the session unless the database has an active one (one at a time, enforced by a unique index). */
+  createTuningSession(accountId: string, session: NewTuningSession): Promise<CreateSessionResult>;
+  listTuningSessions(accountId: string, databaseId: string, limit: number): Promise<TuningSessionRecord[]>;
+  getTuningSession(accountId: string, databaseId: string, sessionId: string): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] } | null>;
+  /** The database's active session, unlocked: a cheap look on the report path. */
+  activeTuningSession(databaseId: string): Promise<TuningSessionRecord | null>;
+  /** Databases whose session is in a state the clock can move (for the timer). */
+  databasesWithRunningSession(): Promise<string[]>;
+  /**
+   * Runs fn in one transaction holding the session's row lock (SELECT … FOR UPDATE), so that one
+   * replica at a time advances it: the session `sessionId`, or the database's active session when
+   * null. Null when there is no such session, or when `skipLocked` and another holder has it.
+   */
+  withTuningSession<R>(
+    databaseId: string,
+    sessionId: string | null,
+    options: { skipLocked?: boolean },
+    fn: (tx: TuningSessionTx, session: TuningSessionRecord) => Promise<R>,
+  ): Promise<R | null>;
+  /** Marks the oldest command not acknowledged as sent and returns it (a command a session just queued). */
+  sendNextCommand(databaseId: string): Promise<Command | null>;
+
+  // Housekeeping
+  /** Throws when the storage does not answer (the health check). */
+  ping(): Promise<void>;
+  prune(policy: RetentionPolicy): Promise<{ reports: number; events: number; sessions: number }>;
+  close(): Promise<void>;
+}
+
+export class UsernameTakenError extends Error {
+  override name = 'UsernameTakenError';
+}
+
+/** Another request or replica held a tuning session's lock for longer than the lock timeout. */
+export class SessionBusyError extends Error {
+  override name = 'SessionBusyError';
+}

@@ -1,0 +1,140 @@
+// The dashboard's tuning-session section: the session (state, what it waits for, its chart and
+// iterations with their configuration diff against the baseline), the buttons that act on it
+// (stop, approve, revert), the form that starts one, and the earlier sessions.
+import type { ConfigChange } from '../sessions/space.ts';
+import { SESSION_LIMITS } from '../sessions/params.ts';
+import type { iterationViews, sessionView } from '../sessions/views.ts';
+import { ACTIVE_SESSION_STATES, type DatabaseSummary, type Session, type TuningSessionRecord } from '../storage/storage.ts';
+import { formatMs, formatNumber, formatRelative, formatTime } from './format.ts';
+import { html, type Html } from './html.ts';
+import { csrfField } from './layout.ts';
+import { sessionChart } from './session-chart.ts';
+
+export interface SessionSectionInput {
+  session: Session;
+  database: DatabaseSummary;
+  /** The session shown in detail (the latest, or the one asked for), with its iterations. */
+  shown: { view: ReturnType<typeof sessionView>; iterations: ReturnType<typeof iterationViews> } | null;
+  /** The database's sessions, newest first. */
+  sessions: readonly TuningSessionRecord[];
+}
+
+const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: string }> = {
+  baseline: { text: 'measuring the baseline', badge: 'warn' },
+  iterating: { text: 'tuning', badge: 'warn' },
+  awaiting_approval: { text: 'awaiting approval', badge: 'ok' },
+  applying_best: { text: 'applying the best', badge: 'warn' },
+  done: { text: 'done', badge: 'ok' },
+  stopped: { text: 'stopped', badge: 'off' },
+  reverted: { text: 'reverted', badge: 'off' },
+  failed: { text: 'failed', badge: 'bad' },
+};
+
+const ITERATION_BADGE: Record<string, string> = { applying: 'warn', measuring: 'warn', ok: 'ok', failed: 'bad', cancelled: 'off' };
+const ACTIVE = new Set(ACTIVE_SESSION_STATES);
+
+const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(3));
+
+function stateBadge(state: TuningSessionRecord['state'], id?: string): Html {
+  const label = STATE_LABEL[state];
+  return html`<span class="badge ${label.badge}"${id ? html` id="${id}"` : ''} data-state="${state}">${label.text}</span>`;
+}
+
+const SHOWN_CHANGES = 3;
+
+/** The changes against the baseline: the first few, the rest behind a click (no script needed). */
+function diffList(diff: readonly ConfigChange[], open = false): Html {
+  if (diff.length === 0) return html`<span class="muted">as the baseline</span>`;
+  const line = (d: ConfigChange) => html`<div class="mono diff">${d.name} <span class="muted">${d.baseline} →</span> ${d.value}</div>`;
+  if (diff.length <= SHOWN_CHANGES + 1) return html`${diff.map(line)}`;
+  return html`${diff.slice(0, SHOWN_CHANGES).map(line)}<details${open ? html` open` : ''}><summary class="muted">${diff.length - SHOWN_CHANGES} more changes</summary>${diff.slice(SHOWN_CHANGES).map(line)}</details>`;
+}
+
+function actionButton(input: SessionSectionInput, sessionId: string, action: 'stop' | 'approve' | 'revert', label: string, style: string, confirm: string | null): Html {
+  return html`<form class="inline" method="post" action="/databases/${input.database.id}/sessions/${sessionId}/${action}"${confirm ? html` data-confirm="${confirm}"` : ''}>
+  ${csrfField(input.session)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
+}
+
+function iterationsTable(iterations: NonNullable<SessionSectionInput['shown']>): Html {
+  if (iterations.iterations.length === 0) return html`<p class="empty">No iteration yet.</p>`;
+  const rows = iterations.iterations.map(
+    (it) => html`<tr>
+  <td class="num">${it.ordinal}</td>
+  <td>${it.kind}<div class="muted small">${it.reason}</div></td>
+  <td><span class="badge ${ITERATION_BADGE[it.state] ?? 'off'}">${it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}</td>
+  <td class="num">${ratio(it.objective)}</td>
+  <td class="num">${ratio(it.bestSoFar)}</td>
+  <td class="num">${it.stats ? formatNumber(it.stats.throughput, 1) : '–'}</td>
+  <td>${diffList(it.diff)}</td>
+</tr>`,
+  );
+  return html`<table id="session-iterations"><thead><tr><th class="num">#</th><th>Kind</th><th>State</th><th class="num">Objective</th><th class="num">Best so far</th><th class="num" title="top-level statements completed per second">Stmts/s</th><th>Changes from the baseline</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+function shownSession(input: SessionSectionInput): Html {
+  const shown = input.shown;
+  if (!shown) return html``;
+  const v = shown.view;
+  const active = ACTIVE.has(v.state);
+  const latest = input.sessions[0]?.id === v.id;
+  const points = shown.iterations
+    .filter((it) => it.state === 'ok' || it.state === 'failed')
+    .map((it) => ({ ordinal: it.ordinal, objective: it.state === 'ok' ? it.objective : null, failed: it.state === 'failed', bestSoFar: it.bestSoFar }));
+  const progress = v.progress;
+  const baseline = v.baseline.stats;
+  return html`<div class="session" id="session" data-session-id="${v.id}">
+<div class="session-head">
+  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} iterations of ${v.warmupSeconds} s warm-up + ${v.windowSeconds} s · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}</span></div>
+  <div class="actions">
+    ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', 'Approve and apply the best', '', null) : ''}
+    ${active ? actionButton(input, v.id, 'stop', 'Stop', 'secondary', 'Stop the tuning session? A trial configuration is reverted to known-good.') : ''}
+    ${active || (latest && v.state !== 'reverted') ? actionButton(input, v.id, 'revert', 'Revert to baseline', 'danger', 'Revert the database to the configuration the agent found, and end the session?') : ''}
+  </div>
+</div>
+${v.message ? html`<p id="session-message">${v.message}</p>` : ''}
+${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice warn">Windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests.</div>` : ''}
+<dl class="kv">
+  <dt>Progress</dt><dd id="session-progress">${progress ? `${progress.ok + progress.failed} of ${v.iterations} iterations measured (${progress.ok} ok, ${progress.failed} failed${progress.cancelled ? `, ${progress.cancelled} cancelled` : ''})` : '–'}</dd>
+  <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s, ${formatNumber(baseline.tps, 1)} transactions/s, over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
+  ${v.best ? html`<dt>Best</dt><dd id="session-best">iteration ${v.best.iteration}: objective ${ratio(v.best.objective)} (${v.best.measurements} measurement${v.best.measurements === 1 ? '' : 's'})${diffList(v.best.diff, true)}</dd>` : ''}
+  ${v.endedAt ? html`<dt>Ended</dt><dd title="${formatTime(new Date(v.endedAt))}">${formatRelative(new Date(v.endedAt))}</dd>` : ''}
+</dl>
+${points.length > 0 ? sessionChart(points, v.iterations) : ''}
+${iterationsTable(shown)}
+</div>`;
+}
+
+function startForm(input: SessionSectionInput): Html {
+  const agent = input.database.agent;
+  const restartPossible = agent?.allowRestart === true && input.database.target !== 'managed-b-flex';
+  return html`<form class="stack" method="post" action="/databases/${input.database.id}/sessions" id="session-start">
+  ${csrfField(input.session)}
+  <h3>Start a tuning session</h3>
+  <p class="muted">The session measures the baseline for one window, then tries one configuration per iteration as a trial (the agent's guardrails watch it and revert it on their own), and recommends the fastest.</p>
+  <div class="row">
+    <label>Iterations<input type="number" name="iterations" min="1" max="${SESSION_LIMITS.maxIterations}" value="30"></label>
+    <label>Window (s)<span class="hint">Each configuration is measured this long</span><input type="number" name="windowSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" value="600"></label>
+    <label>Warm-up (s)<span class="hint">After each apply, before measuring</span><input type="number" name="warmupSeconds" min="0" max="${SESSION_LIMITS.maxWarmupSeconds}" value="60"></label>
+    <label>Mode<select name="mode"><option value="reload-only">reload-only</option>${restartPossible ? html`<option value="restart">restart (the agent may restart the database)</option>` : ''}</select></label>
+  </div>
+  <label class="check"><input type="checkbox" name="requireApproval" value="true" checked> Require approval before the best configuration is kept</label>
+  <button type="submit">Start tuning</button>
+</form>`;
+}
+
+function earlierSessions(input: SessionSectionInput): Html {
+  const others = input.sessions.filter((s) => s.id !== input.shown?.view.id);
+  if (others.length === 0) return html``;
+  return html`<h3>Other sessions</h3><table id="session-list"><tbody>${others.map(
+    (s) => html`<tr><td><a href="/databases/${input.database.id}?session=${s.id}#session">${formatTime(s.createdAt)}</a></td><td>${stateBadge(s.state)}</td><td class="num">${s.best ? `best ${ratio(s.best.objective)}` : ''}</td><td class="muted">${s.message ?? ''}</td></tr>`,
+  )}</tbody></table>`;
+}
+
+export function sessionSection(input: SessionSectionInput): Html {
+  const hasActive = input.sessions.some((s) => ACTIVE.has(s.state));
+  return html`<div class="card" id="tuning"><h2>Tuning session</h2>
+${input.shown ? shownSession(input) : html`<p class="empty">No tuning session yet.</p>`}
+${hasActive ? '' : startForm(input)}
+${earlierSessions(input)}
+</div>`;
+}

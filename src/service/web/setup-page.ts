@@ -1,0 +1,70 @@
+// The agent setup page: the database-side SQL, agent.yaml, the binary and container commands,
+// and the database's API keys. A new key appears in full only on the page that created it.
+import { setupSnippets, TARGET_LABELS } from '../setup/snippets.ts';
+import type { ApiKeyInfo, DatabaseSummary, Session } from '../storage/storage.ts';
+import { formatTime } from './format.ts';
+import { html, type Html } from './html.ts';
+import { csrfField, page } from './layout.ts';
+
+export interface SetupPageInput {
+  session: Session;
+  database: DatabaseSummary;
+  keys: readonly ApiKeyInfo[];
+  /** The key just created, shown once. */
+  newKey: string | null;
+  serverUrl: string;
+  agentImage: string;
+  error?: string | undefined;
+}
+
+function snippet(id: string, title: string, text: string, note?: Html): Html {
+  return html`<div class="snippet"><h3>${title}</h3>${note ?? ''}<pre id="${id}">${text}</pre>
+<button type="button" class="secondary small copy" data-copy="${id}">Copy</button></div>`;
+}
+
+export function setupPage(input: SetupPageInput): Html {
+  const { session, database, keys, newKey } = input;
+  const s = setupSnippets({ target: database.target, databaseId: database.id, apiKey: newKey, serverUrl: input.serverUrl, agentImage: input.agentImage });
+  const keyRows = keys.map(
+    (k) => html`<tr>
+  <td class="mono">${k.displayPrefix}…</td><td>${k.label || html`<span class="muted">–</span>`}</td>
+  <td>${formatTime(k.createdAt)}</td>
+  <td>${k.revokedAt ? html`<span class="badge off">revoked ${formatTime(k.revokedAt)}</span>` : html`<span class="badge ok">live</span>`}</td>
+  <td>${k.revokedAt
+    ? ''
+    : html`<form class="inline" method="post" action="/databases/${database.id}/keys/${k.id}/revoke" data-confirm="Revoke this key? Agents using it are refused from then on.">${csrfField(session)}<button class="danger small" type="submit">Revoke</button></form>`}</td>
+</tr>`,
+  );
+  return page({
+    title: `Agent setup: ${database.name}`,
+    session,
+    nav: 'databases',
+    body: html`<h1>Agent setup: ${database.name}</h1>
+<p class="sub">${TARGET_LABELS[database.target]} · database id <code id="database-id">${database.id}</code> · <a href="/databases/${database.id}">Dashboard</a></p>
+${input.error ? html`<div class="notice bad" role="alert">${input.error}</div>` : ''}
+${newKey
+  ? html`<div class="notice ok" role="status"><strong>Your new API key</strong> (shown only now: copy it into agent.yaml, it is stored only as a hash):<br>
+<span class="secret" id="api-key">${newKey}</span> <button type="button" class="secondary small" data-copy="api-key">Copy</button><br>
+<span class="muted">The agent.yaml and the container command below already hold it.</span></div>`
+  : html`<div class="notice warn">API keys are shown once, when they are created; below they read <code>&lt;API_KEY&gt;</code>. Lost one? Create a new key and revoke the old.</div>`}
+<div class="card">
+<ol class="steps">
+  <li>${snippet('database-sql', 'On the database, as a privileged user (psql, port 5432)', s.databaseSql, html`<p class="muted">Choose a strong password for <code>agent_user</code> in place of &lt;AGENT_USER_PASSWORD&gt;. pg_stat_statements must be in shared_preload_libraries.${
+      database.target === 'local' ? html` To let the agent apply changes without a superuser (PostgreSQL 15+), run the grants that <code>./tuner-agent permissions --local</code> prints.` : ''
+    }</p>`)}</li>
+  <li>${snippet('agent-yaml', 'agent.yaml, next to the tuner-agent binary', s.agentYaml, html`<p class="muted">Replace each &lt;PLACEHOLDER&gt; with your values.</p>`)}</li>
+  <li>${snippet('binary-command', 'Run the binary', s.binaryCommands)}
+      ${snippet('container-command', 'Or run the container (configured by environment variables)', s.containerCommand)}</li>
+</ol>
+</div>
+<div class="card">
+  <h2>API keys</h2>
+  ${keys.length === 0 ? html`<p class="empty">No key.</p>` : html`<table><thead><tr><th>Key</th><th>Label</th><th>Created</th><th>Status</th><th></th></tr></thead><tbody>${keyRows}</tbody></table>`}
+  <form class="stack" method="post" action="/databases/${database.id}/keys">
+    ${csrfField(session)}
+    <div class="row"><label>Label of a new key<span class="hint">Optional, e.g. the host it goes to.</span><input type="text" name="label" maxlength="100"></label>
+    <div><button type="submit" class="secondary">Create API key</button></div></div>
+  </form>
+</div>`,
+  });
+}

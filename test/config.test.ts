@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, test } from 'node:test';
+import { ConfigError, loadConfig, type LoadOptions } from '../src/agent/config/load.ts';
+import { KEYS } from '../src/agent/config/keys.ts';
+import { redact } from '../src/agent/redact.ts';
+
+const PASSWORD = 'pw-Secret-123';
+const API_KEY = 'tk_live_9f8e7d6c5b4a39281706';
+const dirs: string[] = [];
+
+function dirWith(yaml?: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-config-'));
+  dirs.push(dir);
+  if (yaml !== undefined) writeFileSync(join(dir, 'agent.yaml'), yaml);
+  return dir;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const good = `postgresql:
+  connection_url: postgresql://agent_user:${PASSWORD}@db.internal:5432/app
+  include_queries: true
+tuner:
+  server_url: https://tuner.example.com
+  api_key: ${API_KEY}
+  database_id: 6f1c1a52-8a3e-4c1d-9d2a-0c5b7f0e9a11
+  debug: false
+`;
+
+function load(cwd: string, extra: Partial<LoadOptions> = {}) {
+  return loadConfig({ cwd, env: {}, target: 'local', needsService: true, ...extra });
+}
+
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+    return [...err.problems];
+  }
+  assert.fail('expected a ConfigError');
+}
+
+test('a good agent.yaml loads with the spec defaults', () => {
+  const { config, warnings } = load(dirWith(good));
+  assert.equal(config.postgresql.connectionUrl, `postgresql://agent_user:${PASSWORD}@db.internal:5432/app`);
+  assert.equal(config.postgresql.includeQueries, true);
+  assert.equal(config.postgresql.allowRestart, false);
+  assert.equal(config.tuner.apiKey, API_KEY);
+  assert.equal(config.tuner.debug, false);
+  assert.deepEqual(warnings, []);
+});
+
+test('environment variables override the file, key by key', () => {
+  const { config } = load(dirWith(good), {
+    env: {
+      AGENT_POSTGRESQL_INCLUDE_QUERIES: 'false',
+      AGENT_POSTGRESQL_ALLOW_RESTART: 'TRUE',
+      AGENT_TUNER_DATABASE_ID: 'from-env',
+      AGENT_LOCAL_MEMORY_MB: '2048',
+    },
+  });
+  assert.equal(config.postgresql.includeQueries, false);
+  assert.equal(config.postgresql.allowRestart, true);
+  assert.equal(config.tuner.databaseId, 'from-env');
+  assert.equal(config.tuner.serverUrl, 'https://tuner.example.com');
+  assert.equal(config.local.memoryMb, 2048);
+});
+
+test('environment alone is enough, with every variable of the spec', () => {
+  const env = {
+    AGENT_POSTGRESQL_CONNECTION_URL: `postgresql://agent_user:${PASSWORD}@h:5432/db`,
+    AGENT_TUNER_SERVER_URL: 'http://127.0.0.1:8080',
+    AGENT_TUNER_API_KEY: API_KEY,
+    AGENT_TUNER_DATABASE_ID: 'db-1',
+    AGENT_MANAGEDA_DATABASE_IDENTIFIER: 'prod-db',
+    AGENT_CLOUDA_ACCESS_KEY_ID: 'AKIAEXAMPLEEXAMPLE',
+    AGENT_CLOUDA_SECRET_ACCESS_KEY: 'secret/access+key',
+    AGENT_CLOUDA_REGION: 'eu-west-1',
+    AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID: 'sub',
+    AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME: 'rg',
+    AGENT_MANAGEDB_FLEX_SERVER_NAME: 'srv',
+    CLOUDB_CLIENT_ID: 'app-id',
+    CLOUDB_CLIENT_SECRET: 'sp-secret-value',
+    CLOUDB_TENANT_ID: 'tenant',
+  };
+  const { config } = load(dirWith(), { env, target: 'managed-a' });
+  assert.equal(config.managedA.region, 'eu-west-1');
+  assert.equal(config.managedA.databaseIdentifier, 'prod-db');
+  assert.equal(config.managedA.secretAccessKey, 'secret/access+key');
+  assert.equal(config.managedBFlex.serverName, 'srv');
+  assert.equal(config.managedBFlex.clientSecret, 'sp-secret-value');
+  // Every variable the spec lists is one the agent knows.
+  for (const name of Object.keys(env)) assert.ok(KEYS.some((k) => k.env === name), name);
+});
+
+test('no file and no environment: one line that says what to create', () => {
+  const [line, ...rest] = problems(() => load(dirWith()));
+  assert.equal(rest.length, 0);
+  assert.match(line!, /agent\.yaml does not exist and no agent environment variable is set/);
+  assert.match(line!, /AGENT_POSTGRESQL_CONNECTION_URL/);
+});
+
+test('invalid YAML names the line and column', () => {
+  const [line] = problems(() => load(dirWith('postgresql:\n  connection_url: postgresql://a@b/c\n  include_queries: [true\n')));
+  assert.match(line!, /agent\.yaml line \d+, column \d+: invalid YAML/);
+});
+
+test('a duplicate key is invalid YAML, not a silent override', () => {
+  const [line] = problems(() => load(dirWith(`${good}tuner:\n  debug: true\n`)));
+  assert.match(line!, /line 9, column 1: invalid YAML: Map keys must be unique/);
+});
+
+test('wrong types name the key, the value and the expected form', () => {
+  const yaml = good.replace('include_queries: true', 'include_queries: "maybe"').replace('debug: false', 'debug: 3');
+  const found = problems(() => load(dirWith(yaml)));
+  assert.ok(found.includes('postgresql.include_queries: expected true or false, got "maybe"'), found.join('\n'));
+  assert.ok(found.includes('tuner.debug: expected true or false, got 3'), found.join('\n'));
+  const fromEnv = problems(() => load(dirWith(good), { env: { AGENT_POSTGRESQL_INCLUDE_QUERIES: 'yes please' } }));
+  assert.deepEqual(fromEnv, ['AGENT_POSTGRESQL_INCLUDE_QUERIES: expected true or false, got "yes please"']);
+  const number = problems(() => load(dirWith(good.replace('database_id: 6f1c1a52-8a3e-4c1d-9d2a-0c5b7f0e9a11', 'database_id: 12345'))));
+  assert.deepEqual(number, ['tuner.database_id: expected a non-empty string, got 12345 (put the value in quotes)']);
+  const memory = problems(() => load(dirWith(good), { env: { AGENT_LOCAL_VCPUS: 'four' } }));
+  assert.deepEqual(memory, ['AGENT_LOCAL_VCPUS: expected a whole number greater than 0, got "four"']);
+});
+
+test('a connection_url that is not postgresql:// is refused with the password masked', () => {
+  const yaml = good.replace(`postgresql://agent_user:${PASSWORD}@db.internal:5432/app`, `mysql://agent_user:${PASSWORD}@db.internal/app`);
+  const [line] = problems(() => load(dirWith(yaml)));
+  assert.equal(line, 'postgresql.connection_url: expected a URL of the form postgresql://agent_user:<password>@<host>:5432/<dbname>, got "mysql://agent_user:****@db.internal/app"');
+  assert.ok(!line?.includes(PASSWORD));
+});
+
+test('a server_url that is not an http(s) URL is refused', () => {
+  const [line] = problems(() => load(dirWith(good.replace('https://tuner.example.com', 'tuner.example.com'))));
+  assert.equal(line, 'tuner.server_url: expected an http:// or https:// URL such as https://tuner.example.com, got "tuner.example.com"');
+});
+
+test('keys required by the chosen target are named with both places to set them', () => {
+  const found = problems(() => load(dirWith(good), { target: 'managed-a' }));
+  assert.deepEqual(found, [
+    'managed_a.REGION is missing (required with --managed-a): set managed_a.REGION in agent.yaml or AGENT_CLOUDA_REGION (region of the database, e.g. us-east-1)',
+    'managed_a.DATABASE_IDENTIFIER is missing (required with --managed-a): set managed_a.DATABASE_IDENTIFIER in agent.yaml or AGENT_MANAGEDA_DATABASE_IDENTIFIER (DB instance identifier; for a cluster, the writer instance)',
+  ]);
+  const flex = problems(() => load(dirWith(good), { target: 'managed-b-flex' }));
+  assert.equal(flex.length, 3);
+  assert.match(flex[0]!, /^managed_b_flex\.subscription_id is missing \(required with --managed-b-flex\)/);
+});
+
+test('the tuner keys are required only by commands that talk to the service', () => {
+  const noTuner = `postgresql:\n  connection_url: postgresql://agent_user:${PASSWORD}@h:5432/db\n`;
+  assert.doesNotThrow(() => load(dirWith(noTuner), { needsService: false }));
+  const found = problems(() => load(dirWith(noTuner), { needsService: true }));
+  assert.equal(found.length, 3);
+  assert.match(found[1]!, /^tuner\.api_key is missing \(required to report to the tuning service\)/);
+});
+
+test('unknown keys and sections are warned about, with a suggestion', () => {
+  const yaml = good.replace('include_queries: true', 'include_querys: true') + 'tunner:\n  x: 1\n';
+  const { warnings } = load(dirWith(yaml));
+  assert.equal(warnings.length, 2);
+  assert.match(warnings[0]!, /unknown key postgresql\.include_querys is ignored \(did you mean include_queries\?\)/);
+  assert.match(warnings[1]!, /unknown section "tunner" is ignored \(did you mean tuner\?\)/);
+  const env = load(dirWith(good), { env: { AGENT_TUNER_APIKEY: 'x' } }).warnings;
+  assert.match(env[0]!, /AGENT_TUNER_APIKEY is not an agent setting and is ignored \(did you mean AGENT_TUNER_API_KEY\?\)/);
+});
+
+test('a secret of the wrong type is never echoed, and loaded secrets are masked everywhere', () => {
+  const found = problems(() => load(dirWith(good.replace(`api_key: ${API_KEY}`, 'api_key: [1, 2]'))));
+  assert.deepEqual(found, ['tuner.api_key: expected a non-empty string, got (hidden)']);
+  load(dirWith(good));
+  assert.equal(redact(`key ${API_KEY} and password ${PASSWORD}`), 'key **** and password ****');
+});
+
+test('a section that is not a mapping says how to write it', () => {
+  const [line] = problems(() => load(dirWith('postgresql: postgresql://a@b/c\n')));
+  assert.match(line!, /section postgresql must be a mapping of keys/);
+});
+
+test('docs/configuration.md is generated from the key table and up to date (npm run docs)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { configurationDoc } = await import('../src/agent/config/docs.ts');
+  const onDisk = readFileSync(join(import.meta.dirname, '..', 'docs', 'configuration.md'), 'utf8');
+  assert.equal(onDisk, configurationDoc());
+});

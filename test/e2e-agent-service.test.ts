@@ -1,0 +1,180 @@
+// End to end: the real tuning service (each storage) + the real `tuner-agent --local` process + a
+// throwaway cluster. Setup over HTTP → agent.yaml → reports → a command issued through the
+// service is applied, read back and acknowledged; a second agent is refused; a wrong API key
+// exits with a clear message; the service restarted mid-run → the agent resumes; SIGTERM
+// releases the lease.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { AGENT_BIN, runAgent } from './helpers/agent-process.ts';
+import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+
+interface DatabaseView {
+  agent: { connected: boolean; hostname: string; lastReportAt: string | null; releasedAt: string | null } | null;
+}
+interface CommandView {
+  id: string;
+  state: string;
+  outcome: { status: string; effective: Record<string, string>; errors: string[] } | null;
+}
+interface LatestReport {
+  report: { seq: number; receivedAt: string; metrics: { derived: { calls: number } } | null; settings: { name: string; setting: string }[] } | null;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** A running agent process; its output is kept for the assertions and the secret check. */
+function startAgentProcess(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number> } {
+  const child = spawn(process.execPath, [AGENT_BIN, '--local'], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env['PATH'] ?? '' } });
+  let text = '';
+  child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+  const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+  return { child, output: () => text, exited };
+}
+
+for (const kind of STORAGE_KINDS) {
+  describe(`agent and service end to end (${kind} storage)`, () => {
+    let cluster: Cluster;
+    let store: ServiceStore;
+    let service: TestService;
+    let port: number;
+    let person: PersonClient;
+    let databaseId: string;
+    let apiKey: string;
+    const dirs: string[] = [];
+    const transcripts: string[] = [];
+    let agent: ReturnType<typeof startAgentProcess> | undefined;
+
+    const agentDir = (key: string): string => {
+      const dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-'));
+      dirs.push(dir);
+      writeFileSync(
+        join(dir, 'agent.yaml'),
+        [
+          'postgresql:',
+          `  connection_url: ${cluster.agentUrl}`,
+          '  include_queries: true',
+          'tuner:',
+          `  server_url: http://127.0.0.1:${port}`,
+          `  api_key: ${key}`,
+          `  database_id: ${databaseId}`,
+          '',
+        ].join('\n'),
+      );
+      return dir;
+    };
+    const database = async () => (await person.get<{ database: DatabaseView }>(`/api/manage/databases/${databaseId}`)).body.database;
+    const latest = async () => (await person.get<LatestReport>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
+
+    before(async () => {
+      cluster = await startCluster();
+      for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+      store = await createServiceStore(kind);
+      port = await freePort();
+      service = await startTestService(store, {}, `127.0.0.1:${port}`);
+      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      ({ databaseId, apiKey } = await person.createDatabase('e2e', 'local'));
+      const interval = await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 });
+      assert.equal(interval.status, 200);
+    });
+
+    after(async () => {
+      agent?.child.kill('SIGKILL');
+      await service?.close();
+      await store?.dispose();
+      await cluster?.destroy();
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    });
+
+    test('the agent reports, and a command issued through the service is applied, read back and acknowledged', async () => {
+      agent = startAgentProcess(agentDir(apiKey));
+      await until('the agent to connect', async () => (await database()).agent?.connected);
+      for (let i = 0; i < 50; i++) await cluster.sql('SELECT count(*) FROM pg_class');
+      const report = await until('a report with metrics', async () => {
+        const r = await latest();
+        return r?.metrics && r.metrics.derived.calls > 0 ? r : null;
+      });
+      assert.ok(report.settings.some((s) => s.name === 'work_mem'), 'the report carries the catalog settings');
+
+      const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '8MB' }, keep: true });
+      assert.equal(issued.status, 201);
+      const done = await until('the command to be acknowledged', async () => {
+        const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
+        const c = list.find((x) => x.id === issued.body.command.id);
+        return c?.outcome ? c : null;
+      });
+      assert.equal(done.state, 'applied', JSON.stringify(done.outcome));
+      assert.equal(done.outcome?.effective['work_mem'], '8192');
+      const [row] = await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`);
+      assert.equal(row?.setting, '8192');
+
+      // A command the agent's own checks refuse is acknowledged as refused, with nothing changed.
+      const unsafe = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '900GB' } });
+      const refused = await until('the unsafe command to be acknowledged', async () => {
+        const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
+        return list.find((x) => x.id === unsafe.body.command.id && x.outcome) ?? null;
+      });
+      assert.equal(refused.state, 'refused');
+      assert.match(refused.outcome!.errors.join('\n'), /work_mem/);
+    });
+
+    test('a second agent for the same database is refused, naming the holder', async () => {
+      const second = await runAgent(['--local'], { cwd: agentDir(apiKey), timeoutMs: 60_000 });
+      transcripts.push(second.stdout, second.stderr);
+      assert.equal(second.code, 6, second.stderr);
+      assert.match(second.stderr, /another agent already reports for this database: .*pid \d+/);
+    });
+
+    test('a wrong API key exits with a clear message', async () => {
+      const wrong = await runAgent(['--local'], { cwd: agentDir('tk_wrong_key_0123456789abcdef0123'), timeoutMs: 60_000 });
+      transcripts.push(wrong.stdout, wrong.stderr);
+      assert.equal(wrong.code, 5, wrong.stderr);
+      assert.match(wrong.stderr, /rejected the API key .*check tuner\.api_key/);
+      assert.ok(!wrong.stderr.includes('tk_wrong_key_0123456789abcdef0123'));
+    });
+
+    test('the service restarted mid-run: the agent keeps collecting and resumes', async () => {
+      const before = await until('a report', latest);
+      await service.close();
+      await new Promise((r) => setTimeout(r, 2500));
+      service = await startTestService(store, {}, `127.0.0.1:${port}`);
+      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      const resumed = await until('a report after the restart', async () => {
+        const r = await latest();
+        return r && Date.parse(r.receivedAt) > Date.parse(before.receivedAt) ? r : null;
+      }, 60_000);
+      assert.ok(resumed.metrics, 'metrics flow again');
+      assert.equal((await database()).agent?.connected, true);
+    });
+
+    test('SIGTERM: the agent releases its lease and exits 0, its secrets never printed', async () => {
+      assert.ok(agent);
+      agent.child.kill('SIGTERM');
+      const code = await agent.exited;
+      transcripts.push(agent.output());
+      assert.equal(code, 0, agent.output());
+      assert.match(agent.output(), /stopped/);
+      const view = await database();
+      assert.equal(view.agent?.connected, false);
+      assert.ok(view.agent?.releasedAt, 'the lease was released');
+      agent = undefined;
+      const all = transcripts.join('\n');
+      assert.ok(!all.includes(apiKey), 'the API key leaked');
+      assert.ok(!all.includes('agent-pw-7f3a9c1e'), 'the database password leaked');
+    });
+  });
+}

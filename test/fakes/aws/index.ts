@@ -1,0 +1,243 @@
+// A fake Cloud A on a loopback port, speaking the wire protocols the installed AWS SDK clients
+// use (see wire-query.ts and wire-json.ts), backed by a real throwaway PostgreSQL. Point the
+// agent at it with AWS_ENDPOINT_URL. Requests must be SigV4-signed (an Authorization header
+// with a credential scope); signatures themselves are not checked.
+//
+//   const fake = await startFakeAws({ postgres: cluster });
+//   fake.cloud.addGroup({ name: 'tuner-pg', values: { work_mem: '8192' } });
+//   await fake.cloud.addInstance({ id: 'mydb', group: 'tuner-pg', postgres: true });
+//   fake.inject('rds:ModifyDBParameterGroup', { code: 'Throttling', times: 2 });
+//   fake.deny('rds:DescribeDBParameters');
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Cluster } from '../../../src/lab/cluster.ts';
+import { FakeAwsError, FakeCloud, type FakeTimings } from './cloud.ts';
+import { handleEc2 } from './ec2.ts';
+import { PostgresEngine } from './engine.ts';
+import { handleCloudWatch, handlePerformanceInsights } from './monitoring.ts';
+import { handleRds } from './rds.ts';
+import { decodeRpcBody, rpcError, rpcReply, type RpcProtocol, type RpcReply } from './wire-json.ts';
+import { ec2Error, ec2Response, parseForm, rdsError, rdsResponse } from './wire-query.ts';
+
+export { FakeCloud, evaluateFormula, type FakeGroup, type FakeInstance } from './cloud.ts';
+
+type Service = 'rds' | 'ec2' | 'cloudwatch' | 'pi';
+
+export interface RecordedCall {
+  /** The IAM action, e.g. `rds:ModifyDBParameterGroup`. */
+  action: string;
+  /** The access key id of the SigV4 credential scope. */
+  accessKeyId: string;
+  protocol: 'query' | RpcProtocol;
+  /** Form fields (query) or the decoded body (RPC). */
+  input: Record<string, unknown>;
+  /** The error code the fake answered with, if any. */
+  error?: string;
+}
+
+interface Fault {
+  action: string;
+  code: string;
+  status: number;
+  message: string;
+  /** Calls to let through before the first failure. */
+  skip: number;
+  times: number;
+}
+
+export interface FakeAwsOptions {
+  postgres: Cluster;
+  timings?: Partial<FakeTimings>;
+  /** When set, other access key ids are refused as Cloud A would (InvalidClientTokenId). */
+  accessKeyId?: string;
+}
+
+const DENIED: Record<Service, string> = { rds: 'AccessDenied', ec2: 'UnauthorizedOperation', cloudwatch: 'AccessDenied', pi: 'AccessDeniedException' };
+const BAD_KEY: Record<Service, [string, number]> = {
+  rds: ['InvalidClientTokenId', 403],
+  ec2: ['AuthFailure', 401],
+  cloudwatch: ['InvalidClientTokenId', 403],
+  pi: ['UnrecognizedClientException', 403],
+};
+
+const RPC_TARGETS: Record<string, Service> = { GraniteServiceVersion20100801: 'cloudwatch', PerformanceInsightsv20180227: 'pi' };
+
+interface Parsed {
+  service: Service;
+  operation: string;
+  protocol: 'query' | RpcProtocol;
+  input: Record<string, unknown>;
+  form?: Map<string, string>;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function parseRequest(req: IncomingMessage, body: Buffer): Parsed {
+  const type = String(req.headers['content-type'] ?? '');
+  if (type.startsWith('application/x-www-form-urlencoded')) {
+    const form = parseForm(body.toString('utf8'));
+    const version = form.get('Version');
+    const service: Service = version === '2016-11-15' ? 'ec2' : 'rds';
+    if (version !== '2016-11-15' && version !== '2014-10-31') throw new FakeAwsError('InvalidParameterValue', `unsupported Version ${version}`);
+    return { service, operation: form.get('Action') ?? '', protocol: 'query', input: Object.fromEntries(form), form: new Map(form) };
+  }
+  const target = req.headers['x-amz-target'];
+  if (typeof target === 'string') {
+    const [prefix = '', operation = ''] = target.split('.');
+    const service = RPC_TARGETS[prefix];
+    if (!service) throw new FakeAwsError('UnknownOperationException', `unknown target ${target}`);
+    const protocol: RpcProtocol = type.includes('1.0') ? 'json-1.0' : 'json-1.1';
+    return { service, operation, protocol, input: decodeRpcBody(protocol, body) as Record<string, unknown> };
+  }
+  const cbor = /^\/service\/([^/]+)\/operation\/([^/?]+)/.exec(req.url ?? '');
+  if (req.headers['smithy-protocol'] === 'rpc-v2-cbor' && cbor) {
+    const service = RPC_TARGETS[cbor[1]!];
+    if (!service) throw new FakeAwsError('UnknownOperationException', `unknown service ${cbor[1]}`);
+    return { service, operation: cbor[2]!, protocol: 'rpc-v2-cbor', input: decodeRpcBody('rpc-v2-cbor', body) as Record<string, unknown> };
+  }
+  throw new FakeAwsError('UnknownOperationException', `cannot tell the protocol of ${req.method} ${req.url} (${type})`);
+}
+
+function errorReply(parsed: Pick<Parsed, 'service' | 'protocol'>, error: FakeAwsError): RpcReply {
+  const { service, protocol } = parsed;
+  if (protocol === 'query') {
+    const body = service === 'ec2' ? ec2Error(error.code, error.message) : rdsError(error.code, error.message);
+    return { status: error.status, headers: { 'content-type': 'text/xml' }, body };
+  }
+  const cloudwatch = service === 'cloudwatch';
+  return rpcError(protocol, cloudwatch ? 'com.amazonaws.cloudwatch' : 'com.amazonaws.pi', cloudwatch, error.status, error.code, error.message);
+}
+
+export class FakeAws {
+  readonly cloud: FakeCloud;
+  readonly calls: RecordedCall[] = [];
+  readonly #server: Server;
+  readonly #faults: Fault[] = [];
+  readonly #accessKeyId: string | undefined;
+  #url = '';
+
+  constructor(cloud: FakeCloud, accessKeyId: string | undefined) {
+    this.cloud = cloud;
+    this.#accessKeyId = accessKeyId;
+    this.#server = createServer((req, res) => {
+      void this.handle(req).then((reply) => {
+        res.writeHead(reply.status, { ...reply.headers, 'x-amzn-requestid': crypto.randomUUID() });
+        res.end(reply.body);
+      }, (err: unknown) => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(String(err));
+      });
+    });
+  }
+
+  /** The endpoint to give the SDK (AWS_ENDPOINT_URL). */
+  get url(): string {
+    return this.#url;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', () => resolve()));
+    const address = this.#server.address();
+    if (!address || typeof address !== 'object') throw new Error('fake Cloud A: no address');
+    this.#url = `http://127.0.0.1:${address.port}`;
+  }
+
+  /** Fails the next `times` calls of `action` (after letting `skip` through) with `code`. */
+  inject(action: string, fault: { code: string; status?: number; message?: string; times?: number; skip?: number }): void {
+    this.#faults.push({
+      action,
+      code: fault.code,
+      status: fault.status ?? (fault.code === 'RequestLimitExceeded' ? 503 : 400),
+      message: fault.message ?? (/throttl|limit/i.test(fault.code) ? 'Rate exceeded' : `${fault.code} (injected by the test)`),
+      skip: fault.skip ?? 0,
+      times: fault.times ?? 1,
+    });
+  }
+
+  /** Refuses every call of `action` as IAM would without a policy that allows it. */
+  deny(action: string): void {
+    const service = action.split(':')[0] as Service;
+    this.#faults.push({
+      action,
+      code: DENIED[service],
+      status: 403,
+      message: `User: arn:aws:iam::123456789012:user/tuner-agent is not authorized to perform: ${action} on resource: * because no identity-based policy allows the ${action} action`,
+      skip: 0,
+      times: Infinity,
+    });
+  }
+
+  /** Removes every fault of `action` (or all). */
+  clearFaults(action?: string): void {
+    for (let i = this.#faults.length - 1; i >= 0; i--) if (!action || this.#faults[i]!.action === action) this.#faults.splice(i, 1);
+  }
+
+  callsOf(action: string): RecordedCall[] {
+    return this.calls.filter((c) => c.action === action);
+  }
+
+  async close(): Promise<void> {
+    this.cloud.stop();
+    await this.cloud.settle();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  async handle(req: IncomingMessage): Promise<RpcReply> {
+    const body = await readBody(req);
+    let parsed: Parsed;
+    try {
+      parsed = parseRequest(req, body);
+    } catch (err) {
+      const error = err instanceof FakeAwsError ? err : new FakeAwsError('InternalFailure', String(err), 500);
+      return errorReply({ service: 'rds', protocol: 'query' }, error);
+    }
+    const action = `${parsed.service}:${parsed.operation}`;
+    const credential = /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/\d{8}\/[^/]+\/([^/]+)\/aws4_request/.exec(String(req.headers['authorization'] ?? ''));
+    const call: RecordedCall = { action, accessKeyId: credential?.[1] ?? '', protocol: parsed.protocol, input: parsed.input };
+    this.calls.push(call);
+    try {
+      if (!credential || !req.headers['x-amz-date']) throw new FakeAwsError('MissingAuthenticationToken', 'Request is missing Authentication Token', 403);
+      if (this.#accessKeyId && credential[1] !== this.#accessKeyId) {
+        const [code, status] = BAD_KEY[parsed.service];
+        throw new FakeAwsError(code, 'The security token included in the request is invalid.', status);
+      }
+      const fault = this.#faults.find((f) => f.action === action && f.times > 0);
+      if (fault) {
+        if (fault.skip > 0) fault.skip--;
+        else {
+          fault.times--;
+          throw new FakeAwsError(fault.code, fault.message, fault.status);
+        }
+      }
+      switch (parsed.service) {
+        case 'rds':
+          return { status: 200, headers: { 'content-type': 'text/xml' }, body: rdsResponse(parsed.operation, handleRds(this.cloud, parsed.operation, parsed.form!)) };
+        case 'ec2':
+          return { status: 200, headers: { 'content-type': 'text/xml;charset=UTF-8' }, body: ec2Response(parsed.operation, handleEc2(parsed.operation, parsed.form!)) };
+        case 'cloudwatch':
+          return rpcReply(parsed.protocol as RpcProtocol, handleCloudWatch(this.cloud, parsed.operation, parsed.input));
+        case 'pi':
+          return rpcReply(parsed.protocol as RpcProtocol, handlePerformanceInsights(this.cloud, parsed.operation, parsed.input));
+      }
+    } catch (err) {
+      const error = err instanceof FakeAwsError ? err : new FakeAwsError('InternalFailure', err instanceof Error ? err.message : String(err), 500);
+      call.error = error.code;
+      return errorReply(parsed, error);
+    }
+  }
+}
+
+export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
+  const engine = await PostgresEngine.open(options.postgres);
+  const cloud = new FakeCloud(engine, { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 0, ...options.timings });
+  const fake = new FakeAws(cloud, options.accessKeyId);
+  await fake.listen();
+  return fake;
+}

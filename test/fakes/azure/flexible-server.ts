@@ -1,0 +1,264 @@
+// The fake flexible server's state: its resource (SKU, version, storage, high availability) and
+// its server parameters, kept on a real throwaway PostgreSQL cluster. A written parameter is
+// applied the way the service applies it (ALTER SYSTEM, then a reload for a dynamic one), so
+// that the agent's read-back from pg_settings sees it. Resetting to the default value makes the
+// source `system-default` again, as the service reports.
+import type { Cluster } from '../../../src/lab/cluster.ts';
+
+export interface Sku {
+  name: string;
+  tier: string;
+}
+
+interface SettingRow {
+  name: string;
+  setting: string;
+  unit: string | null;
+  vartype: string;
+  context: string;
+  short_desc: string;
+  min_val: string | null;
+  max_val: string | null;
+  enumvals: string[] | null;
+  pending_restart: boolean;
+}
+
+/** Server parameters the service has and PostgreSQL does not. */
+interface VirtualParameter {
+  value: string;
+  defaultValue: string;
+  description: string;
+  allowedValues: string;
+}
+
+export type WriteOutcome = { ok: true } | { ok: false; status: number; code: string; message: string };
+
+const DATA_TYPES: Record<string, string> = { bool: 'Boolean', integer: 'Integer', real: 'Numeric', enum: 'Enumeration', string: 'String' };
+const PARAMETER_NAME = /^[a-z_][a-z0-9_.]*$/;
+
+function sameValue(a: string, b: string): boolean {
+  const x = Number(a);
+  const y = Number(b);
+  if (a.trim() !== '' && b.trim() !== '' && Number.isFinite(x) && Number.isFinite(y)) return Math.abs(x - y) < 1e-9 * Math.max(1, Math.abs(x));
+  return a.trim().toLowerCase() === b.trim().toLowerCase();
+}
+
+function quote(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+export interface FakeFlexibleServerOptions {
+  cluster: Cluster;
+  id: string;
+  name: string;
+  location: string;
+  fqdn: string;
+  sku: Sku;
+  extensions: string;
+}
+
+export class FakeFlexibleServer {
+  readonly id: string;
+  readonly name: string;
+  readonly location: string;
+  sku: Sku;
+  state = 'Ready';
+  readonly #cluster: Cluster;
+  readonly #fqdn: string;
+  readonly #defaults = new Map<string, string>();
+  readonly #userOverrides = new Set<string>();
+  readonly #virtual = new Map<string, VirtualParameter>();
+  /** Parameters that turn out to need a restart: written values wait here, not applied. */
+  readonly #needsRestart = new Set<string>();
+  readonly #pendingValues = new Map<string, string>();
+  readonly #initialExtensions: string;
+  readonly #initialSku: Sku;
+
+  private constructor(options: FakeFlexibleServerOptions) {
+    this.#cluster = options.cluster;
+    this.id = options.id;
+    this.name = options.name;
+    this.location = options.location;
+    this.#fqdn = options.fqdn;
+    this.sku = options.sku;
+    this.#initialExtensions = options.extensions;
+    this.#initialSku = options.sku;
+    this.#virtual.set('azure.extensions', {
+      value: options.extensions,
+      defaultValue: '',
+      description: 'Specifies which extensions are allowed to be created in the server.',
+      allowedValues: 'address_standardizer,amcheck,bloom,btree_gin,btree_gist,citext,cube,hstore,pg_stat_statements,pgcrypto,postgis,uuid-ossp',
+    });
+  }
+
+  static async create(options: FakeFlexibleServerOptions): Promise<FakeFlexibleServer> {
+    const server = new FakeFlexibleServer(options);
+    for (const row of await server.#settings()) server.#defaults.set(row.name, row.setting);
+    return server;
+  }
+
+  async #settings(): Promise<SettingRow[]> {
+    return this.#cluster.sql<SettingRow>(
+      `SELECT name, setting, unit, vartype, context, short_desc, min_val, max_val, enumvals, pending_restart
+         FROM pg_settings WHERE context <> 'internal' ORDER BY name`,
+    );
+  }
+
+  /** The resource, as GET …/flexibleServers/{name} returns it (api-version 2025-08-01). */
+  async resource(): Promise<object> {
+    const [v] = await this.#cluster.sql<{ num: string; version: string }>(`SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`);
+    const major = String(Math.floor(Number(v?.num ?? 0) / 10000));
+    return {
+      sku: this.sku,
+      systemData: { createdAt: '2025-01-15T10:00:00.000Z' },
+      properties: {
+        administratorLogin: 'tuneradmin',
+        version: major,
+        minorVersion: (v?.version ?? '').split(' ')[0],
+        state: this.state,
+        fullyQualifiedDomainName: this.#fqdn,
+        storage: { storageSizeGB: 128, autoGrow: 'Disabled', tier: 'P10', iops: 500, type: 'Premium_LRS' },
+        authConfig: { activeDirectoryAuth: 'Disabled', passwordAuth: 'Enabled' },
+        dataEncryption: { type: 'SystemManaged' },
+        backup: { backupRetentionDays: 7, geoRedundantBackup: 'Disabled', earliestRestoreDate: '2025-01-15T10:05:00.000Z' },
+        network: { publicNetworkAccess: 'Enabled' },
+        highAvailability: { mode: 'Disabled', state: 'NotEnabled' },
+        maintenanceWindow: { customWindow: 'Disabled', dayOfWeek: 0, startHour: 0, startMinute: 0 },
+        availabilityZone: '1',
+        replicationRole: 'Primary',
+        replica: { role: 'Primary', capacity: 5 },
+      },
+      location: this.location,
+      tags: {},
+      id: this.id,
+      name: this.name,
+      type: 'Microsoft.DBforPostgreSQL/flexibleServers',
+    };
+  }
+
+  #configuration(name: string, p: Record<string, unknown>): object {
+    return { properties: p, id: `${this.id}/configurations/${name}`, name, type: 'Microsoft.DBforPostgreSQL/flexibleServers/configurations' };
+  }
+
+  /** Every server parameter, as the configurations list returns them. */
+  async configurations(): Promise<object[]> {
+    const rows = await this.#settings();
+    const list = rows.map((r) => {
+      const pending = this.#pendingValues.get(r.name);
+      const allowedValues = r.vartype === 'bool' ? 'on,off' : r.vartype === 'enum' ? (r.enumvals ?? []).join(',') : r.vartype === 'string' ? '.*' : `${r.min_val}-${r.max_val}`;
+      return this.#configuration(r.name, {
+        value: pending ?? r.setting,
+        description: r.short_desc,
+        defaultValue: this.#defaults.get(r.name) ?? r.setting,
+        dataType: DATA_TYPES[r.vartype] ?? 'String',
+        allowedValues,
+        source: this.#userOverrides.has(r.name) ? 'user-override' : 'system-default',
+        isDynamicConfig: r.context !== 'postmaster',
+        isReadOnly: false,
+        isConfigPendingRestart: pending !== undefined || r.pending_restart,
+        ...(r.unit && { unit: r.unit }),
+        documentationLink: `https://www.postgresql.org/docs/current/runtime-config.html#GUC-${r.name.toUpperCase().replaceAll('_', '-')}`,
+      });
+    });
+    for (const [name, v] of this.#virtual) {
+      list.push(this.#configuration(name, {
+        value: v.value,
+        description: v.description,
+        defaultValue: v.defaultValue,
+        dataType: 'Set',
+        allowedValues: v.allowedValues,
+        source: this.#userOverrides.has(name) ? 'user-override' : 'system-default',
+        isDynamicConfig: true,
+        isReadOnly: false,
+        isConfigPendingRestart: false,
+      }));
+    }
+    return list.sort((a, b) => ((a as { name: string }).name < (b as { name: string }).name ? -1 : 1));
+  }
+
+  async configuration(name: string): Promise<object | undefined> {
+    return (await this.configurations()).find((c) => (c as { name: string }).name === name);
+  }
+
+  /** Applies a written value the way the service does. */
+  async write(name: string, value: string, source: string): Promise<WriteOutcome> {
+    const virtual = this.#virtual.get(name);
+    if (virtual) {
+      virtual.value = value;
+      this.#markSource(name, source === 'system-default' || sameValue(value, virtual.defaultValue));
+      return { ok: true };
+    }
+    const defaultValue = this.#defaults.get(name);
+    if (defaultValue === undefined || !PARAMETER_NAME.test(name)) {
+      return { ok: false, status: 404, code: 'ConfigurationNotExists', message: `The configuration '${name}' does not exist for server '${this.name}'.` };
+    }
+    const toDefault = source === 'system-default' || sameValue(value, defaultValue);
+    if (this.#needsRestart.has(name)) {
+      const [running] = await this.#cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]);
+      const wanted = toDefault ? defaultValue : value;
+      if (running && sameValue(running.setting, wanted)) this.#pendingValues.delete(name);
+      else this.#pendingValues.set(name, wanted);
+      this.#markSource(name, toDefault);
+      return { ok: true };
+    }
+    try {
+      await this.#cluster.sql(toDefault ? `ALTER SYSTEM RESET ${name}` : `ALTER SYSTEM SET ${name} = ${quote(value)}`);
+      await this.#cluster.sql('SELECT pg_reload_conf()');
+    } catch (err) {
+      return { ok: false, status: 400, code: 'InvalidParameterValue', message: `Invalid value given for parameter ${name}: ${(err as Error).message}` };
+    }
+    this.#markSource(name, toDefault);
+    return { ok: true };
+  }
+
+  #markSource(name: string, toDefault: boolean): void {
+    if (toDefault) this.#userOverrides.delete(name);
+    else this.#userOverrides.add(name);
+  }
+
+  /** Restarts the server: values waiting for a restart take effect. */
+  async restart(): Promise<void> {
+    for (const [name, value] of this.#pendingValues) {
+      await this.#cluster.sql(`ALTER SYSTEM SET ${name} = ${quote(value)}`);
+    }
+    this.#pendingValues.clear();
+    this.state = 'Restarting';
+    try {
+      await this.#cluster.restart();
+    } finally {
+      this.state = 'Ready';
+    }
+  }
+
+  // ---- test controls ----
+
+  /** From now on, written values of `name` wait for a restart (isConfigPendingRestart). */
+  needRestartFor(name: string): void {
+    this.#needsRestart.add(name);
+  }
+
+  setExtensions(value: string): void {
+    this.#virtual.get('azure.extensions')!.value = value;
+  }
+
+  /** Source, value and pending flag of one parameter, as the fake has them. */
+  async parameter(name: string): Promise<{ value: string; source: string; pending: boolean }> {
+    const c = (await this.configuration(name)) as { properties: { value: string; source: string; isConfigPendingRestart: boolean } } | undefined;
+    if (!c) throw new Error(`fake Cloud B: no server parameter ${name}`);
+    return { value: c.properties.value, source: c.properties.source, pending: c.properties.isConfigPendingRestart };
+  }
+
+  /** Back to a clean server: no overrides, nothing pending, no special behaviour. */
+  async reset(): Promise<void> {
+    for (const name of this.#userOverrides) {
+      if (!this.#virtual.has(name)) await this.#cluster.sql(`ALTER SYSTEM RESET ${name}`);
+    }
+    await this.#cluster.sql('SELECT pg_reload_conf()');
+    this.#userOverrides.clear();
+    this.#needsRestart.clear();
+    this.#pendingValues.clear();
+    this.setExtensions(this.#initialExtensions);
+    this.sku = this.#initialSku;
+    this.state = 'Ready';
+  }
+}

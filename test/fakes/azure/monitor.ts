@@ -1,0 +1,81 @@
+// Azure Monitor for the fake flexible server: GET {resource}/providers/Microsoft.Insights/metrics
+// (api-version 2024-02-01) with metricnames, timespan and interval, answered with one-minute
+// points as the service does: the newest minute not published yet, older ones with values.
+// active_connections is counted on the real cluster; the others are the test's figures.
+import type { Cluster } from '../../../src/lab/cluster.ts';
+import { json, type Reply } from './http.ts';
+
+export const MONITOR_API_VERSION = '2024-02-01';
+
+const UNITS: Record<string, string> = {
+  cpu_percent: 'Percent',
+  memory_percent: 'Percent',
+  storage_percent: 'Percent',
+  read_iops: 'Count',
+  write_iops: 'Count',
+  disk_queue_depth: 'Count',
+  active_connections: 'Count',
+  network_bytes_egress: 'Bytes',
+};
+
+export type MetricFigures = Record<string, number>;
+
+export const DEFAULT_METRIC_FIGURES: MetricFigures = {
+  cpu_percent: 12.5,
+  memory_percent: 40,
+  storage_percent: 3,
+  read_iops: 4,
+  write_iops: 9,
+  disk_queue_depth: 0.2,
+  network_bytes_egress: 120_000,
+};
+
+function badRequest(message: string): Reply {
+  return json(400, { code: 'BadRequest', message });
+}
+
+const ONE_MINUTE = 60_000;
+
+export async function answerMetrics(url: URL, resourceId: string, location: string, figures: MetricFigures, cluster: Cluster): Promise<Reply> {
+  const names = (url.searchParams.get('metricnames') ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const timespan = url.searchParams.get('timespan') ?? '';
+  const interval = url.searchParams.get('interval') ?? 'PT1M';
+  if (names.length === 0) return badRequest('metricnames is required');
+  const unknown = names.filter((n) => !(n in UNITS));
+  if (unknown.length > 0) {
+    return badRequest(`Failed to find metric configuration for provider: Microsoft.DBforPostgreSQL, resource Type: flexibleServers, metric: ${unknown.join(', ')}, Valid metrics: ${Object.keys(UNITS).join(',')}`);
+  }
+  if (interval !== 'PT1M') return badRequest(`the fake serves the PT1M grain only, got interval=${interval}`);
+  const [from, to] = timespan.split('/').map((t) => Date.parse(t));
+  if (from === undefined || to === undefined || !Number.isFinite(from) || !Number.isFinite(to) || from >= to) {
+    return badRequest(`Invalid timespan '${timespan}': expected <start ISO 8601>/<end ISO 8601>`);
+  }
+  const [connections] = await cluster.sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`);
+  const value = (name: string) => (name === 'active_connections' ? (connections?.n ?? 0) : (figures[name] ?? 0));
+  const start = Math.floor(from / ONE_MINUTE) * ONE_MINUTE;
+  const newest = Math.floor(to / ONE_MINUTE) * ONE_MINUTE;
+  return json(200, {
+    cost: names.length * Math.round((to - from) / ONE_MINUTE),
+    timespan,
+    interval: 'PT1M',
+    value: names.map((name) => {
+      const data: object[] = [];
+      for (let t = start; t <= newest; t += ONE_MINUTE) {
+        const at = new Date(t).toISOString();
+        // The newest minute is not published yet.
+        data.push(t === newest ? { timeStamp: at } : { timeStamp: at, average: value(name), maximum: value(name) });
+      }
+      return {
+        id: `${resourceId}/providers/Microsoft.Insights/metrics/${name}`,
+        type: 'Microsoft.Insights/metrics',
+        name: { value: name, localizedValue: name.replaceAll('_', ' ') },
+        displayDescription: name,
+        unit: UNITS[name],
+        timeseries: [{ metadatavalues: [], data }],
+        errorCode: 'Success',
+      };
+    }),
+    namespace: 'Microsoft.DBforPostgreSQL/flexibleServers',
+    resourceregion: location,
+  });
+}

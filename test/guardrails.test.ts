@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { applyChange, restore, type ApplyContext } from '../src/agent/apply.ts';
+import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
+import { loadConfig } from '../src/agent/config/load.ts';
+import { connectDb, type Db } from '../src/agent/db.ts';
+import { DEFAULT_THRESHOLDS, createGuard, judgeWindow, knownGoodFigures, type KnownGoodFigures } from '../src/agent/guardrails.ts';
+import { Journal } from '../src/agent/journal.ts';
+import { createLogger } from '../src/agent/log.ts';
+import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local.ts';
+import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import type { MetricsReport } from '../src/protocol/report.ts';
+import type { TargetMetric } from '../src/protocol/v1.ts';
+
+/** A window with only the fields the guardrails read filled in. */
+function window(w: { calls?: number; runtimeMs?: number | null; seconds?: number; commits?: number; rollbacks?: number; connections?: number; maxConnections?: number }): MetricsReport {
+  const zeros = { calls: 0, plans: null, totalPlanTimeMs: null, totalExecTimeMs: 0, meanExecTimeMs: 0, rows: 0, sharedBlksHit: 0, sharedBlksRead: 0, sharedBlksDirtied: 0, sharedBlksWritten: 0, tempBlksRead: 0, tempBlksWritten: 0, blkReadTimeMs: 0, blkWriteTimeMs: 0, walBytes: null };
+  const total = { xactCommit: w.commits ?? 100, xactRollback: w.rollbacks ?? 0, blksHit: 0, blksRead: 0, tempFiles: 0, tempBytes: 0, deadlocks: 0 };
+  return {
+    version: 1,
+    interval: { start: '2026-01-01T00:00:00Z', end: '2026-01-01T00:00:05Z', seconds: w.seconds ?? 5, serverRestarted: false },
+    derived: { calls: w.calls ?? 100, avgQueryRuntimeMs: w.runtimeMs ?? 1, weightedQueryRuntimeMs: w.runtimeMs ?? 1, weightedCoverage: 1, tps: 20, cacheHitRatio: null },
+    statements: { pgssVersion: '1.10', topN: 0, activeStatements: 0, top: [], other: { statements: 0, ...zeros } },
+    evictions: { newEntries: 0, reinitializedEntries: 0, evictedEntries: 0, deallocations: 0, statsReset: false },
+    database: { total, databases: [] },
+    checkpointer: null,
+    wal: null,
+    activity: {
+      maxConnections: w.maxConnections ?? 100,
+      connections: { total: w.connections ?? 5, active: 1, idle: 4, idleInTransaction: 0, idleInTransactionAborted: 0, other: 0 },
+      activeNotWaiting: 1,
+      waitEvents: [],
+    },
+  };
+}
+
+const good: KnownGoodFigures = { weightedRuntimeMs: 1, callsPerSecond: 20, rollbackRate: 0, connectionShare: 0.05 };
+const memory = (available: number, total: number): TargetMetric[] => [
+  { name: 'memory_available_bytes', value: available, unit: 'bytes', at: '2026-01-01T00:00:05Z', source: 'host' },
+  { name: 'memory_total_bytes', value: total, unit: 'bytes', at: '2026-01-01T00:00:05Z', source: 'host' },
+];
+
+test('a runtime far over known-good breaches at once; a moderate one only twice in a row', () => {
+  assert.match(judgeWindow(window({ runtimeMs: 6 }), [], good, 0, false).breaches[0]!, /query runtime 6\.000 ms is 6\.0× the known-good 1\.000 ms/);
+  const first = judgeWindow(window({ runtimeMs: 3 }), [], good, 0, false);
+  assert.deepEqual(first, { breaches: [], slow: true });
+  assert.equal(judgeWindow(window({ runtimeMs: 3 }), [], good, 0, first.slow).breaches.length, 1);
+  assert.deepEqual(judgeWindow(window({ runtimeMs: 1.5 }), [], good, 0, true), { breaches: [], slow: false });
+});
+
+test('too few calls are not judged, and nothing is judged against an unknown known-good runtime', () => {
+  assert.deepEqual(judgeWindow(window({ runtimeMs: 50, calls: DEFAULT_THRESHOLDS.minCalls - 1 }), [], good, 0, true).breaches, []);
+  assert.deepEqual(judgeWindow(window({ runtimeMs: 50 }), [], { ...good, weightedRuntimeMs: null }, 0, true).breaches, []);
+});
+
+test('a stuck workload breaches; an idle one does not', () => {
+  assert.match(judgeWindow(window({ calls: 2 }), [], good, 3, false).breaches[0]!, /throughput fell to 0\.4 calls\/s from 20\.0 with 3 queries running/);
+  assert.deepEqual(judgeWindow(window({ calls: 2 }), [], good, 0, false).breaches, []);
+});
+
+test('memory, rollbacks and connections each have their own breach', () => {
+  const GiB = 2 ** 30;
+  assert.match(judgeWindow(window({}), memory(0.2 * GiB, 16 * GiB), good, 0, false).breaches[0]!, /available memory 205 MB is below the floor of 819 MB/);
+  assert.deepEqual(judgeWindow(window({}), memory(4 * GiB, 16 * GiB), good, 0, false).breaches, []);
+  assert.match(judgeWindow(window({ commits: 50, rollbacks: 50 }), [], good, 0, false).breaches[0]!, /50 % of transactions rolled back, known-good 0 %/);
+  assert.deepEqual(judgeWindow(window({ commits: 5, rollbacks: 5 }), [], good, 0, false).breaches, [], 'too few rollbacks to judge');
+  assert.match(judgeWindow(window({ connections: 97 }), [], good, 0, false).breaches[0]!, /connections at 97 % of max_connections/);
+  assert.deepEqual(judgeWindow(window({ connections: 97 }), [], { ...good, connectionShare: 0.96 }, 0, false).breaches, [], 'already saturated under known-good');
+});
+
+// A live trial: a planner-cost configuration that turns an index lookup into a full scan.
+let cluster: Cluster;
+let db: Db;
+let dir: string;
+let stopWorkload = false;
+let workload: Promise<void> = Promise.resolve();
+
+before(async () => {
+  cluster = await startCluster();
+  for (const statement of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(statement);
+  await cluster.sql(`CREATE TABLE g AS SELECT i AS id, (random() * 1000000)::int AS x, repeat('x', 100) AS pad FROM generate_series(1, 400000) AS i`);
+  await cluster.sql('CREATE INDEX ON g (x)');
+  await cluster.sql('ANALYZE g');
+  db = await connectDb(cluster.agentUrl);
+  dir = mkdtempSync(join(tmpdir(), 'tuner-guard-'));
+});
+
+after(async () => {
+  stopWorkload = true;
+  await workload;
+  await db?.close();
+  await cluster?.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A range width whose plan is an index or bitmap scan by default and a full scan under the trial. */
+async function rangeThatFlips(client: pg.Client): Promise<number> {
+  const plan = async (k: number) => (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT count(*) FROM g WHERE x BETWEEN 1000 AND ${1000 + k}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+  for (const k of [1000, 2000, 4000, 8000, 16000]) {
+    await client.query('RESET random_page_cost; RESET seq_page_cost');
+    const byDefault = await plan(k);
+    await client.query('SET random_page_cost = 10; SET seq_page_cost = 0.1');
+    const underTrial = await plan(k);
+    await client.query('RESET random_page_cost; RESET seq_page_cost');
+    if (!byDefault.includes('Seq Scan') && underTrial.includes('Seq Scan')) return k;
+  }
+  throw new Error('no range width flips the plan; the test data no longer fits its purpose');
+}
+
+test('a trial that wrecks query runtime is reverted to known-good by the guard alone', async () => {
+  const client = new pg.Client({ connectionString: cluster.adminUrl });
+  await client.connect();
+  const k = await rangeThatFlips(client);
+  workload = (async () => {
+    for (let i = 0; !stopWorkload; i++) {
+      const from = (i * 7919) % 900000;
+      await client.query(`SELECT count(*) FROM g WHERE x BETWEEN ${from} AND ${from + k}`);
+    }
+    await client.end();
+  })();
+
+  const { config } = loadConfig({ cwd: dir, env: { AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl }, target: 'local', needsService: false });
+  const lines: string[] = [];
+  const ctx: ApplyContext = { db, config, target: createLocalTarget({ db, config }), journal: Journal.open(dir, 'guard-test'), log: createLogger({ write: (l) => lines.push(l) }) };
+
+  // Known-good figures from a window under the configuration the agent found.
+  const collector = createCollector(db, { includeQueries: false });
+  const first = await collector.collect();
+  await new Promise((r) => setTimeout(r, 2000));
+  const baselineDelta = diffSnapshots(first, await collector.collect());
+  const mix = baselineMixFrom(baselineDelta);
+  const figures = knownGoodFigures(buildMetricsReport(baselineDelta, { includeQueries: false, baselineMix: mix }));
+  assert.ok(figures.callsPerSecond > 10, `the workload runs (${figures.callsPerSecond} calls/s)`);
+
+  const outcome = await applyChange(ctx, { random_page_cost: 10, seq_page_cost: 0.1 }, { accept: false });
+  assert.equal(outcome.status, 'applied');
+  const guard = createGuard(db, figures, mix);
+  await guard.tick([]);
+  let breaches: string[] = [];
+  for (let tick = 0; tick < 6 && breaches.length === 0; tick++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    breaches = await guard.tick([]);
+  }
+  assert.match(breaches.join('\n'), /query runtime .* is \d+\.\d× the known-good/);
+  const reverted = await restore(ctx, 'knownGood', `guardrail: ${breaches.join('; ')}`);
+  assert.equal(reverted?.status, 'applied');
+  const rows = await cluster.sql<{ name: string; setting: string }>(`SELECT name, setting FROM pg_settings WHERE name IN ('random_page_cost', 'seq_page_cost') ORDER BY name`);
+  assert.deepEqual(rows, [{ name: 'random_page_cost', setting: '4' }, { name: 'seq_page_cost', setting: '1' }]);
+  assert.equal(ctx.journal.needsRecovery(), false);
+});

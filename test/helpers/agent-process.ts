@@ -1,0 +1,31 @@
+// Runs the real tuner-agent bin as a child process, the way an operator would.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+
+export const AGENT_BIN = join(import.meta.dirname, '..', '..', 'bin', 'tuner-agent.js');
+
+export interface AgentRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The test runner's own AGENT_* variables must not leak into the agent under test. */
+function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AGENT_') && !k.startsWith('CLOUDB_')));
+  return { ...env, ...extra };
+}
+
+export function runAgent(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<AgentRun> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [AGENT_BIN, ...args],
+      { cwd: options.cwd, env: cleanEnv(options.env ?? {}), timeout: options.timeoutMs ?? 120_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}

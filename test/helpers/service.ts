@@ -1,0 +1,194 @@
+// Runs the real tuning service for tests: on loopback, on a free port, with either storage (PGlite
+// in a temporary directory, or a database of its own on the shared PostgreSQL, dropped after).
+// Clients: a person (cookie session + CSRF header) and an agent (protocol v1 over fetch).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import pg from 'pg';
+import { routes } from '../../src/protocol/v1.ts';
+import { parseServiceArgs, type ServiceConfig } from '../../src/service/config.ts';
+import { startService, type RunningService } from '../../src/service/server.ts';
+
+export type StorageKind = 'pglite' | 'postgres';
+export const STORAGE_KINDS: readonly StorageKind[] = ['pglite', 'postgres'];
+
+/** The shared server of the machine (trust auth); tests only create and drop their own databases. */
+export const SHARED_PG_ADMIN_URL = process.env['TUNER_TEST_PG_URL'] ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+export const ADMIN_PASSWORD = 'admin-password-for-tests-1';
+
+/** A database of its own on the shared PostgreSQL: its URL, and a function that drops it. */
+export async function createScratchDatabase(prefix = 'tuner_test'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: SHARED_PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(SHARED_PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: SHARED_PG_ADMIN_URL });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/** Where one test service keeps its data; survives restarts of the service until disposed. */
+export interface ServiceStore {
+  kind: StorageKind;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  dispose(): Promise<void>;
+}
+
+export async function createServiceStore(kind: StorageKind): Promise<ServiceStore> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tuner-service-test-'));
+  const scratch = kind === 'postgres' ? await createScratchDatabase() : null;
+  return {
+    kind,
+    dataDir,
+    databaseUrl: scratch?.url,
+    dispose: async () => {
+      await scratch?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TestService extends RunningService {
+  config: ServiceConfig;
+  /** What the service printed at start (the admin login, on first start). */
+  announced: string[];
+  /** Every log line the service wrote. */
+  logs: string[];
+}
+
+/** Starts the service the way the bin does: configuration from flags and environment. */
+export async function startTestService(store: ServiceStore, env: Record<string, string> = {}, listen = '127.0.0.1:0'): Promise<TestService> {
+  const request = parseServiceArgs(['--listen', listen, '--data-dir', store.dataDir], {
+    TUNER_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    TUNER_LOG_LEVEL: 'warn',
+    ...(store.databaseUrl && { TUNER_DATABASE_URL: store.databaseUrl }),
+    ...env,
+  });
+  if (request.kind !== 'run') throw new Error('expected a run configuration');
+  const announced: string[] = [];
+  const logs: string[] = [];
+  const service = await startService(request.config, { announce: (text) => announced.push(text), logStream: { write: (line) => void logs.push(line) } });
+  return { ...service, config: request.config, announced, logs };
+}
+
+export interface JsonResponse<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+async function toJson<T>(response: Response): Promise<JsonResponse<T>> {
+  const text = await response.text();
+  let body: unknown = text;
+  if (text !== '' && (response.headers.get('content-type') ?? '').includes('json')) body = JSON.parse(text);
+  return { status: response.status, body: body as T, headers: response.headers };
+}
+
+/** A person using the JSON API: a session cookie and the CSRF token from the login answer. */
+export class PersonClient {
+  readonly baseUrl: string;
+  cookie = '';
+  csrfToken = '';
+
+  constructor(baseUrl: string) {
+    this.baseUrl = baseUrl;
+  }
+
+  static async login(baseUrl: string, username: string, password: string): Promise<PersonClient> {
+    const client = new PersonClient(baseUrl);
+    const response = await client.request<{ csrfToken: string }>('POST', '/api/manage/login', { username, password });
+    if (response.status !== 200) throw new Error(`login failed: ${response.status} ${JSON.stringify(response.body)}`);
+    client.csrfToken = response.body.csrfToken;
+    return client;
+  }
+
+  async request<T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse<T>> {
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: {
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...(this.cookie && { cookie: this.cookie }),
+        ...(method !== 'GET' && this.csrfToken && { 'x-csrf-token': this.csrfToken }),
+        ...headers,
+      },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    const setCookie = response.headers.getSetCookie().find((c) => c.startsWith('tuner_session='));
+    if (setCookie) this.cookie = setCookie.split(';')[0]!;
+    return toJson<T>(response);
+  }
+
+  get<T = unknown>(path: string) {
+    return this.request<T>('GET', path);
+  }
+  post<T = unknown>(path: string, body?: unknown) {
+    return this.request<T>('POST', path, body);
+  }
+
+  /** Creates a database and its first key: what the setup page does. */
+  async createDatabase(name: string, target = 'local'): Promise<{ databaseId: string; apiKey: string; apiKeyId: string }> {
+    const response = await this.post<{ database: { id: string }; apiKey: string; apiKeyId: string }>('/api/manage/databases', { name, target });
+    if (response.status !== 201) throw new Error(`create database failed: ${response.status} ${JSON.stringify(response.body)}`);
+    return { databaseId: response.body.database.id, apiKey: response.body.apiKey, apiKeyId: response.body.apiKeyId };
+  }
+}
+
+/** An agent speaking protocol v1 with plain fetch, gzip optional. */
+export class AgentClient {
+  readonly baseUrl: string;
+  readonly databaseId: string;
+  readonly apiKey: string;
+
+  constructor(baseUrl: string, databaseId: string, apiKey: string) {
+    this.baseUrl = baseUrl;
+    this.databaseId = databaseId;
+    this.apiKey = apiKey;
+  }
+
+  async post<T = unknown>(path: string, body: unknown, options: { gzip?: boolean; headers?: Record<string, string> } = {}): Promise<JsonResponse<T>> {
+    const json = JSON.stringify(body);
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${this.apiKey}`,
+        'content-type': 'application/json',
+        ...(options.gzip && { 'content-encoding': 'gzip' }),
+        ...options.headers,
+      },
+      body: options.gzip ? gzipSync(json) : json,
+    });
+    return toJson<T>(response);
+  }
+
+  start<T = unknown>(body: unknown, options?: { gzip?: boolean }) {
+    return this.post<T>(routes.agentStart(this.databaseId), body, options);
+  }
+  report<T = unknown>(body: unknown, options?: { gzip?: boolean }) {
+    return this.post<T>(routes.report(this.databaseId), body, options);
+  }
+  ack<T = unknown>(commandId: string, body: unknown) {
+    return this.post<T>(routes.ack(this.databaseId, commandId), body);
+  }
+  stop<T = unknown>(body: unknown) {
+    return this.post<T>(routes.agentStop(this.databaseId), body);
+  }
+}

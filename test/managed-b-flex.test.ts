@@ -1,0 +1,355 @@
+// The real tuner-agent process against a fake Cloud B (test/fakes/azure: Resource Manager,
+// long-running operations, Azure Monitor, managed identity and service principal tokens, over
+// loopback HTTPS) whose server parameters land on a real throwaway PostgreSQL cluster.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getCACertificates, setDefaultCACertificates } from 'node:tls';
+import { after, before, beforeEach, test } from 'node:test';
+import { loadConfig } from '../src/agent/config/load.ts';
+import { connectDb } from '../src/agent/db.ts';
+import { createLogger } from '../src/agent/log.ts';
+import { machineOfServer } from '../src/agent/targets/managed-b-flex-machine.ts';
+import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex-skus.ts';
+import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex.ts';
+import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { TargetMetricSchema } from '../src/protocol/v1.ts';
+import { startFakeAzure, type FakeAzure, type RecordedRequest } from './fakes/azure/index.ts';
+import { runAgent, type AgentRun } from './helpers/agent-process.ts';
+
+const GiB = 2 ** 30;
+const ROLE_ACTIONS = [
+  'Microsoft.DBforPostgreSQL/flexibleServers/restart/action',
+  'Microsoft.DBforPostgreSQL/flexibleServers/read',
+  'Microsoft.DBforPostgreSQL/flexibleServers/providers/Microsoft.Insights/metricDefinitions/read',
+  'Microsoft.DBforPostgreSQL/flexibleServers/configurations/read',
+  'Microsoft.DBforPostgreSQL/flexibleServers/configurations/write',
+  'Microsoft.Insights/metrics/read',
+  'Microsoft.Insights/metricDefinitions/read',
+];
+const MONITOR_METRICS = ['cpu_percent', 'memory_percent', 'read_iops', 'write_iops', 'disk_queue_depth', 'active_connections', 'storage_percent'];
+
+let cluster: Cluster;
+let azure: FakeAzure;
+const dirs: string[] = [];
+/** Everything any agent printed in this file, to look for secrets at the end. */
+const transcript: string[] = [];
+
+type Identity = 'imds' | 'app-service' | 'service-principal';
+
+function agentDir(options: { allowRestart?: boolean } = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-agent-b-'));
+  dirs.push(dir);
+  const lines = [
+    'postgresql:',
+    `  connection_url: ${cluster.agentUrl}`,
+    `  allow_restart: ${options.allowRestart ?? false}`,
+    'managed_b_flex:',
+    `  subscription_id: ${azure.subscriptionId}`,
+    `  resource_group_name: ${azure.resourceGroup}`,
+    `  server_name: ${azure.serverName}`,
+    `  resource_manager_endpoint: ${azure.url}`,
+    'tuner:',
+    '  debug: true',
+  ];
+  writeFileSync(join(dir, 'agent.yaml'), `${lines.join('\n')}\n`);
+  return dir;
+}
+
+/** The SDK's own variables point it at the fake; the fake's certificate is trusted. */
+function identityEnv(identity: Identity, secret = azure.servicePrincipal.clientSecret): NodeJS.ProcessEnv {
+  const base = { NODE_EXTRA_CA_CERTS: azure.certFile, NO_PROXY: '127.0.0.1,localhost' };
+  switch (identity) {
+    case 'imds':
+      return { ...base, AZURE_POD_IDENTITY_AUTHORITY_HOST: azure.url };
+    case 'app-service':
+      return { ...base, IDENTITY_ENDPOINT: `${azure.url}/msi/token`, IDENTITY_HEADER: azure.identityHeader };
+    case 'service-principal':
+      return {
+        ...base,
+        AZURE_AUTHORITY_HOST: azure.url,
+        CLOUDB_CLIENT_ID: azure.servicePrincipal.clientId,
+        CLOUDB_CLIENT_SECRET: secret,
+        CLOUDB_TENANT_ID: azure.servicePrincipal.tenantId,
+      };
+  }
+}
+
+async function agent(dir: string, args: string[], identity: Identity = 'imds', env: NodeJS.ProcessEnv = identityEnv(identity)): Promise<AgentRun> {
+  const result = await runAgent(['--managed-b-flex', ...args], { cwd: dir, env });
+  transcript.push(result.stdout, result.stderr);
+  return result;
+}
+
+async function setting(name: string): Promise<string> {
+  const [row] = await cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]);
+  return row!.setting;
+}
+
+const armCalls = () => azure.requests.filter((r) => r.path.startsWith('/subscriptions/'));
+const writesTo = (name: string) => azure.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith(`/configurations/${name}`));
+const show = (requests: RecordedRequest[]) => requests.map((r) => `${r.method} ${r.path} ${r.status}`).join('\n');
+
+before(async () => {
+  cluster = await startCluster();
+  azure = await startFakeAzure({ cluster, fqdn: '127.0.0.1' });
+});
+
+beforeEach(async () => {
+  await azure.reset();
+});
+
+after(async () => {
+  await azure?.close();
+  await cluster?.destroy();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+test('permissions --managed-b-flex: the custom role as JSON that parses, then the setup steps as # lines', async () => {
+  const empty = mkdtempSync(join(tmpdir(), 'tuner-agent-b-'));
+  dirs.push(empty);
+  for (const [dir, scope] of [
+    [empty, '/subscriptions/<subscription_id>/resourceGroups/<resource_group_name>'],
+    [agentDir(), `/subscriptions/${azure.subscriptionId}/resourceGroups/${azure.resourceGroup}`],
+  ] as const) {
+    const run = await runAgent(['permissions', '--managed-b-flex'], { cwd: dir });
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.split('\n');
+    const firstComment = lines.findIndex((l) => l.startsWith('#'));
+    assert.ok(firstComment > 0, 'the steps follow the JSON');
+    const role = JSON.parse(lines.slice(0, firstComment).join('\n')) as { Name: string; Description: string; Actions: string[]; AssignableScopes: string[] };
+    assert.deepEqual(role.Actions, ROLE_ACTIONS);
+    assert.deepEqual(role.AssignableScopes, [scope]);
+    assert.ok(role.Name && role.Description);
+    assert.ok(lines.slice(firstComment).every((l) => l === '' || l.startsWith('#')), 'after the JSON, only # lines');
+    const steps = lines.slice(firstComment).join('\n');
+    assert.match(steps, /az role definition create --role-definition @/);
+    assert.match(steps, new RegExp(`az role assignment create .*--scope ${scope.replace(/[<>]/g, '.')}`));
+    assert.match(steps, /az ad sp create-for-rbac .*--role/);
+    assert.match(steps, /appId as CLOUDB_CLIENT_ID, password as CLOUDB_CLIENT_SECRET,\n#\s+tenant as CLOUDB_TENANT_ID/);
+  }
+});
+
+test('restart mode is refused at start, before any call to Cloud B', async () => {
+  const run = await agent(agentDir({ allowRestart: true }), ['--check']);
+  assert.notEqual(run.code, 0);
+  assert.match(run.stderr, /postgresql\.allow_restart is true, but restart mode is not supported on Cloud B/);
+  assert.match(run.stderr, /set postgresql\.allow_restart: false/);
+  assert.equal(azure.requests.length, 0, show(azure.requests));
+});
+
+test('--check passes with the VM\'s managed identity (IMDS form), every Resource Manager call carrying its token', async () => {
+  const run = await agent(agentDir(), ['--check']);
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /PASS {2}Cloud B token for the managed identity of this host/);
+  assert.match(run.stdout, /PASS {2}flexible server readable \(Microsoft\.DBforPostgreSQL\/flexibleServers\/read\): tuner-flex-1: SKU Standard_D4ds_v5 \(GeneralPurpose\)/);
+  assert.match(run.stdout, /PASS {2}machine size: 16 GiB, 4 vCPUs/);
+  assert.match(run.stdout, /PASS {2}extension allow-list \(server parameter azure\.extensions\) contains pg_stat_statements/);
+  assert.match(run.stdout, /PASS {2}server parameter pg_stat_statements\.track is ALL or TOP: pg_stat_statements\.track = all/);
+  assert.match(run.stdout, /PASS {2}tuned parameters are changeable without a restart: all 13/);
+  assert.match(run.stdout, /PASS {2}Azure Monitor metrics readable/);
+
+  const imds = azure.requests.filter((r) => r.path.startsWith('/metadata/identity/oauth2/token'));
+  assert.ok(imds.length >= 1 && imds.every((r) => r.status === 200), show(azure.requests));
+  assert.equal(imds[0]!.query['resource'], azure.url, 'the token is for the configured Resource Manager endpoint');
+  const arm = armCalls();
+  assert.ok(arm.length >= 3);
+  assert.ok(arm.every((r) => r.caller === 'managed identity (IMDS)' && r.status === 200), show(arm));
+  const flex = arm.filter((r) => !r.path.includes('/Microsoft.Insights/'));
+  assert.ok(flex.every((r) => r.query['api-version'] === '2025-08-01'), 'a pinned GA api-version');
+  const [metrics] = arm.filter((r) => r.path.endsWith('/providers/Microsoft.Insights/metrics'));
+  assert.equal(metrics?.query['interval'], 'PT1M');
+  assert.deepEqual(metrics?.query['metricnames']?.split(','), MONITOR_METRICS);
+  assert.match(metrics?.query['timespan'] ?? '', /^\d{4}-\d\d-\d\dT[\d:.]+Z\/\d{4}-\d\d-\d\dT[\d:.]+Z$/);
+});
+
+test('--check with the service principal from CLOUDB_*: the tenant\'s OpenID configuration, then a client-credentials token', async () => {
+  const run = await agent(agentDir(), ['--check'], 'service-principal');
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  const { tenantId, clientId } = azure.servicePrincipal;
+  assert.match(run.stdout, new RegExp(`PASS {2}Cloud B token for the service principal ${clientId}`));
+  const tokenSide = azure.requests.filter((r) => !r.path.startsWith('/subscriptions/'));
+  assert.equal(tokenSide[0]?.path, `/${tenantId}/v2.0/.well-known/openid-configuration`, 'MSAL reads the OpenID configuration first');
+  assert.ok(!tokenSide.some((r) => r.path.includes('/discovery/instance')), 'no authority validation against the public cloud');
+  const grants = tokenSide.filter((r) => r.method === 'POST' && r.path === `/${tenantId}/oauth2/v2.0/token`);
+  assert.ok(grants.length >= 1 && grants.every((r) => r.status === 200), show(tokenSide));
+  const form = new URLSearchParams(grants[0]!.body);
+  assert.equal(form.get('grant_type'), 'client_credentials');
+  assert.equal(form.get('client_id'), clientId);
+  assert.equal(form.get('scope'), `${azure.url}/.default`);
+  assert.ok(armCalls().every((r) => r.caller === `service principal ${clientId}`), show(armCalls()));
+
+  const wrong = await agent(agentDir(), ['--check'], 'service-principal', identityEnv('service-principal', 'not-the-Secret-4411'));
+  assert.equal(wrong.code, 3);
+  assert.match(wrong.stdout, /FAIL {2}Cloud B token for the service principal .*AADSTS7000215: Invalid client secret provided/);
+  assert.match(wrong.stdout, /fix: check CLOUDB_CLIENT_ID, CLOUDB_CLIENT_SECRET and CLOUDB_TENANT_ID/);
+  assert.ok(!`${wrong.stdout}${wrong.stderr}`.includes('not-the-Secret-4411'));
+});
+
+test('--check with the App Service form of managed identity (IDENTITY_ENDPOINT, IDENTITY_HEADER)', async () => {
+  const run = await agent(agentDir(), ['--check'], 'app-service');
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.ok(azure.requests.some((r) => r.path === '/msi/token' && r.status === 200 && r.query['api-version'] === '2019-08-01'), show(azure.requests));
+  assert.ok(armCalls().every((r) => r.caller === 'managed identity (App Service)'), show(armCalls()));
+});
+
+test('--check reports pg_stat_statements missing from the extension allow-list, with the az command that adds it', async () => {
+  azure.server.setExtensions('pgcrypto,hstore');
+  const run = await agent(agentDir(), ['--check']);
+  assert.equal(run.code, 3, run.stdout);
+  assert.match(run.stdout, /FAIL {2}extension allow-list \(server parameter azure\.extensions\) contains pg_stat_statements: azure\.extensions = pgcrypto,hstore\n/);
+  assert.match(run.stdout, /fix: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name azure\.extensions --value pgcrypto,hstore,pg_stat_statements, then as the admin user: CREATE EXTENSION IF NOT EXISTS pg_stat_statements;/);
+  assert.match(run.stdout, /preflight: 1 of \d+ checks failed/);
+});
+
+test('a role without an action: --check names it, and a refused write changes nothing', async () => {
+  azure.deny('Microsoft.DBforPostgreSQL/flexibleServers/configurations/read');
+  const check = await agent(agentDir(), ['--check']);
+  assert.equal(check.code, 3);
+  assert.match(check.stdout, /FAIL {2}server parameters readable .*: reading the server parameters of the flexible server tuner-flex-1 .*: the managed identity of this host is not allowed Microsoft\.DBforPostgreSQL\/flexibleServers\/configurations\/read \(AuthorizationFailed\)/);
+  assert.match(check.stdout, /fix: add Microsoft\.DBforPostgreSQL\/flexibleServers\/configurations\/read to the custom role/);
+
+  azure.allowAll();
+  azure.deny('Microsoft.DBforPostgreSQL/flexibleServers/configurations/write');
+  const workMem = await setting('work_mem');
+  const apply = await agent(agentDir(), ['--apply', 'work_mem=8MB']);
+  assert.equal(apply.code, 1, apply.stdout + apply.stderr);
+  assert.match(apply.stderr, /not allowed Microsoft\.DBforPostgreSQL\/flexibleServers\/configurations\/write \(AuthorizationFailed\)/);
+  assert.equal(await setting('work_mem'), workMem);
+  assert.equal((await azure.server.parameter('work_mem')).source, 'system-default');
+});
+
+test('--apply reaches pg_settings through long-running operations, and --revert puts every value back', async () => {
+  const dir = agentDir();
+  const before = { work_mem: await setting('work_mem'), random_page_cost: await setting('random_page_cost'), bgwriter_delay: await setting('bgwriter_delay') };
+  const applied = await agent(dir, ['--apply', 'work_mem=8MB', '--apply', 'random_page_cost=1.1', '--apply', 'bgwriter_delay=50ms']);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.match(applied.stdout, /applied and read back from pg_settings: work_mem = 8192, random_page_cost = 1\.1, bgwriter_delay = 50/);
+  assert.equal(await setting('work_mem'), '8192');
+  assert.equal(await setting('random_page_cost'), '1.1');
+  assert.equal(await setting('bgwriter_delay'), '50');
+  assert.deepEqual(await azure.server.parameter('work_mem'), { value: '8192', source: 'user-override', pending: false });
+
+  // One write at a time, each a long-running operation: PATCH → 202, poll the
+  // Azure-AsyncOperation until Succeeded, then read the configuration.
+  const sequence = armCalls().filter((r) => r.method === 'PATCH' || r.path.includes('/azureAsyncOperation/') || /\/configurations\/\w+$/.test(r.path));
+  const names = ['work_mem', 'random_page_cost', 'bgwriter_delay'];
+  for (const name of names) {
+    const at = sequence.findIndex((r) => r.method === 'PATCH' && r.path.endsWith(`/${name}`));
+    assert.ok(at >= 0, `${name} was written`);
+    assert.equal(sequence[at]!.status, 202);
+    assert.deepEqual(JSON.parse(sequence[at]!.body!), { properties: { value: { work_mem: '8192', random_page_cost: '1.1', bgwriter_delay: '50' }[name], source: 'user-override' } });
+    assert.ok(sequence[at + 1]!.path.includes('/azureAsyncOperation/'), show(sequence));
+    const done = sequence.slice(at + 1).find((r) => r.method === 'GET' && r.path.endsWith(`/configurations/${name}`));
+    assert.ok(done, `the final GET of ${name}`);
+  }
+
+  const reverted = await agent(dir, ['--revert']);
+  assert.equal(reverted.code, 0, reverted.stderr);
+  assert.match(reverted.stdout, /reverted and read back from pg_settings/);
+  for (const [name, value] of Object.entries(before)) {
+    assert.equal(await setting(name), value, name);
+    assert.equal((await azure.server.parameter(name)).source, 'system-default', `${name} is back at the server's default`);
+  }
+  // Back to the default = the default value written (what the Azure CLI does for a reset).
+  const reset = writesTo('work_mem').at(-1)!;
+  assert.deepEqual(JSON.parse(reset.body!), { properties: { value: before.work_mem, source: 'user-override' } });
+});
+
+test('a busy server is waited out: 409 ServerIsBusy and a ServerBusy operation failure are both retried', async () => {
+  azure.busy('conflict', 'operation-failed');
+  const run = await agent(agentDir(), ['--apply', 'work_mem=16MB']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr, /the server is busy \(409 ServerIsBusy\); trying again in 1\.0 s \(attempt 2 of 6\)/);
+  assert.match(run.stderr, /the server is busy \(ServerBusy\); trying again in 2\.0 s \(attempt 3 of 6\)/);
+  assert.deepEqual(writesTo('work_mem').map((r) => r.status), [409, 202, 202]);
+  assert.equal(await setting('work_mem'), '16384');
+});
+
+test('a parameter that turns out to wait for a restart: the whole change is undone and reported', async () => {
+  azure.server.needRestartFor('bgwriter_delay');
+  const before = { work_mem: await setting('work_mem'), bgwriter_delay: await setting('bgwriter_delay') };
+  const run = await agent(agentDir(), ['--apply', 'work_mem=12MB', '--apply', 'bgwriter_delay=120ms']);
+  assert.equal(run.code, 1, run.stdout + run.stderr);
+  assert.match(run.stderr, /Cloud B reports bgwriter_delay as waiting for a server restart/);
+  assert.match(run.stderr, /bgwriter_delay would take effect only after a server restart on this server \(isConfigPendingRestart\), and Cloud B is tuned reload-only, without restarts: the change was undone \(work_mem, bgwriter_delay were put back\)/);
+  assert.equal(await setting('work_mem'), before.work_mem);
+  assert.equal(await setting('bgwriter_delay'), before.bgwriter_delay);
+  assert.deepEqual(await azure.server.parameter('bgwriter_delay'), { value: before.bgwriter_delay, source: 'system-default', pending: false });
+  assert.equal((await azure.server.parameter('work_mem')).source, 'system-default');
+  assert.ok(!azure.requests.some((r) => r.path.endsWith('/restart')), 'the agent never restarts Cloud B');
+});
+
+test('an unknown SKU: a warning, vCPUs from its name and memory on the small side, and changes still work', async () => {
+  azure.server.sku = { name: 'Standard_D6zz_v9', tier: 'GeneralPurpose' };
+  const dir = agentDir();
+  const check = await agent(dir, ['--check']);
+  assert.equal(check.code, 0, check.stdout);
+  assert.match(check.stdout, /WARN {2}machine size: 24 GiB, 6 vCPUs: SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB/);
+  const run = await agent(dir, ['--apply', 'work_mem=4MB']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr, /warn {2}SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB, on the small side/);
+  assert.equal(await setting('work_mem'), '4096');
+});
+
+test('in process: machine, overrides and Azure Monitor metrics at the 1-minute grain, canonical names included', async () => {
+  // This process trusts the fake's certificate as the agent process does through NODE_EXTRA_CA_CERTS.
+  setDefaultCACertificates([...getCACertificates('default'), readFileSync(azure.certFile, 'utf8')]);
+  const saved = process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
+  process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = azure.url;
+  const { config } = loadConfig({ cwd: agentDir(), env: {}, target: 'managed-b-flex', needsService: false });
+  const db = await connectDb(cluster.agentUrl);
+  const lines: string[] = [];
+  const target = await createManagedBFlexTarget({ db, config, log: createLogger({ debug: true, write: (l) => lines.push(l) }) });
+  try {
+    const { machine } = await target.machine();
+    assert.deepEqual(machine, { vcpus: 4, memoryBytes: 16 * GiB, storage: 'ssd', storageBytes: 128 * GiB });
+    assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: false } });
+    assert.equal(await target.applyBlockedReason(), null);
+
+    azure.metricFigures = { ...azure.metricFigures, cpu_percent: 37.5, memory_percent: 25 };
+    const metrics = await target.metrics();
+    for (const m of metrics) TargetMetricSchema.parse(m);
+    const byName = new Map(metrics.map((m) => [m.name, m]));
+    for (const name of MONITOR_METRICS) assert.ok(byName.has(`azure-monitor:${name}`), `azure-monitor:${name} in ${[...byName.keys()].join(', ')}`);
+    assert.equal(byName.get('cpu_percent')?.value, 37.5);
+    assert.equal(byName.get('azure-monitor:memory_percent')?.unit, 'percent');
+    assert.equal(byName.get('memory_total_bytes')?.value, 16 * GiB);
+    assert.equal(byName.get('memory_available_bytes')?.value, 12 * GiB);
+    // The newest minute is not published yet: the value is the minute before.
+    const at = Date.parse(byName.get('cpu_percent')!.at);
+    assert.ok(Date.now() - at >= 60_000 && Date.now() - at < 180_000, byName.get('cpu_percent')!.at);
+  } finally {
+    await target.close();
+    await db.close();
+    if (saved === undefined) delete process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
+    else process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = saved;
+  }
+  assert.ok(!lines.some((l) => l.includes(AGENT_USER_PASSWORD_FOR_TESTS)));
+});
+
+test('the SKU table, its estimate for a size it does not know, and the agent.yaml figures that override it', () => {
+  assert.deepEqual(knownComputeSize('Standard_B1ms'), { vcpus: 1, memoryBytes: 2 * GiB });
+  assert.deepEqual(knownComputeSize('GP_Standard_D8ads_v5'), { vcpus: 8, memoryBytes: 32 * GiB });
+  assert.deepEqual(knownComputeSize('standard_e64ds_v4'), { vcpus: 64, memoryBytes: 432 * GiB });
+  assert.deepEqual(knownComputeSize('Standard_E96ads_v5'), { vcpus: 96, memoryBytes: 672 * GiB });
+  assert.equal(knownComputeSize('Standard_D128ds_v6'), undefined);
+  assert.deepEqual(estimateComputeSize('Standard_E12zz_v9', 'MemoryOptimized'), { vcpus: 12, memoryBytes: 96 * GiB });
+  assert.deepEqual(estimateComputeSize('Standard_X3', undefined), { vcpus: 3, memoryBytes: 6 * GiB });
+  assert.equal(estimateComputeSize('Standard_Zeta_v1', 'GeneralPurpose'), undefined);
+
+  const server = { sku: { name: 'Standard_Zeta_v1', tier: 'GeneralPurpose' }, storage: { storageSizeGB: 64 } };
+  const fromConfig = machineOfServer(server, { memoryMb: 12_288, vcpus: 3 });
+  assert.deepEqual(fromConfig.info.machine, { memoryBytes: 12 * GiB, vcpus: 3, storage: 'ssd', storageBytes: 64 * GiB });
+  assert.match(fromConfig.warning ?? '', /SKU Standard_Zeta_v1 is not in tuner-agent's table .*: using local\.memory_mb = 12288 and local\.vcpus = 3/);
+  assert.throws(() => machineOfServer(server, {}), /its name gives no vCPU count: set local\.memory_mb and local\.vcpus in agent\.yaml/);
+});
+
+test('no secret appears in anything the agent printed in this file', () => {
+  const all = transcript.join('\n');
+  assert.ok(all.length > 2000, 'the transcript holds the runs above');
+  for (const secret of [AGENT_USER_PASSWORD_FOR_TESTS, azure.servicePrincipal.clientSecret, azure.identityHeader]) {
+    assert.ok(!all.includes(secret), `a secret leaked: ${secret.slice(0, 3)}…`);
+  }
+});

@@ -1,0 +1,535 @@
+// The optimizer without a server: the search space built from the knob catalog, pgtune's
+// formulas and the heuristic first suggestion, the agent's validator on every suggestion,
+// re-measurement of the incumbent, failed regions, determinism, and Bayesian optimization
+// against random search on synthetic objectives with known optima over the real space.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { CLOUD_B_KNOBS, validateChange, type Machine, type PgSettingRow, type TargetKind, type TuningMode } from '../src/knobs/index.ts';
+import {
+  best,
+  createSpace,
+  decode,
+  DEFAULT_FAILED_RADIUS,
+  distance,
+  encode,
+  heuristicConfig,
+  pgtune,
+  randomSuggest,
+  suggest,
+  type Config,
+  type Observation,
+  type SearchSpace,
+  type Suggestion,
+} from '../src/optimizer/index.ts';
+import { createRng } from '../src/optimizer/random.ts';
+
+const GiB = 1024 ** 3;
+const M1: Machine = { memoryBytes: 1 * GiB, vcpus: 1 };
+const M16: Machine = { memoryBytes: 16 * GiB, vcpus: 4 };
+const M64: Machine = { memoryBytes: 64 * GiB, vcpus: 16 };
+
+// ---- pg_settings rows like a fresh PostgreSQL 15 (as in test/knobs.test.ts) ----
+
+type Row = [name: string, setting: string, unit: string | null, context: string, vartype: string, min: string | null, max: string | null, enumvals?: string[]];
+const PG15: Row[] = [
+  ['shared_buffers', '16384', '8kB', 'postmaster', 'integer', '16', '1073741823'],
+  ['work_mem', '4096', 'kB', 'user', 'integer', '64', '2147483647'],
+  ['maintenance_work_mem', '65536', 'kB', 'user', 'integer', '1024', '2147483647'],
+  ['effective_cache_size', '524288', '8kB', 'user', 'integer', '1', '2147483647'],
+  ['wal_buffers', '512', '8kB', 'postmaster', 'integer', '-1', '262143'],
+  ['max_worker_processes', '8', null, 'postmaster', 'integer', '0', '262143'],
+  ['max_parallel_workers', '8', null, 'user', 'integer', '0', '1024'],
+  ['max_parallel_workers_per_gather', '2', null, 'user', 'integer', '0', '1024'],
+  ['max_parallel_maintenance_workers', '2', null, 'user', 'integer', '0', '1024'],
+  ['random_page_cost', '4', null, 'user', 'real', '0', '1.79769e+308'],
+  ['seq_page_cost', '1', null, 'user', 'real', '0', '1.79769e+308'],
+  ['effective_io_concurrency', '1', null, 'user', 'integer', '0', '1000'],
+  ['default_statistics_target', '100', null, 'user', 'integer', '1', '10000'],
+  ['jit', 'on', null, 'user', 'bool', null, null],
+  ['max_wal_size', '1024', 'MB', 'sighup', 'integer', '2', '2147483647'],
+  ['min_wal_size', '80', 'MB', 'sighup', 'integer', '2', '2147483647'],
+  ['checkpoint_completion_target', '0.9', null, 'sighup', 'real', '0', '1'],
+  ['checkpoint_timeout', '300', 's', 'sighup', 'integer', '30', '86400'],
+  ['wal_writer_delay', '200', 'ms', 'sighup', 'integer', '1', '10000'],
+  ['wal_compression', 'off', null, 'superuser', 'enum', null, null, ['pglz', 'lz4', 'zstd', 'on', 'off']],
+  ['bgwriter_delay', '200', 'ms', 'sighup', 'integer', '10', '10000'],
+  ['bgwriter_lru_maxpages', '100', null, 'sighup', 'integer', '0', '1073741823'],
+  ['bgwriter_lru_multiplier', '2', null, 'sighup', 'real', '0', '10'],
+  ['max_connections', '100', null, 'postmaster', 'integer', '1', '262143'],
+  ['autovacuum_max_workers', '3', null, 'postmaster', 'integer', '1', '262143'],
+  ['autovacuum_work_mem', '-1', 'kB', 'sighup', 'integer', '-1', '2147483647'],
+  ['wal_segment_size', '16777216', 'B', 'internal', 'integer', '1048576', '1073741824'],
+  ['server_version_num', '150020', null, 'internal', 'integer', '150020', '150020'],
+];
+
+function settings(overrides: Record<string, Partial<PgSettingRow>> = {}): Record<string, PgSettingRow> {
+  const out: Record<string, PgSettingRow> = {};
+  for (const [name, setting, unit, context, vartype, min_val, max_val, enumvals] of PG15) {
+    out[name] = { name, setting, unit, context, vartype, min_val, max_val, enumvals: enumvals ?? null, ...overrides[name] };
+  }
+  return out;
+}
+
+function space(machine: Machine = M16, mode: TuningMode = 'restart', target: TargetKind = 'local', rows = settings()): SearchSpace {
+  return createSpace({ target, mode, machine, settings: rows });
+}
+
+/** Every suggestion must be what the agent accepts for this target, mode, machine and settings. */
+function assertValid(s: SearchSpace, config: Config): void {
+  const result = validateChange(config, { machine: s.machine, mode: s.mode, target: s.target, settings: s.settings });
+  assert.ok(result.ok, `refused by the agent: ${result.ok ? '' : result.errors.join('; ')}`);
+  assert.deepEqual(Object.keys(config).sort(), s.dimensions.map((d) => d.name).sort(), 'a full configuration of the space');
+}
+
+const dim = (s: SearchSpace, name: string) => {
+  const d = s.dimensions.find((x) => x.name === name);
+  assert.ok(d, `${name} is a dimension`);
+  return d;
+};
+const numericDim = (s: SearchSpace, name: string) => {
+  const d = dim(s, name);
+  assert.equal(d.kind, 'numeric');
+  return d;
+};
+
+describe('search space', () => {
+  test('reload-only by default: restart knobs are left out, current settings give their values', () => {
+    const s = createSpace({ target: 'local', machine: M16, settings: settings() });
+    assert.equal(s.mode, 'reload-only');
+    const names = s.dimensions.map((d) => d.name);
+    for (const restart of ['shared_buffers', 'wal_buffers', 'max_worker_processes']) assert.ok(!names.includes(restart), restart);
+    assert.equal(names.length, 20);
+    assert.equal(s.settings['max_connections']?.setting, '100');
+
+    const restart = space(M16, 'restart');
+    assert.equal(restart.dimensions.length, 23);
+    assert.deepEqual(restart.excluded, []);
+
+    // Cloud B cannot restart: restart mode is reload-only there, with the spec's 13 parameters.
+    const cloudB = space(M16, 'restart', 'managed-b-flex');
+    assert.equal(cloudB.mode, 'reload-only');
+    assert.deepEqual(cloudB.dimensions.map((d) => d.name).sort(), [...CLOUD_B_KNOBS].sort());
+  });
+
+  test('numeric knobs map to [0, 1]: log scale for sizes, pg units, integers rounded, reals to three digits', () => {
+    const s = space(M16);
+    const sb = numericDim(s, 'shared_buffers');
+    assert.equal(sb.scale, 'log');
+    assert.equal(sb.unit, '8kB');
+    const at = (u: number, name: string) => decode(s, s.dimensions.map((d) => (d.name === name ? u : 0)))[name];
+    assert.equal(at(0, 'shared_buffers'), sb.min);
+    assert.equal(at(1, 'shared_buffers'), sb.max);
+    // Halfway on a log scale is the geometric mean.
+    assert.equal(at(0.5, 'shared_buffers'), Math.round(Math.sqrt(sb.min * sb.max)));
+    const pw = numericDim(s, 'max_parallel_workers');
+    assert.equal(pw.scale, 'linear');
+    assert.equal(at(0.5, 'max_parallel_workers'), 2);
+    assert.equal(at(0.123456, 'random_page_cost'), 2.11);
+    // Categorical knobs by index.
+    assert.deepEqual(dim(s, 'wal_compression'), { kind: 'categorical', name: 'wal_compression', type: 'enum', values: ['off', 'pglz', 'lz4', 'zstd'] });
+    assert.equal(decode(s, s.dimensions.map((d) => (d.name === 'jit' ? 1 : 0)))['jit'], 'on');
+
+    // encode ∘ decode is the identity on configurations; values given with units are read as the agent reads them.
+    const rng = createRng('roundtrip');
+    for (let i = 0; i < 50; i++) {
+      const config = decode(s, s.dimensions.map((d) => (d.kind === 'numeric' ? rng.next() : rng.int(d.values.length))));
+      assert.deepEqual(decode(s, encode(s, config)), config);
+    }
+    assert.deepEqual(encode(s, { work_mem: '64MB' }), encode(s, { work_mem: 65536 }));
+    // Knobs a configuration does not set are at their current value.
+    assert.equal(decode(s, encode(s, {}))['work_mem'], 4096);
+  });
+
+  test("bounds are the catalog's for the machine, narrowed by the server's own range and values", () => {
+    const s = space(M64);
+    assert.deepEqual([numericDim(s, 'max_parallel_workers').min, numericDim(s, 'max_parallel_workers').max], [0, 16]);
+    assert.equal(numericDim(s, 'shared_buffers').max, Math.floor((0.4 * 64 * GiB) / 8192));
+    const narrow = space(M16, 'restart', 'local', settings({ effective_io_concurrency: { max_val: '0' }, wal_compression: { enumvals: ['pglz', 'on', 'off'] }, work_mem: { max_val: '1048576' } }));
+    assert.ok(!narrow.dimensions.some((d) => d.name === 'effective_io_concurrency'));
+    assert.match(narrow.excluded.find((e) => e.name === 'effective_io_concurrency')?.reason ?? '', /do not overlap/);
+    assert.deepEqual(dim(narrow, 'wal_compression'), { kind: 'categorical', name: 'wal_compression', type: 'enum', values: ['off', 'pglz'] });
+    assert.equal(numericDim(narrow, 'work_mem').max, 1048576);
+    // A server that needs a restart for a knob the catalog reloads: left out in reload-only mode.
+    const strict = createSpace({ target: 'local', machine: M16, settings: settings({ work_mem: { context: 'postmaster' } }) });
+    assert.match(strict.excluded.find((e) => e.name === 'work_mem')?.reason ?? '', /needs a restart/);
+  });
+
+  test('settings as the agent reports them (a list, no range columns) are enough; missing constraint inputs are named', () => {
+    const list = Object.values(settings()).map(({ name, setting, unit, context }) => ({ name, setting, unit, context }));
+    const s = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: list });
+    assert.equal(s.dimensions.length, 23);
+    assertValid(s, randomSuggest({ space: s, history: [], seed: 1 }).config);
+    const without = list.filter((r) => r.name !== 'max_connections' && r.name !== 'wal_segment_size');
+    assert.throws(() => createSpace({ target: 'local', machine: M16, settings: without }), /lack max_connections, wal_segment_size/);
+  });
+});
+
+describe('pgtune', () => {
+  test("pgtune's formulas on three machines (mixed workload, SSD, 100 connections)", () => {
+    assert.deepEqual(pgtune({ memoryBytes: 1 * GiB, vcpus: 1, maxConnections: 100 }), {
+      shared_buffers: 32768, // 256 MB in 8 kB pages
+      effective_cache_size: 98304, // 768 MB
+      maintenance_work_mem: 65536, // 64 MB in kB
+      checkpoint_completion_target: 0.9,
+      wal_buffers: 983, // 3 % of 256 MB = 7864 kB
+      default_statistics_target: 100,
+      random_page_cost: 1.1,
+      effective_io_concurrency: 200,
+      work_mem: 1310, // (1 GB − 256 MB) / 300 / 1 / 2
+      min_wal_size: 1024,
+      max_wal_size: 4096,
+    });
+    assert.deepEqual(pgtune({ memoryBytes: 16 * GiB, vcpus: 4, maxConnections: 100 }), {
+      shared_buffers: 524288,
+      effective_cache_size: 1572864,
+      maintenance_work_mem: 1048576,
+      checkpoint_completion_target: 0.9,
+      wal_buffers: 2048, // capped at 16 MB
+      default_statistics_target: 100,
+      random_page_cost: 1.1,
+      effective_io_concurrency: 200,
+      work_mem: 10485, // (16 GB − 4 GB) / 300 / 2 workers / 2
+      min_wal_size: 1024,
+      max_wal_size: 4096,
+      max_worker_processes: 4,
+      max_parallel_workers_per_gather: 2,
+      max_parallel_workers: 4,
+      max_parallel_maintenance_workers: 2,
+    });
+    const big = pgtune({ memoryBytes: 64 * GiB, vcpus: 16, maxConnections: 100 });
+    assert.equal(big.maintenance_work_mem, 2 * 1024 * 1024); // capped at 2 GB
+    assert.equal(big.max_parallel_workers_per_gather, 4); // at most 4 outside analytics
+    assert.equal(big.max_parallel_maintenance_workers, 4);
+    assert.equal(big.max_parallel_workers, 16);
+    assert.equal(big.work_mem, 20971); // (64 GB − 16 GB) / 300 / 4 / 2
+  });
+
+  test('workload profiles and storage', () => {
+    const oltp = pgtune({ memoryBytes: 16 * GiB, vcpus: 4, workload: 'oltp' });
+    assert.equal(oltp.work_mem, 6990); // 300 connections: 12 GB / 900 / 2
+    assert.deepEqual([oltp.min_wal_size, oltp.max_wal_size], [2048, 8192]);
+    const dw = pgtune({ memoryBytes: 16 * GiB, vcpus: 16, workload: 'dw', storage: 'hdd' });
+    assert.equal(dw.default_statistics_target, 500);
+    assert.equal(dw.max_parallel_workers_per_gather, 8);
+    assert.equal(dw.maintenance_work_mem, 2097152);
+    assert.deepEqual([dw.random_page_cost, dw.effective_io_concurrency], [4, 2]);
+    const desktop = pgtune({ memoryBytes: 16 * GiB, vcpus: 2, workload: 'desktop' });
+    assert.equal(desktop.shared_buffers, (16 * GiB) / 16 / 8192);
+    assert.equal(desktop.effective_cache_size, (16 * GiB) / 4 / 8192);
+    assert.equal(pgtune({ memoryBytes: 256 * 1024 ** 2, vcpus: 1, maxConnections: 5000 }).work_mem, 64);
+  });
+});
+
+describe('the heuristic first suggestion', () => {
+  // Everything pgtune does not set stays at its current value (clipped to the bounds).
+  const unchanged = {
+    jit: 'on',
+    wal_compression: 'off',
+    seq_page_cost: 1,
+    checkpoint_timeout: 300,
+    wal_writer_delay: 200,
+    bgwriter_delay: 200,
+    bgwriter_lru_maxpages: 100,
+    bgwriter_lru_multiplier: 2,
+  };
+  const pgtuned = { checkpoint_completion_target: 0.9, default_statistics_target: 100, random_page_cost: 1.1, effective_io_concurrency: 200, min_wal_size: 1024, max_wal_size: 4096 };
+
+  test("is pgtune's recommendation within the bounds, for 1 GiB/1, 16 GiB/4 and 64 GiB/16", () => {
+    const expected: Array<[Machine, Config]> = [
+      [
+        M1,
+        {
+          ...unchanged,
+          ...pgtuned,
+          shared_buffers: 32768,
+          effective_cache_size: 98304,
+          maintenance_work_mem: 65536,
+          wal_buffers: 983,
+          work_mem: 1310,
+          // 1 vCPU: pgtune leaves parallelism alone; the current 8 and 2 are clipped to the machine.
+          max_worker_processes: 8,
+          max_parallel_workers: 2,
+          max_parallel_workers_per_gather: 1,
+          max_parallel_maintenance_workers: 1,
+        },
+      ],
+      [
+        M16,
+        {
+          ...unchanged,
+          ...pgtuned,
+          shared_buffers: 524288,
+          effective_cache_size: 1572864,
+          maintenance_work_mem: 1048576,
+          wal_buffers: 2048,
+          work_mem: 10485,
+          max_worker_processes: 8, // pgtune's 4 is below the catalog's minimum of 8
+          max_parallel_workers: 4,
+          max_parallel_workers_per_gather: 2,
+          max_parallel_maintenance_workers: 2,
+        },
+      ],
+      [
+        M64,
+        {
+          ...unchanged,
+          ...pgtuned,
+          shared_buffers: 2097152,
+          effective_cache_size: 6291456,
+          maintenance_work_mem: 2097152,
+          wal_buffers: 2048,
+          work_mem: 20971,
+          max_worker_processes: 16,
+          max_parallel_workers: 16,
+          max_parallel_workers_per_gather: 4,
+          max_parallel_maintenance_workers: 4,
+        },
+      ],
+    ];
+    for (const [machine, config] of expected) {
+      const s = space(machine, 'restart');
+      const first = suggest({ space: s, history: [], seed: 1 });
+      assert.equal(first.kind, 'heuristic');
+      assert.deepEqual(first.config, config, `${machine.memoryBytes / GiB} GiB`);
+      assertValid(s, first.config);
+    }
+  });
+
+  test("only the mode's knobs, and repaired into the constraints when pgtune's values do not fit", () => {
+    const reload = space(M16, 'reload-only');
+    const h = heuristicConfig(reload);
+    assert.ok(h);
+    assert.equal(h['shared_buffers'], undefined);
+    assert.equal(h['work_mem'], 10485);
+    assertValid(reload, h);
+
+    // 10000 connections on 1 GiB: even pgtune's smallest work_mem (64 kB) × 10000 with its
+    // shared_buffers is over the budget; the repair gives way on per-connection memory first,
+    // then maintenance memory, then shared_buffers.
+    const crowded = space(M1, 'restart', 'local', settings({ max_connections: { setting: '10000' } }));
+    const c = heuristicConfig(crowded);
+    assert.ok(c);
+    assertValid(crowded, c);
+    assert.equal(c['work_mem'], 64);
+    assert.equal(c['maintenance_work_mem'], 16384);
+    assert.ok((c['shared_buffers'] as number) < 32768);
+  });
+});
+
+describe('every suggestion passes validateChange', () => {
+  test('random suggestions on every target, mode and machine', () => {
+    const targets: TargetKind[] = ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex'];
+    const variants = [settings(), settings({ max_connections: { setting: '2000' }, max_worker_processes: { setting: '4' } })];
+    let checked = 0;
+    for (const target of targets) {
+      for (const mode of ['reload-only', 'restart'] as const) {
+        for (const machine of [M1, M16, M64, { memoryBytes: 4 * GiB, vcpus: 2, storage: 'hdd' as const, storageBytes: 20 * GiB }]) {
+          for (const rows of variants) {
+            const s = space(machine, mode, target, rows);
+            for (let i = 0; i < 5; i++) {
+              assertValid(s, randomSuggest({ space: s, history: [], seed: `${target}/${mode}/${i}` }).config);
+              checked++;
+            }
+            const h = suggest({ space: s, history: [], seed: 1 });
+            assertValid(s, h.config);
+          }
+        }
+      }
+    }
+    assert.equal(checked, 320);
+  });
+});
+
+describe('history, incumbent and re-measurement', () => {
+  const s = space(M16, 'reload-only');
+  const configs = Array.from({ length: 20 }, (_, i) => randomSuggest({ space: s, history: [], seed: `c${i}` }).config);
+  const ok = (config: Config, objective: number): Observation => ({ config, objective, status: 'ok' });
+  const failed = (config: Config): Observation => ({ config, objective: null, status: 'failed' });
+  const heuristic = heuristicConfig(s) as Config;
+
+  test('the incumbent is the lowest mean over its measurements, never a failed configuration', () => {
+    assert.equal(best({ space: s, history: [] }), null);
+    const history = [ok(configs[0]!, 0.8), ok(configs[1]!, 0.7), ok(configs[0]!, 0.6), failed(configs[2]!), ok(configs[1]!, 0.74)];
+    const b = best({ space: s, history });
+    assert.ok(b);
+    assert.deepEqual(b.config, configs[0]);
+    assert.equal(b.objective, 0.7);
+    assert.equal(b.measurements, 2);
+    // A configuration that failed once is no recommendation, whatever it measured before.
+    assert.deepEqual(best({ space: s, history: [...history, failed(configs[0]!)] })?.config, configs[1]);
+  });
+
+  test('a new best is re-measured before it is trusted; a trusted one is re-measured now and then', () => {
+    const opts = { remeasureEvery: 6, confirmAfter: 0 };
+    let history: Observation[] = [ok(heuristic, 0.9)];
+    let next = suggest({ space: s, history, seed: 1, options: opts });
+    assert.equal(next.kind, 'remeasure');
+    assert.deepEqual(next.config, heuristic);
+    assert.match(next.reason, /measured once/);
+
+    history = [...history, ok(heuristic, 0.92), ok(configs[0]!, 1.3), ok(configs[1]!, 1.1)];
+    next = suggest({ space: s, history, seed: 1, options: opts });
+    assert.equal(next.kind, 'explore');
+
+    // A new best appears: it is measured again next.
+    history = [...history, ok(configs[2]!, 0.7)];
+    next = suggest({ space: s, history, seed: 1, options: opts });
+    assert.equal(next.kind, 'remeasure');
+    assert.deepEqual(next.config, configs[2]);
+    history = [...history, ok(configs[2]!, 0.75)];
+    assert.equal(suggest({ space: s, history, seed: 1, options: opts }).kind, 'explore');
+
+    // After six other steps, the trusted best is checked for drift.
+    for (let i = 3; i < 9; i++) history = [...history, ok(configs[i]!, 1.2)];
+    next = suggest({ space: s, history, seed: 1, options: opts });
+    assert.equal(next.kind, 'remeasure');
+    assert.match(next.reason, /drift/);
+    assert.deepEqual(next.config, configs[2]);
+  });
+
+  test('by default a new best is re-measured once it has stood unbeaten for two steps', () => {
+    let history: Observation[] = [ok(heuristic, 0.9), ok(heuristic, 0.9), ok(configs[0]!, 0.7)];
+    for (const objective of [1.1, 1.2]) {
+      const next = suggest({ space: s, history, seed: 1 });
+      assert.equal(next.kind, 'explore');
+      history = [...history, ok(next.config, objective)];
+    }
+    const next = suggest({ space: s, history, seed: 1 });
+    assert.equal(next.kind, 'remeasure');
+    assert.deepEqual(next.config, configs[0]);
+  });
+
+  test('a malformed history is refused with the entry named', () => {
+    assert.throws(() => suggest({ space: s, history: [ok(heuristic, Number.NaN)], seed: 1 }), /history\[0\]\.objective/);
+    assert.throws(() => suggest({ space: s, history: [{ config: heuristic, objective: 1, status: 'done' } as unknown as Observation], seed: 1 }), /history\[0\]\.status/);
+  });
+});
+
+describe('determinism', () => {
+  test('same space, history and seed: same suggestion, also after a JSON round trip; another seed explores elsewhere', () => {
+    const s = space(M16, 'restart');
+    const rng = createRng('history');
+    const history = Array.from({ length: 8 }, (_, i): Observation => {
+      const config = randomSuggest({ space: s, history: [], seed: `h${i}` }).config;
+      return i === 3 ? { config, objective: null, status: 'failed' } : { config, objective: 0.6 + rng.next(), status: 'ok' };
+    });
+    const withHeuristic: Observation[] = [{ config: heuristicConfig(s) as Config, objective: 1.5, status: 'ok' }, ...history];
+    const a = suggest({ space: s, history: withHeuristic, seed: 42, iteration: 9, options: { minMeasurements: 1 } });
+    assert.equal(a.kind, 'explore');
+    assert.match(a.reason, /expected improvement/);
+    const b = suggest({ space: s, history: withHeuristic, seed: 42, iteration: 9, options: { minMeasurements: 1 } });
+    assert.deepEqual(b, a);
+    const stored = JSON.parse(JSON.stringify({ space: s, history: withHeuristic })) as { space: SearchSpace; history: Observation[] };
+    assert.deepEqual(suggest({ ...stored, seed: 42, iteration: 9, options: { minMeasurements: 1 } }), a);
+    assert.notDeepEqual(suggest({ space: s, history: withHeuristic, seed: 43, iteration: 9, options: { minMeasurements: 1 } }).config, a.config);
+    assert.deepEqual(randomSuggest({ space: s, history, seed: 5 }), randomSuggest({ space: s, history, seed: 5 }));
+  });
+});
+
+// ---- synthetic objectives over the real search space ----
+
+interface Problem {
+  readonly name: string;
+  /** True objective at a normalized point (lower is better). */
+  readonly f: (u: readonly number[]) => number;
+  readonly optimum: number;
+  /** Multiplicative measurement noise (log-normal sd). */
+  readonly noise: number;
+  readonly fails?: (u: readonly number[]) => boolean;
+}
+
+/** The four problems with their optimum at a random feasible configuration picked by `placement`. */
+function problems(s: SearchSpace, placement: string): Problem[] {
+  const index = (name: string) => s.dimensions.findIndex((d) => d.name === name);
+  // Random, so pgtune's heuristic is no shortcut to it.
+  const target = encode(s, randomSuggest({ space: s, history: [], seed: placement }).config);
+  // A few knobs matter a lot, the rest a little, as in knob-ranking studies.
+  const important = ['shared_buffers', 'work_mem', 'random_page_cost', 'max_wal_size', 'effective_io_concurrency'].map(index);
+  const bowl = (u: readonly number[], skip: readonly number[] = []) =>
+    s.dimensions.reduce((sum, d, i) => {
+      if (skip.includes(i)) return sum;
+      const weight = important.includes(i) ? 1 : 0.01;
+      const gap = d.kind === 'numeric' ? (u[i]! - target[i]!) ** 2 : Math.round(u[i]!) === Math.round(target[i]!) ? 0 : 0.25;
+      return sum + weight * gap;
+    }, 0);
+  const [wm, gather, sb] = [index('work_mem'), index('max_parallel_workers_per_gather'), index('shared_buffers')];
+  return [
+    { name: 'bowl', f: (u) => 0.5 + bowl(u), optimum: 0.5, noise: 0 },
+    // work_mem and parallel workers trade off: the optimum is a ridge (work_mem + ½ workers = 0.8).
+    { name: 'interaction', f: (u) => 0.6 + 1.5 * (u[wm]! + 0.5 * u[gather]! - 0.8) ** 2 + bowl(u, [wm, gather]), optimum: 0.6, noise: 0 },
+    { name: 'noisy', f: (u) => 0.5 + bowl(u), optimum: 0.5, noise: 0.05 },
+    // Too much memory crashes: just beyond the optimum in shared_buffers + work_mem.
+    { name: 'failing', f: (u) => 0.5 + bowl(u), optimum: 0.5, noise: 0, fails: (u) => u[sb]! + u[wm]! > target[sb]! + target[wm]! + 0.15 },
+  ];
+}
+
+interface Run {
+  readonly regret: number;
+  readonly failures: number;
+  readonly suggestions: readonly Suggestion[];
+  readonly history: readonly Observation[];
+}
+
+function run(s: SearchSpace, p: Problem, method: 'bo' | 'random', seed: number, budget: number): Run {
+  const history: Observation[] = [];
+  const suggestions: Suggestion[] = [];
+  const noise = createRng('noise', p.name, seed);
+  for (let iteration = 0; iteration < budget; iteration++) {
+    const next = method === 'bo' ? suggest({ space: s, history, seed, iteration }) : randomSuggest({ space: s, history, seed, iteration });
+    suggestions.push(next);
+    const u = encode(s, next.config);
+    if (p.fails?.(u)) history.push({ config: next.config, objective: null, status: 'failed' });
+    else history.push({ config: next.config, objective: p.f(u) * Math.exp(p.noise * noise.normal()), status: 'ok' });
+  }
+  const incumbent = best({ space: s, history });
+  assert.ok(incumbent, `${p.name}: something measured`);
+  return { regret: p.f(encode(s, incumbent.config)) - p.optimum, failures: history.filter((o) => o.status === 'failed').length, suggestions, history };
+}
+
+describe('Bayesian optimization against random search', () => {
+  const BUDGET = 25;
+  const SEEDS = 5;
+  const PLACEMENTS = ['optimum-a', 'optimum-b'];
+  const s = space(M16, 'restart');
+
+  test(`synthetic problems, ${BUDGET} measurements, ${SEEDS} seeds × ${PLACEMENTS.length} optima: BO's best beats random search's`, (t) => {
+    const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const byProblem = new Map<string, { bo: Run[]; random: Run[]; fails: boolean }>();
+    for (const placement of PLACEMENTS) {
+      for (const p of problems(s, placement)) {
+        const entry = byProblem.get(p.name) ?? { bo: [], random: [], fails: p.fails !== undefined };
+        byProblem.set(p.name, entry);
+        for (let seed = 0; seed < SEEDS; seed++) {
+          entry.bo.push(run(s, p, 'bo', seed, BUDGET));
+          entry.random.push(run(s, p, 'random', seed, BUDGET));
+        }
+      }
+    }
+    const lines: string[] = [];
+    for (const [name, { bo, random, fails }] of byProblem) {
+      for (const r of [...bo, ...random]) {
+        for (const sug of r.suggestions) assertValid(s, sug.config);
+        // The service's promise: once a configuration failed, nothing near it is proposed again.
+        r.suggestions.forEach((sug, i) => {
+          const point = encode(s, sug.config);
+          for (const earlier of r.history.slice(0, i)) {
+            if (earlier.status !== 'failed') continue;
+            assert.ok(distance(s, point, encode(s, earlier.config)) >= DEFAULT_FAILED_RADIUS, `${name}: step ${i} is in a failed region`);
+          }
+        });
+      }
+      for (const r of bo) {
+        assert.equal(r.suggestions[0]?.kind, 'heuristic');
+        assert.ok(r.suggestions.some((x) => x.kind === 'remeasure'), `${name}: re-measurements`);
+      }
+      const [boRegret, randomRegret] = [mean(bo.map((r) => r.regret)), mean(random.map((r) => r.regret))];
+      const [boFailures, randomFailures] = [mean(bo.map((r) => r.failures)), mean(random.map((r) => r.failures))];
+      lines.push(
+        `${name.padEnd(12)} mean final regret: BO ${boRegret.toFixed(3)}, random ${randomRegret.toFixed(3)}` +
+          (fails ? ` (failed measurements per run: BO ${boFailures.toFixed(1)}, random ${randomFailures.toFixed(1)})` : ''),
+      );
+      assert.ok(boRegret < randomRegret, `${name}: BO ${boRegret} vs random ${randomRegret}`);
+    }
+    t.diagnostic(lines.join('\n'));
+  });
+});

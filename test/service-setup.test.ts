@@ -1,0 +1,209 @@
+// The service's pieces that need no running server, and its start-up: the setup page's snippets
+// (checked with the agent's own config loader), docs/protocol.md being current, configuration
+// errors, HTML escaping, the first admin, and migrations run by two replicas at once.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import YAML from 'yaml';
+import { KEYS } from '../src/agent/config/keys.ts';
+import { loadConfig } from '../src/agent/config/load.ts';
+import { TargetKindSchema } from '../src/protocol/v1.ts';
+import { ConfigError, parseServiceArgs } from '../src/service/config.ts';
+import { PROTOCOL_DOC_PATH, protocolDoc } from '../src/service/docs/protocol-doc.ts';
+import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
+import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';
+import { setupSnippets, shellQuote } from '../src/service/setup/snippets.ts';
+import { html } from '../src/service/web/html.ts';
+import { ADMIN_PASSWORD, AgentClient, createScratchDatabase, createServiceStore, PersonClient, startTestService } from './helpers/service.ts';
+import { startRequest } from './helpers/service-reports.ts';
+
+const DATABASE_ID = '6f1c1a52-8a3e-4c1d-9d2a-0c5b7f0e9a11';
+const API_KEY = 'tuner_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde';
+
+/** What an operator types in place of each placeholder. */
+const FILLED: Record<string, string> = {
+  '<AGENT_USER_PASSWORD>': 'S3cret-pw',
+  '<DATABASE_HOST>': 'db.internal',
+  '<DBNAME>': 'app',
+  '<ACCESS_KEY_ID>': 'AKIAEXAMPLE',
+  '<SECRET_ACCESS_KEY>': 'secret/example',
+  '<REGION>': 'us-east-1',
+  '<DATABASE_IDENTIFIER>': 'orders-db',
+  '<SUBSCRIPTION_ID>': '00000000-0000-0000-0000-000000000000',
+  '<RESOURCE_GROUP_NAME>': 'rg-orders',
+  '<SERVER_NAME>': 'orders-flex',
+  '<CLIENT_ID>': 'client-id',
+  '<CLIENT_SECRET>': 'client-secret',
+  '<TENANT_ID>': 'tenant-id',
+};
+
+function fill(text: string): string {
+  return text.replace(/<[A-Z_]+>/g, (placeholder) => FILLED[placeholder] ?? placeholder);
+}
+
+/** The `-e NAME=value` pairs of a docker command, unquoted as a shell would. */
+function containerEnv(command: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const match of command.matchAll(/-e ([A-Z_]+)=('(?:[^']|'\\'')*'|\S+)/g)) {
+    const raw = match[2]!;
+    env[match[1]!] = raw.startsWith("'") ? raw.slice(1, -1).replaceAll(`'\\''`, "'") : raw;
+  }
+  return env;
+}
+
+for (const target of TargetKindSchema.options) {
+  test(`setup snippets for --${target}: the spec's names, accepted by the agent's own config loader`, () => {
+    const snippets = setupSnippets({ target, databaseId: DATABASE_ID, apiKey: API_KEY, serverUrl: 'https://tuner.example.com', agentImage: 'registry.example.com/tuner-agent:latest' });
+    const yaml = YAML.parse(snippets.agentYaml) as Record<string, Record<string, unknown>>;
+    const known = new Map(KEYS.map((k) => [k.section ? `${k.section}.${k.key}` : k.key, k]));
+    for (const [section, values] of Object.entries(yaml)) {
+      for (const key of Object.keys(values)) assert.ok(known.has(`${section}.${key}`), `agent.yaml key ${section}.${key} is one the agent knows`);
+    }
+    assert.equal(yaml['tuner']?.['api_key'], API_KEY);
+    assert.equal(yaml['tuner']?.['database_id'], DATABASE_ID);
+    assert.equal(yaml['tuner']?.['server_url'], 'https://tuner.example.com');
+
+    const env = containerEnv(snippets.containerCommand);
+    const knownEnv = new Set(KEYS.map((k) => k.env));
+    for (const name of Object.keys(env)) assert.ok(knownEnv.has(name), `${name} is a variable the agent knows`);
+    assert.equal(env['AGENT_TUNER_API_KEY'], API_KEY);
+    assert.match(snippets.containerCommand, /^docker run -d --restart always /);
+    assert.ok(snippets.containerCommand.trimEnd().endsWith(`registry.example.com/tuner-agent:latest --${target}`));
+    assert.match(snippets.binaryCommands, new RegExp(`^\\./tuner-agent --${target}$`, 'm'));
+    assert.equal(
+      snippets.databaseSql,
+      "CREATE USER agent_user WITH PASSWORD '<AGENT_USER_PASSWORD>';\nGRANT pg_monitor TO agent_user;\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;\n",
+    );
+
+    // The agent itself accepts both forms once the placeholders are filled in.
+    const dir = mkdtempSync(join(tmpdir(), 'tuner-setup-'));
+    const empty = mkdtempSync(join(tmpdir(), 'tuner-setup-env-'));
+    try {
+      writeFileSync(join(dir, 'agent.yaml'), fill(snippets.agentYaml));
+      const fromFile = loadConfig({ cwd: dir, env: {}, target, needsService: true });
+      assert.deepEqual(fromFile.warnings, []);
+      const filledEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, fill(v)]));
+      const fromEnv = loadConfig({ cwd: empty, env: filledEnv, target, needsService: true });
+      assert.deepEqual(fromEnv.warnings, []);
+      // The container form adds what only a container needs: the service principal of Cloud B;
+      // the file form adds the local restart command, which has no use in a container.
+      assert.deepEqual(
+        { ...fromEnv.config, local: {}, managedBFlex: { ...fromEnv.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined } },
+        { ...fromFile.config, local: {}, managedBFlex: { ...fromFile.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined } },
+      );
+      if (target === 'managed-b-flex') assert.equal(fromEnv.config.managedBFlex.tenantId, 'tenant-id');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(empty, { recursive: true, force: true });
+    }
+
+    // Elsewhere than on the page that created it, the key is a placeholder.
+    const later = setupSnippets({ target, databaseId: DATABASE_ID, apiKey: null, serverUrl: 'https://tuner.example.com', agentImage: '<AGENT_IMAGE>' });
+    assert.ok(!later.agentYaml.includes('tuner_'));
+    assert.match(later.agentYaml, /api_key: <API_KEY>/);
+  });
+}
+
+test('shell quoting survives quotes', () => {
+  assert.equal(shellQuote('plain-value_1.2'), 'plain-value_1.2');
+  assert.equal(shellQuote("it's <x>"), `'it'\\''s <x>'`);
+});
+
+test('docs/protocol.md is generated from the schemas and current', () => {
+  assert.equal(readFileSync(PROTOCOL_DOC_PATH, 'utf8'), protocolDoc(), 'docs/protocol.md is stale: run node src/service/docs/protocol-doc.ts --write');
+});
+
+test('HTML escapes everything it is given', () => {
+  const name = `<script>alert("x")</script> & 'quotes'`;
+  assert.equal(html`<p title="${name}">${name}</p>`.value, '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</p>');
+  assert.equal(html`<ul>${['a<', 'b'].map((x) => html`<li>${x}</li>`)}</ul>`.value, '<ul><li>a&lt;</li><li>b</li></ul>');
+  assert.throws(() => html`${{ toString: () => '<b>' }}`, TypeError);
+});
+
+test('configuration: flags win over variables, errors name the setting and never show secrets', () => {
+  const run = parseServiceArgs(['--listen', '0.0.0.0:9000'], { TUNER_LISTEN: '127.0.0.1:1', TUNER_DATA_DIR: '/var/lib/tuner' });
+  assert.equal(run.kind, 'run');
+  if (run.kind === 'run') {
+    assert.equal(run.config.host, '0.0.0.0');
+    assert.equal(run.config.port, 9000);
+    assert.equal(run.config.dataDir, '/var/lib/tuner');
+    assert.equal(run.config.reportIntervalSeconds, 60);
+    assert.equal(run.config.databaseUrl, undefined);
+  }
+  const secret = 'hunter2-very-secret';
+  try {
+    parseServiceArgs(['--listen', 'nowhere'], { TUNER_DATABASE_URL: `mysql://u:${secret}@h/db`, TUNER_REPORT_INTERVAL_SECONDS: '0', TUNER_ADMIN_PASSWORD: 'short' });
+    assert.fail('expected a ConfigError');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    assert.match(err.message, /--listen: expected HOST:PORT/);
+    assert.match(err.message, /TUNER_DATABASE_URL: expected a URL postgresql:/);
+    assert.match(err.message, /TUNER_REPORT_INTERVAL_SECONDS: expected at least 1/);
+    assert.match(err.message, /TUNER_ADMIN_PASSWORD: expected at least 12 characters/);
+    assert.ok(!err.message.includes(secret) && !err.message.includes('short'), err.message);
+  }
+  assert.throws(() => parseServiceArgs(['--bogus'], {}), ConfigError);
+});
+
+test('the first start prints the admin login once; a restart does not make another', async () => {
+  const store = await createServiceStore('postgres');
+  try {
+    const first = await startTestService(store, { TUNER_ADMIN_PASSWORD: '' });
+    const announced = first.announced.join('');
+    const password = /password: (\S+)/.exec(announced)?.[1];
+    assert.ok(password, announced);
+    await first.close();
+    const second = await startTestService(store, { TUNER_ADMIN_PASSWORD: '' });
+    assert.deepEqual(second.announced, []);
+    const admin = await PersonClient.login(second.url, 'admin', password);
+    assert.equal((await admin.get<{ user: { isAdmin: boolean } }>('/api/manage/session')).body.user.isAdmin, true);
+    await second.close();
+  } finally {
+    await store.dispose();
+  }
+});
+
+test('two replicas migrating one PostgreSQL at once apply each migration once', async () => {
+  const scratch = await createScratchDatabase();
+  try {
+    const drivers = await Promise.all([0, 1, 2].map(() => openPostgresDriver({ url: scratch.url, poolSize: 2 })));
+    const applied = await Promise.all(drivers.map((d) => migrate(d)));
+    assert.deepEqual(applied.flat().sort(), MIGRATIONS.map((m) => m.version).sort());
+    const rows = await drivers[0]!.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+    assert.deepEqual(rows.map((r) => r.version), MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(await migrate(drivers[1]!), [], 'nothing left to apply');
+    await Promise.all(drivers.map((d) => d.close()));
+  } finally {
+    await scratch.drop();
+  }
+});
+
+test('secrets never reach the log, even at trace level', async () => {
+  const store = await createServiceStore('postgres');
+  const service = await startTestService(store, { TUNER_LOG_LEVEL: 'trace' });
+  try {
+    const admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    await PersonClient.login(service.url, 'admin', 'a-wrong-password-123').catch(() => undefined);
+    const { databaseId, apiKey, apiKeyId } = await admin.createDatabase('logged');
+    const agent = new AgentClient(service.url, databaseId, apiKey);
+    const start = await agent.start(startRequest(), { gzip: true });
+    assert.equal(start.status, 200);
+    await agent.start(startRequest({ hostname: 'second' }));
+    await agent.report({ leaseId: 'x', seq: 'bad' });
+    await new AgentClient(service.url, databaseId, `${apiKey}x`).report({});
+    await admin.post(`/api/manage/databases/${databaseId}/keys/${apiKeyId}/revoke`);
+    await agent.report({});
+    const sessionToken = admin.cookie.split('=')[1]!;
+    const logs = service.logs.join('');
+    assert.ok(logs.includes('agent started'), 'the log is written');
+    for (const secret of [ADMIN_PASSWORD, 'a-wrong-password-123', apiKey, apiKey.slice(6), sessionToken, admin.csrfToken]) {
+      assert.ok(!logs.includes(secret), `a secret in the log: ${secret.slice(0, 4)}…`);
+    }
+    assert.ok(!/authorization|cookie/i.test(logs), 'no headers in the log');
+  } finally {
+    await service.close();
+    await store.dispose();
+  }
+});

@@ -1,0 +1,222 @@
+// A simulated agent for the tuning-session tests: it speaks protocol v1 over HTTP like the real
+// one, keeps the settings it was told to apply, and reports query runtimes that depend on them
+// (larger work_mem and a lower random_page_cost are faster), so a session has something to find.
+// What it does with each apply is up to the test: apply, refuse, fail, ignore, or apply and then
+// have a guardrail revert it.
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  AgentStartResponseSchema,
+  ReportResponseSchema,
+  type AgentEvent,
+  type Command,
+  type CommandAckRequest,
+  type ReportResponse,
+  type Setting,
+} from '../src/protocol/v1.ts';
+import { AgentClient, type PersonClient } from './helpers/service.ts';
+import { sampleMetrics, sampleTargetMetrics, startRequest } from './helpers/service-reports.ts';
+
+/** The catalog's knobs as a PostgreSQL 15 cluster reports them by default. */
+export const FULL_SETTINGS: Setting[] = [
+  ['bgwriter_delay', '200', 'ms', 'sighup'],
+  ['bgwriter_lru_maxpages', '100', null, 'sighup'],
+  ['bgwriter_lru_multiplier', '2', null, 'sighup'],
+  ['checkpoint_completion_target', '0.9', null, 'sighup'],
+  ['checkpoint_timeout', '300', 's', 'sighup'],
+  ['default_statistics_target', '100', null, 'user'],
+  ['effective_cache_size', '524288', '8kB', 'user'],
+  ['effective_io_concurrency', '1', null, 'user'],
+  ['jit', 'on', null, 'user'],
+  ['maintenance_work_mem', '65536', 'kB', 'user'],
+  ['max_parallel_maintenance_workers', '2', null, 'user'],
+  ['max_parallel_workers', '8', null, 'user'],
+  ['max_parallel_workers_per_gather', '2', null, 'user'],
+  ['max_wal_size', '1024', 'MB', 'sighup'],
+  ['max_worker_processes', '8', null, 'postmaster'],
+  ['min_wal_size', '80', 'MB', 'sighup'],
+  ['random_page_cost', '4', null, 'user'],
+  ['seq_page_cost', '1', null, 'user'],
+  ['shared_buffers', '16384', '8kB', 'postmaster'],
+  ['wal_buffers', '512', '8kB', 'postmaster'],
+  ['wal_compression', 'off', null, 'superuser'],
+  ['wal_writer_delay', '200', 'ms', 'sighup'],
+  ['work_mem', '4096', 'kB', 'user'],
+].map(([name, setting, unit, context]) => ({ name: name!, setting: setting!, unit: unit ?? null, context: context!, source: 'default', pendingRestart: false }));
+
+export const MACHINE = { memoryBytes: 8 * 1024 ** 3, vcpus: 2 };
+
+/** How much slower than the baseline the simulated workload runs with these settings. */
+export function runtimeFactor(settings: ReadonlyMap<string, string>): number {
+  const workMem = Number(settings.get('work_mem') ?? 4096);
+  const randomPageCost = Number(settings.get('random_page_cost') ?? 4);
+  return (1 / (1 + 0.15 * Math.log2(Math.max(1, workMem / 4096)))) * (0.8 + 0.05 * Math.min(randomPageCost, 4));
+}
+
+/** What the agent does with an apply. */
+export type ApplyPlan =
+  | { status: 'applied'; breach?: boolean }
+  | { status: 'refused' | 'failed'; errors: string[] }
+  /** Never acknowledged (and never applied). */
+  | { status: 'ignore' };
+
+export class SimulatedAgent {
+  client: AgentClient;
+  leaseId = '';
+  seq = 0;
+  private lastEnd = new Date();
+  readonly baseline = new Map(FULL_SETTINGS.map((s) => [s.name, s.setting]));
+  settings = new Map(this.baseline);
+  knownGood = new Map(this.baseline);
+  /** Every command received, first time only, in order. */
+  readonly received: Command[] = [];
+  private readonly outcomes = new Map<string, CommandAckRequest | null>();
+  private readonly events: AgentEvent[] = [];
+  private breachPending: string | null = null;
+  private trials = 0;
+  last: ReportResponse | null = null;
+  plan: (command: Extract<Command, { kind: 'apply' }>, trial: number) => ApplyPlan = () => ({ status: 'applied' });
+
+  constructor(baseUrl: string, databaseId: string, apiKey: string) {
+    this.client = new AgentClient(baseUrl, databaseId, apiKey);
+  }
+
+  async start(options: { allowRestart?: boolean; target?: 'local' | 'managed-b-flex' } = {}): Promise<void> {
+    const request = startRequest({ target: options.target ?? 'local' });
+    request.allowRestart = options.allowRestart ?? false;
+    request.mode = request.allowRestart ? 'restart' : 'reload-only';
+    request.system = { ...request.system, machine: { ...MACHINE, source: 'test' }, settings: FULL_SETTINGS };
+    const response = await this.client.start(request);
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    this.leaseId = AgentStartResponseSchema.parse(response.body).leaseId;
+    this.lastEnd = new Date();
+  }
+
+  /** Reports to another replica of the service from now on (the lease is the storage's). */
+  useService(baseUrl: string): void {
+    this.client = new AgentClient(baseUrl, this.client.databaseId, this.client.apiKey);
+  }
+
+  private currentSettings(): Setting[] {
+    return FULL_SETTINGS.map((s) => ({ ...s, setting: this.settings.get(s.name) ?? s.setting }));
+  }
+
+  private metrics(end: Date) {
+    const metrics = sampleMetrics({ topStatements: 10, withText: false, end });
+    const seconds = Math.max(0.001, (end.getTime() - this.lastEnd.getTime()) / 1000);
+    metrics.interval = { start: this.lastEnd.toISOString(), end: end.toISOString(), seconds, serverRestarted: false };
+    const factor = runtimeFactor(this.settings);
+    for (const row of metrics.statements.top) {
+      row.meanExecTimeMs = row.meanExecTimeMs * factor;
+      row.totalExecTimeMs = row.meanExecTimeMs * row.calls;
+    }
+    metrics.derived.avgQueryRuntimeMs = 0.4 * factor;
+    metrics.derived.weightedQueryRuntimeMs = 0.4 * factor;
+    // The same offered load whatever the configuration: transactions in proportion to time.
+    const xacts = Math.max(1, Math.round(1000 * seconds));
+    metrics.database.total = { ...metrics.database.total, xactCommit: xacts, xactRollback: 0 };
+    metrics.database.databases = [{ ...metrics.database.databases[0]!, xactCommit: xacts, xactRollback: 0 }];
+    metrics.derived.tps = xacts / seconds;
+    return metrics;
+  }
+
+  /** One interval's report; carries out (and acknowledges) the command of the answer. */
+  async report(): Promise<ReportResponse> {
+    if (this.breachPending) {
+      this.settings = new Map(this.knownGood);
+      this.events.push({ at: new Date().toISOString(), level: 'warn', code: 'guardrail_breach', message: 'guardrail: query runtime 9.9 ms is 6.0× the known-good 1.6 ms; returned to known-good: applied', commandId: this.breachPending });
+      this.breachPending = null;
+    }
+    const end = new Date();
+    const body = { leaseId: this.leaseId, seq: this.seq++, sentAt: end.toISOString(), metrics: this.metrics(end), settings: this.currentSettings(), targetMetrics: sampleTargetMetrics(end), events: this.events.splice(0) };
+    const response = await this.client.report(body, { gzip: true });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    this.lastEnd = end;
+    const parsed = ReportResponseSchema.parse(response.body);
+    this.last = parsed;
+    if (parsed.command) await this.carryOut(parsed.command);
+    return parsed;
+  }
+
+  private async carryOut(command: Command): Promise<void> {
+    if (!this.outcomes.has(command.id)) {
+      this.received.push(command);
+      this.outcomes.set(command.id, this.execute(command));
+    }
+    const ack = this.outcomes.get(command.id);
+    if (!ack) return;
+    const response = await this.client.ack(command.id, { ...ack, leaseId: this.leaseId });
+    assert.equal(response.status, 204, JSON.stringify(response.body));
+  }
+
+  private execute(command: Command): CommandAckRequest | null {
+    const done = (effective: Record<string, string>): CommandAckRequest => ({ leaseId: '', status: 'applied', effective, errors: [], restarted: false, restored: false });
+    if (command.kind === 'revert') {
+      this.settings = new Map(command.to === 'baseline' ? this.baseline : this.knownGood);
+      if (command.to === 'baseline') this.knownGood = new Map(this.baseline);
+      return done({});
+    }
+    const plan: ApplyPlan = command.keep ? { status: 'applied' } : this.plan(command, ++this.trials);
+    if (plan.status === 'ignore') return null;
+    if (plan.status !== 'applied') return { leaseId: '', status: plan.status, effective: {}, errors: plan.errors, restarted: false, restored: plan.status === 'failed' };
+    const effective = Object.fromEntries(Object.entries(command.values).map(([name, value]) => [name, String(value)]));
+    for (const [name, value] of Object.entries(effective)) this.settings.set(name, value);
+    if (command.keep) this.knownGood = new Map(this.settings);
+    if (plan.breach) this.breachPending = command.id;
+    return done(effective);
+  }
+
+  /** Reports every `everyMs` until `done()` holds. */
+  async runUntil(what: string, done: () => Promise<boolean>, options: { everyMs?: number; timeoutMs?: number } = {}): Promise<void> {
+    const deadline = Date.now() + (options.timeoutMs ?? 45_000);
+    for (;;) {
+      if (await done()) return;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await sleep(options.everyMs ?? 200);
+      await this.report();
+    }
+  }
+}
+
+export interface SessionJson {
+  id: string;
+  state: string;
+  message: string | null;
+  mode: string;
+  iterations: number;
+  windowSeconds: number;
+  warmupSeconds: number;
+  seed: number;
+  requireApproval: boolean;
+  reportIntervalSeconds: number;
+  best: { iteration: number; config: Record<string, number | string>; objective: number; measurements: number; diff: Array<{ name: string; baseline: string; value: string }> } | null;
+  baseline: { stats: { weightedRuntimeMs: number | null; tps: number } | null; reports: number | null };
+  finalCommandId: string | null;
+  progress?: { ok: number; failed: number; cancelled: number };
+}
+
+export interface IterationJson {
+  ordinal: number;
+  kind: 'heuristic' | 'explore' | 'remeasure';
+  state: string;
+  config: Record<string, number | string>;
+  diff: Array<{ name: string; baseline: string; value: string }>;
+  commandId: string;
+  objective: number | null;
+  bestSoFar: number | null;
+  failure: string | null;
+  sentAt: string | null;
+  window: { start: string; end: string; attempts: number } | null;
+}
+
+export async function getSession(person: PersonClient, databaseId: string, sessionId: string): Promise<{ session: SessionJson; iterations: IterationJson[] }> {
+  const response = await person.get<{ session: SessionJson; iterations: IterationJson[] }>(`/api/manage/databases/${databaseId}/sessions/${sessionId}`);
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+  return response.body;
+}
+
+export async function startSession(person: PersonClient, databaseId: string, body: Record<string, unknown>): Promise<SessionJson> {
+  const response = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/sessions`, body);
+  assert.equal(response.status, 201, JSON.stringify(response.body));
+  return response.body.session;
+}

@@ -1,0 +1,117 @@
+// The dashboard's tuning-session section in headless Chromium: start a session with the form,
+// watch it (chart, iterations with their diff against the baseline), approve the best, then start
+// another and stop it; a bad form value is refused with the field named. Screenshots go to
+// $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import { SimulatedAgent, getSession } from './sessions-agent.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = process.env['TUNER_SCREENSHOT_DIR'] ?? join(tmpdir(), 'tuner-web-screenshots');
+const skip = existsSync(CHROMIUM) ? false : `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
+
+let store: ServiceStore;
+let service: TestService;
+let browser: Browser;
+let page: Page;
+const problems: string[] = [];
+
+before(async () => {
+  if (skip) return;
+  store = await createServiceStore('pglite');
+  service = await startTestService(store);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('console', (message) => {
+    const expected = /^Failed to load resource: the server responded with a status of 4(00|09)/.test(message.text());
+    if (message.type() === 'error' && !expected) problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  // The stop and revert buttons ask first.
+  page.on('dialog', (dialog) => void dialog.accept());
+  mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  await service?.close();
+  await store?.dispose();
+});
+
+test('start a session from the dashboard, watch it, approve the best, then start and stop another', { skip, timeout: 120_000 }, async () => {
+  const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  const { databaseId, apiKey } = await person.createDatabase('orders-db');
+  const agent = new SimulatedAgent(service.url, databaseId, apiKey);
+  agent.plan = (_command, trial) => (trial === 2 ? { status: 'refused', errors: ['work_mem: above the memory budget'] } : trial === 5 ? { status: 'applied', breach: true } : { status: 'applied' });
+  await agent.start();
+  await agent.report();
+
+  await page.goto(`${service.url}/login`);
+  await page.fill('input[name=username]', 'admin');
+  await page.fill('input[name=password]', ADMIN_PASSWORD);
+  await page.click('button[type=submit]');
+  await page.waitForURL(`${service.url}/`);
+  await page.goto(`${service.url}/databases/${databaseId}`);
+  assert.match((await page.textContent('#tuning')) ?? '', /No tuning session yet/);
+
+  // A value out of range is refused by the service, the field named (past the browser's own check).
+  await page.locator('#session-start').evaluate((form: { setAttribute(name: string, value: string): void }) => form.setAttribute('novalidate', ''));
+  await page.fill('#session-start input[name=windowSeconds]', '1');
+  await page.click('#session-start button[type=submit]');
+  assert.match((await page.textContent('.notice.bad')) ?? '', /form\.windowSeconds: expected at least 2 seconds/);
+
+  await page.fill('#session-start input[name=iterations]', '8');
+  await page.fill('#session-start input[name=windowSeconds]', '2');
+  await page.fill('#session-start input[name=warmupSeconds]', '0');
+  await page.click('#session-start button[type=submit]');
+  await page.waitForSelector('.notice.ok');
+  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'baseline');
+  assert.equal(await page.$('#session-start'), null, 'no second session while one is active');
+  const sessionId = (await page.getAttribute('#session', 'data-session-id'))!;
+
+  await agent.runUntil('awaiting approval', async () => (await getSession(person, databaseId, sessionId)).session.state === 'awaiting_approval', { timeoutMs: 90_000 });
+  await page.reload();
+  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'awaiting_approval');
+  assert.equal(await page.locator('#session-iterations tbody tr').count(), 8);
+  assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured iteration');
+  assert.match((await page.textContent('#session-iterations')) ?? '', /refused by the agent/);
+  assert.match((await page.textContent('#session-iterations')) ?? '', /guardrail/);
+  assert.match((await page.textContent('#session-iterations')) ?? '', /work_mem 4MB →/);
+  assert.match((await page.textContent('#session-best')) ?? '', /iteration \d+: objective 0\.\d+/);
+  await page.locator('#tuning').screenshot({ path: join(SCREENSHOTS, 'session-awaiting-approval.png') });
+  await page.locator('#session-chart').screenshot({ path: join(SCREENSHOTS, 'session-chart.png') });
+  await page.screenshot({ path: join(SCREENSHOTS, 'session-dashboard.png'), fullPage: true });
+
+  await page.click('#session-approve');
+  await page.waitForSelector('.notice.ok');
+  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'applying_best');
+  await agent.report();
+  await page.reload();
+  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'done');
+  assert.match((await page.textContent('#session-message')) ?? '', /applied and kept/);
+
+  // Another session, stopped mid-way.
+  await page.fill('#session-start input[name=iterations]', '3');
+  await page.fill('#session-start input[name=windowSeconds]', '2');
+  await page.click('#session-start button[type=submit]');
+  await page.waitForSelector('.notice.ok');
+  await page.click('#session-stop');
+  await page.waitForSelector('.notice.ok');
+  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'stopped');
+  assert.equal(await page.locator('#session-list tr').count(), 1, 'the earlier session is listed');
+  await page.locator('#tuning').screenshot({ path: join(SCREENSHOTS, 'session-stopped.png') });
+
+  // The earlier session is still there to look at.
+  await page.click('#session-list a');
+  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'done');
+  assert.deepEqual(problems, [], 'no script error, CSP violation');
+  console.log(`screenshots in ${SCREENSHOTS}`);
+});

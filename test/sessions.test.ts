@@ -1,0 +1,268 @@
+// Tuning sessions over real HTTP with the real storage (both), and a simulated agent: baseline →
+// iterations → awaiting approval → approve → the keep=true apply; refused, failed and
+// guardrail-reverted trials teach the optimizer to keep away; an ack that never comes; stop and
+// revert; a service restarted mid-iteration; bad inputs.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { freePort } from '../src/lab/cluster.ts';
+import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
+import { ErrorResponseSchema } from '../src/protocol/v1.ts';
+import { advanceTuningSession } from '../src/service/sessions/advance.ts';
+import { buildSpace, sessionSpaceInput } from '../src/service/sessions/space.ts';
+import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
+import { FULL_SETTINGS, MACHINE, SimulatedAgent, getSession, startSession, type IterationJson } from './sessions-agent.ts';
+
+interface CommandView {
+  id: string;
+  state: string;
+  command: { id: string; kind: string; keep?: boolean; to?: string; values?: Record<string, string | number> };
+}
+
+function assertClientError(response: JsonResponse, status: number, mentions: string | RegExp): void {
+  const context = `${response.status} ${JSON.stringify(response.body).slice(0, 500)}`;
+  assert.equal(response.status, status, context);
+  const parsed = ErrorResponseSchema.safeParse(response.body);
+  assert.ok(parsed.success, `error body is { error: { code, message } }: ${context}`);
+  if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
+  else assert.match(parsed.data.error.message, mentions, context);
+}
+
+/** The space the service builds for the simulated agent (its settings, 100 connections). */
+const space = () => buildSpace(sessionSpaceInput({ target: 'local', mode: 'reload-only', machine: MACHINE, settings: FULL_SETTINGS, maxConnections: 100 }));
+
+for (const kind of STORAGE_KINDS) {
+  describe(`tuning sessions on ${kind} storage`, () => {
+    let store: ServiceStore;
+    let service: TestService;
+    let listen: string;
+    let person: PersonClient;
+
+    const connect = async (name: string, options: Parameters<SimulatedAgent['start']>[0] = {}) => {
+      const { databaseId, apiKey } = await person.createDatabase(name, options.target ?? 'local');
+      const agent = new SimulatedAgent(service.url, databaseId, apiKey);
+      await agent.start(options);
+      await agent.report();
+      return { databaseId, agent };
+    };
+    const stateOf = async (databaseId: string, sessionId: string) => (await getSession(person, databaseId, sessionId)).session.state;
+    const commands = async (databaseId: string) => (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands?limit=100`)).body.commands;
+
+    before(async () => {
+      store = await createServiceStore(kind);
+      listen = `127.0.0.1:${await freePort()}`;
+      service = await startTestService(store, {}, listen);
+      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    });
+    after(async () => {
+      await service?.close();
+      await store?.dispose();
+    });
+
+    test('baseline → iterations → awaiting approval → approve → the best configuration is applied with keep=true', async () => {
+      const { databaseId, agent } = await connect('approve');
+      const started = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 42 });
+      assert.equal(started.state, 'baseline');
+      assert.equal(started.requireApproval, true, 'approval is required by default');
+      assert.equal(started.mode, 'reload-only');
+      assert.equal((await agent.report()).nextReportInSeconds, 1, 'while measuring, about six reports a window');
+
+      await agent.runUntil('awaiting approval', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
+      const { session, iterations } = await getSession(person, databaseId, started.id);
+      assert.equal(iterations.length, 5);
+      assert.deepEqual(iterations.map((it) => it.state), ['ok', 'ok', 'ok', 'ok', 'ok'], JSON.stringify(iterations.map((it) => it.failure)));
+      assert.equal(iterations[0]!.kind, 'heuristic', "pgtune's recommendation first");
+      for (const it of iterations) assert.ok(it.objective !== null && it.objective > 0 && it.diff.length > 0);
+      // The optimizer asked for the incumbent to be measured again: the same configuration, applied
+      // and measured once more, and the best counts both measurements.
+      const again = iterations.filter((it) => it.kind === 'remeasure');
+      assert.ok(again.length > 0, `a re-measurement among ${iterations.map((it) => it.kind).join(', ')}`);
+      for (const it of again) assert.ok(iterations.some((earlier) => earlier.ordinal < it.ordinal && JSON.stringify(earlier.config) === JSON.stringify(it.config)));
+      assert.ok(session.baseline.stats && session.baseline.reports! > 0);
+      assert.ok(session.best && session.best.objective < 1, 'the best beat the baseline');
+      if (again.some((it) => JSON.stringify(it.config) === JSON.stringify(session.best!.config))) assert.ok(session.best.measurements >= 2);
+      assert.ok(session.best.diff.some((d) => d.name === 'work_mem'), JSON.stringify(session.best.diff));
+      assert.match(session.message ?? '', /approve/);
+      // The trials are done: the database waits on known-good, and the agent reports at its own pace.
+      const queued = await commands(databaseId);
+      assert.deepEqual(queued[0]?.command.kind === 'revert' && queued[0].command.to, 'known-good');
+      assert.equal((await agent.report()).nextReportInSeconds, 60);
+      assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good while awaiting approval');
+      assert.equal(queued.filter((c) => c.command.kind === 'apply' && c.command.keep === false).length, 5, 'every iteration was a trial (keep=false)');
+
+      const approved = await person.post<{ session: { state: string; finalCommandId: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`);
+      assert.equal(approved.status, 200, JSON.stringify(approved.body));
+      assert.equal(approved.body.session.state, 'applying_best');
+      const response = await agent.report();
+      assert.equal(response.command?.kind, 'apply');
+      assert.ok(response.command.kind === 'apply' && response.command.keep, 'the approved configuration is kept');
+      assert.deepEqual(response.command.values, session.best.config);
+      assert.equal(response.command.id, approved.body.session.finalCommandId);
+      assert.equal(await stateOf(databaseId, started.id), 'done', 'the ack ends the session');
+      const done = (await getSession(person, databaseId, started.id)).session;
+      assert.match(done.message ?? '', /applied and kept/);
+      assert.equal(agent.knownGood.get('work_mem'), String(session.best.config['work_mem']));
+
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`), 409, /only a session awaiting approval/);
+      const list = await person.get<{ sessions: Array<{ id: string; state: string }> }>(`/api/manage/databases/${databaseId}/sessions`);
+      assert.deepEqual(list.body.sessions.map((s) => [s.id, s.state]), [[started.id, 'done']]);
+    });
+
+    test('refused, failed and guardrail-reverted trials fail their iterations, and their regions are not proposed again', async () => {
+      const { databaseId, agent } = await connect('failures');
+      agent.plan = (_command, trial) => {
+        if (trial === 1) return { status: 'refused', errors: ['work_mem: 2 GB is above the bound of 1 GB'] };
+        if (trial === 2) return { status: 'failed', errors: ['max_wal_size: pg_settings shows 1024, expected 2048'] };
+        if (trial === 3) return { status: 'applied', breach: true };
+        return { status: 'applied' };
+      };
+      const started = await startSession(person, databaseId, { iterations: 6, windowSeconds: 2, warmupSeconds: 0, seed: 7, requireApproval: false });
+      await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 60_000 });
+      const { session, iterations } = await getSession(person, databaseId, started.id);
+      assert.equal(session.state, 'done', session.message ?? '');
+      assert.match(iterations[0]!.failure ?? '', /^refused by the agent: work_mem/);
+      assert.match(iterations[1]!.failure ?? '', /^failed by the agent: max_wal_size/);
+      assert.match(iterations[2]!.failure ?? '', /^guardrail: /);
+      assert.deepEqual(iterations.slice(0, 3).map((it) => it.state), ['failed', 'failed', 'failed']);
+      assert.equal(iterations.filter((it) => it.state === 'ok' || it.state === 'failed').length, 6);
+
+      // No later suggestion falls in the region of a failed one (a re-measurement repeats a good one).
+      const s = space();
+      const failed = iterations.filter((it) => it.state === 'failed');
+      for (const f of failed) {
+        for (const later of iterations.filter((it: IterationJson) => it.ordinal > f.ordinal && it.kind !== 'remeasure')) {
+          const d = distance(s, encode(s, later.config), encode(s, f.config));
+          assert.ok(d >= DEFAULT_FAILED_RADIUS, `iteration ${later.ordinal} is ${d.toFixed(3)} from failed iteration ${f.ordinal}`);
+        }
+      }
+      // The recommendation is none of the failed ones.
+      if (session.best) assert.ok(!failed.some((f) => JSON.stringify(f.config) === JSON.stringify(session.best!.config)));
+      assert.ok(agent.received.some((c) => c.kind === 'apply' && c.keep) || /no configuration was faster/.test(session.message ?? ''), session.message ?? '');
+    });
+
+    test('an acknowledgement that never comes fails the iteration after the timeout, and the session moves on', async () => {
+      const { databaseId, agent } = await connect('silent');
+      agent.plan = (_command, trial) => (trial === 1 ? { status: 'ignore' } : { status: 'applied' });
+      const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 3 });
+      await agent.runUntil('the first trial to be sent twice', async () => {
+        const [first] = (await getSession(person, databaseId, started.id)).iterations;
+        return first?.sentAt != null && agent.received.length === 1 && (await commands(databaseId)).some((c) => c.id === first.commandId && c.state === 'sent');
+      });
+      // Eleven minutes later, by the storage's clock as the timer would see it.
+      const advanced = await advanceTuningSession(service.storage, databaseId, { now: new Date(Date.now() + 11 * 60_000) });
+      assert.ok(advanced?.commandIssued, 'the next trial is queued');
+      const { iterations } = await getSession(person, databaseId, started.id);
+      assert.equal(iterations[0]!.state, 'failed');
+      assert.match(iterations[0]!.failure ?? '', /no acknowledgement within 600 s/);
+      const cancelled = (await commands(databaseId)).find((c) => c.id === iterations[0]!.commandId);
+      assert.equal(cancelled?.state, 'failed', 'the command is no longer handed out');
+      const next = await agent.report();
+      assert.equal(next.command?.id, iterations[1]!.commandId);
+      const stopped = await person.post<{ session: { state: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/stop`);
+      assert.equal(stopped.body.session.state, 'stopped');
+    });
+
+    test('stop returns a trial to known-good; revert returns the database to its baseline', async () => {
+      const { databaseId, agent } = await connect('stop-revert');
+      const first = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 11 });
+      await agent.runUntil('a trial to be measured', async () => (await getSession(person, databaseId, first.id)).iterations[0]?.state === 'measuring');
+      assert.notEqual(agent.settings.get('work_mem'), '4096', 'the trial is applied');
+      const stopped = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/sessions/${first.id}/stop`);
+      assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+      assert.equal(stopped.body.session.state, 'stopped');
+      assert.match(stopped.body.session.message, /stopped by admin: the database returns to its known-good configuration/);
+      const revert = await agent.report();
+      assert.deepEqual(revert.command && revert.command.kind === 'revert' && revert.command.to, 'known-good');
+      assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good');
+      const { iterations } = await getSession(person, databaseId, first.id);
+      assert.equal(iterations.at(-1)?.state, 'cancelled');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${first.id}/stop`), 409, 'stopped already');
+
+      const second = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 12 });
+      await agent.runUntil('a trial to be applied', async () => (await getSession(person, databaseId, second.id)).iterations[0]?.state === 'measuring');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${first.id}/revert`), 409, 'latest session');
+      const reverted = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/sessions/${second.id}/revert`);
+      assert.equal(reverted.body.session.state, 'reverted');
+      const toBaseline = await agent.report();
+      assert.deepEqual(toBaseline.command && toBaseline.command.kind === 'revert' && toBaseline.command.to, 'baseline');
+      assert.deepEqual(agent.settings, agent.baseline);
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${second.id}/revert`), 409, 'reverted already');
+    });
+
+    test('a session goes on after the service restarts mid-iteration', async () => {
+      const { databaseId, agent } = await connect('restart');
+      const started = await startSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 1, seed: 5 });
+      await agent.runUntil('the first trial to be measured', async () => (await getSession(person, databaseId, started.id)).iterations[0]?.state === 'measuring');
+      await service.close();
+      service = await startTestService(store, {}, listen);
+      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      await agent.runUntil('awaiting approval after the restart', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
+      const { iterations } = await getSession(person, databaseId, started.id);
+      assert.deepEqual(iterations.map((it) => [it.ordinal, it.state]), [[1, 'ok'], [2, 'ok']]);
+    });
+
+    test('two replicas on one PostgreSQL advance a session one at a time', { skip: kind === 'postgres' ? false : 'PGlite serves one process' }, async () => {
+      const replica = await startTestService(store);
+      try {
+        const { databaseId, agent } = await connect('replicas');
+        const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 9 });
+        let flip = false;
+        await agent.runUntil('awaiting approval', async () => {
+          // Every step, both replicas' requests and timers at once, besides the agent's report.
+          await Promise.all([
+            advanceTuningSession(service.storage, databaseId),
+            advanceTuningSession(replica.storage, databaseId),
+            advanceTuningSession(service.storage, databaseId, { skipLocked: true }),
+            advanceTuningSession(replica.storage, databaseId, { skipLocked: true }),
+          ]);
+          flip = !flip;
+          agent.useService(flip ? replica.url : service.url);
+          return (await stateOf(databaseId, started.id)) === 'awaiting_approval';
+        });
+        const { iterations } = await getSession(person, databaseId, started.id);
+        assert.deepEqual(iterations.map((it) => [it.ordinal, it.state]), [[1, 'ok'], [2, 'ok'], [3, 'ok']]);
+        const trials = (await commands(databaseId)).filter((c) => c.command.kind === 'apply');
+        assert.deepEqual(trials.map((c) => c.id).sort(), iterations.map((it) => it.commandId).sort(), 'one trial command per iteration, none twice');
+        assert.equal((await commands(databaseId)).filter((c) => c.command.kind === 'revert').length, 1, 'one revert to known-good at the end');
+      } finally {
+        await replica.close();
+      }
+    });
+
+    test('bad inputs to the session routes get a clear 4xx naming the field', async () => {
+      const { databaseId, agent } = await connect('bad-inputs');
+      const path = `/api/manage/databases/${databaseId}/sessions`;
+      assertClientError(await person.post(path, { iterations: 0 }), 400, 'body.iterations: expected at least 1');
+      assertClientError(await person.post(path, { iterations: 2.5 }), 400, 'body.iterations: expected a whole number');
+      assertClientError(await person.post(path, { windowSeconds: 1 }), 400, 'body.windowSeconds: expected at least 2 seconds');
+      assertClientError(await person.post(path, { windowSeconds: '600' }), 400, 'body.windowSeconds');
+      assertClientError(await person.post(path, { warmupSeconds: -1 }), 400, 'body.warmupSeconds');
+      assertClientError(await person.post(path, { mode: 'fast' }), 400, 'body.mode');
+      assertClientError(await person.post(path, { seed: -3 }), 400, 'body.seed');
+      assertClientError(await person.post(path, { requireApproval: 'no' }), 400, 'body.requireApproval');
+      assertClientError(await person.post(path, { iterations: 3, extra: true }), 400, 'extra');
+      assertClientError(await person.post(path, { mode: 'restart' }), 400, /body\.mode: restart needs an agent allowed to restart/);
+      assertClientError(await person.post('/api/manage/databases/not-a-uuid/sessions', {}), 400, 'path.databaseId');
+      assertClientError(await person.post(`/api/manage/databases/${crypto.randomUUID()}/sessions`, {}), 404, 'no database');
+      assertClientError(await person.get(`${path}/nope`), 400, 'path.sessionId');
+      assertClientError(await person.get(`${path}/${crypto.randomUUID()}`), 404, 'no tuning session');
+      assertClientError(await person.post(`${path}/${crypto.randomUUID()}/approve`), 404, 'no tuning session');
+      assertClientError(await person.get(`${path}?limit=0`), 400, 'query.limit');
+
+      const started = await startSession(person, databaseId, { windowSeconds: 30 });
+      assertClientError(await person.post(path, {}), 409, `session ${started.id} is baseline on this database`);
+      assertClientError(await person.post(`${path}/${started.id}/approve`), 409, 'only a session awaiting approval');
+      assert.equal((await person.post(`${path}/${started.id}/stop`)).status, 200);
+      void agent;
+
+      // No agent yet; a reload-only target asked to restart; an agent that may restart.
+      const { databaseId: idle } = await person.createDatabase('no-agent');
+      assertClientError(await person.post(`/api/manage/databases/${idle}/sessions`, {}), 409, 'no agent is connected');
+      const flex = await connect('flex', { target: 'managed-b-flex', allowRestart: true });
+      assertClientError(await person.post(`/api/manage/databases/${flex.databaseId}/sessions`, { mode: 'restart' }), 400, 'body.mode: managed-b-flex is reload-only');
+      const restartable = await connect('restartable', { allowRestart: true });
+      const restart = await startSession(person, restartable.databaseId, { mode: 'restart', windowSeconds: 30 });
+      assert.equal(restart.mode, 'restart');
+      assert.equal((await person.post(`/api/manage/databases/${restartable.databaseId}/sessions/${restart.id}/stop`)).status, 200);
+    });
+  });
+}
