@@ -23,6 +23,7 @@ const PLAN = {
   iterations: Number(flags.iterations ?? (SHORT ? 3 : 8)),
   windowSeconds: Number(flags.window ?? (SHORT ? 5 : 30)),
   warmupSeconds: SHORT ? 1 : 5,
+  reportSeconds: SHORT ? 1 : 5,
 };
 const ROOT = join(import.meta.dirname, '..');
 
@@ -111,8 +112,13 @@ async function main(): Promise<void> {
     const agentLog = join(work, 'agent.log');
     const agent = spawn(process.execPath, [join(ROOT, 'bin', 'tuner-agent.js'), '--local'], { cwd: dir, stdio: ['ignore', openSync(agentLog, 'a'), openSync(agentLog, 'a')] });
     children.push(agent);
+    // Short windows need frequent reports: a window is measured from the reports inside it.
+    await person.call('POST', `/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: PLAN.reportSeconds });
     await until(async () => (await person.call<{ database: { agent: { connected: boolean } | null } }>('GET', `/api/manage/databases/${databaseId}`)).database.agent?.connected, 60_000, 'the agent to connect');
     say(`agent connected (its log: ${agentLog})`);
+    // A session starts from the agent's reports: wait for one that has the workload in it.
+    type Latest = { report: { metrics: { derived: { calls: number } } | null } | null };
+    await until(async () => ((await person.call<Latest>('GET', `/api/manage/databases/${databaseId}/reports/latest`)).report?.metrics?.derived.calls ?? 0) > 0, 60_000, 'a report with the workload in it');
 
     say(`== a tuning session: ${PLAN.iterations} iterations × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window), reload-only`);
     const started = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/sessions`, {
@@ -133,9 +139,9 @@ async function main(): Promise<void> {
         say(`baseline: weighted query runtime ${stats.weightedRuntimeMs?.toFixed(3) ?? '—'} ms, ${stats.tps.toFixed(0)} transactions/s`);
       }
       for (const it of iterations) {
-        if (printed.has(it.ordinal) || (it.state !== 'ok' && it.state !== 'failed')) continue;
+        if (printed.has(it.ordinal) || !['ok', 'failed', 'cancelled'].includes(it.state)) continue;
         printed.add(it.ordinal);
-        const result = it.state === 'ok' ? `objective ${it.objective?.toFixed(3)} × baseline` : `failed: ${it.failure ?? ''}`;
+        const result = it.state === 'ok' ? `objective ${it.objective?.toFixed(3)} × baseline` : `${it.state}: ${it.failure ?? ''}`;
         say(`#${String(it.ordinal).padStart(2)} ${it.kind.padEnd(9)} ${result}; best so far ${it.bestSoFar?.toFixed(3) ?? '—'}  [${changes(it.diff)}]`);
       }
       return ['done', 'stopped', 'reverted', 'failed'].includes(session.state) ? session : null;

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { ENGINE_LIMITS } from '../src/service/sessions/engine.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
@@ -108,7 +109,10 @@ describe('a tuning session end to end (real tuner-agent, throwaway cluster, PGli
     console.log(`session: ${((Date.now() - sessionStart) / 1000).toFixed(1)} s to ${ended.state}; ${ended.message ?? ''}`);
     for (const it of iterations) console.log(`  #${it.ordinal} ${it.kind} ${it.state} objective ${it.objective?.toFixed(3) ?? '–'} ${it.failure ?? ''}`);
     assert.notEqual(ended.state, 'failed', `${ended.message ?? ''}\n${agent?.output() ?? ''}`);
-    assert.equal(iterations.filter((it) => it.state === 'ok' || it.state === 'failed').length, 3);
+    // Three planned iterations, and up to two more that confirm a best measured only once.
+    const measured = iterations.filter((it) => it.state === 'ok' || it.state === 'failed');
+    assert.ok(measured.length >= 3 && measured.length <= 3 + ENGINE_LIMITS.confirmations, `${measured.length} iterations`);
+    assert.ok(measured.slice(3).every((it) => it.kind === 'remeasure'));
     assert.ok(iterations.some((it) => it.state === 'ok'), 'the agent applied and the service measured at least one trial');
     assert.ok(ended.baseline.stats?.weightedRuntimeMs, 'the baseline was measured');
 

@@ -14,6 +14,7 @@ import {
   type ReportResponse,
   type Setting,
 } from '../src/protocol/v1.ts';
+import { ENGINE_LIMITS } from '../src/service/sessions/engine.ts';
 import { AgentClient, type PersonClient } from './helpers/service.ts';
 import { sampleMetrics, sampleTargetMetrics, startRequest } from './helpers/service-reports.ts';
 
@@ -219,4 +220,17 @@ export async function startSession(person: PersonClient, databaseId: string, bod
   const response = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/sessions`, body);
   assert.equal(response.status, 201, JSON.stringify(response.body));
   return response.body.session;
+}
+
+/**
+ * The planned iterations, then at most ENGINE_LIMITS.confirmations more that measure again a
+ * best measured only once. Returns how many came past the plan.
+ */
+export function assertPlannedIterations(iterations: readonly IterationJson[], planned: number, states: readonly string[] = ['ok', 'failed']): number {
+  const extra = iterations.length - planned;
+  assert.ok(extra >= 0 && extra <= ENGINE_LIMITS.confirmations, `${iterations.length} iterations for ${planned} planned`);
+  assert.deepEqual(iterations.map((it) => it.ordinal), iterations.map((_, i) => i + 1));
+  assert.ok(iterations.slice(planned).every((it) => it.kind === 'remeasure'), 'past the plan, only re-measurements');
+  assert.ok(iterations.every((it) => states.includes(it.state)), JSON.stringify(iterations.map((it) => [it.state, it.failure])));
+  return extra;
 }

@@ -3,17 +3,14 @@
 // another and stop it; a bad form value is refused with the field named. Screenshots go to
 // $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
-import { SimulatedAgent, getSession } from './sessions-agent.ts';
+import { SimulatedAgent, assertPlannedIterations, getSession } from './sessions-agent.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = process.env['TUNER_SCREENSHOT_DIR'] ?? join(tmpdir(), 'tuner-web-screenshots');
-const skip = existsSync(CHROMIUM) ? false : `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
+const skip = skipWithoutChromium;
 
 let store: ServiceStore;
 let service: TestService;
@@ -25,10 +22,7 @@ before(async () => {
   if (skip) return;
   store = await createServiceStore('pglite');
   service = await startTestService(store);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('console', (message) => {
     const expected = /^Failed to load resource: the server responded with a status of 4(00|09)/.test(message.text());
@@ -37,7 +31,6 @@ before(async () => {
   page.on('pageerror', (error) => problems.push(error.message));
   // The stop and revert buttons ask first.
   page.on('dialog', (dialog) => void dialog.accept());
-  mkdirSync(SCREENSHOTS, { recursive: true });
 });
 
 after(async () => {
@@ -80,7 +73,9 @@ test('start a session from the dashboard, watch it, approve the best, then start
   await agent.runUntil('awaiting approval', async () => (await getSession(person, databaseId, sessionId)).session.state === 'awaiting_approval', { timeoutMs: 90_000 });
   await page.reload();
   assert.equal(await page.getAttribute('#session-state', 'data-state'), 'awaiting_approval');
-  assert.equal(await page.locator('#session-iterations tbody tr').count(), 8);
+  const { iterations } = await getSession(person, databaseId, sessionId);
+  assertPlannedIterations(iterations, 8);
+  assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
   assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured iteration');
   assert.match((await page.textContent('#session-iterations')) ?? '', /refused by the agent/);
   assert.match((await page.textContent('#session-iterations')) ?? '', /guardrail/);

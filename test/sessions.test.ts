@@ -8,9 +8,10 @@ import { freePort } from '../src/lab/cluster.ts';
 import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
 import { ErrorResponseSchema } from '../src/protocol/v1.ts';
 import { advanceTuningSession } from '../src/service/sessions/advance.ts';
+import { ENGINE_LIMITS } from '../src/service/sessions/engine.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/sessions/space.ts';
 import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
-import { FULL_SETTINGS, MACHINE, SimulatedAgent, getSession, startSession, type IterationJson } from './sessions-agent.ts';
+import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertPlannedIterations, getSession, startSession, type IterationJson } from './sessions-agent.ts';
 
 interface CommandView {
   id: string;
@@ -68,8 +69,7 @@ for (const kind of STORAGE_KINDS) {
 
       await agent.runUntil('awaiting approval', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
       const { session, iterations } = await getSession(person, databaseId, started.id);
-      assert.equal(iterations.length, 5);
-      assert.deepEqual(iterations.map((it) => it.state), ['ok', 'ok', 'ok', 'ok', 'ok'], JSON.stringify(iterations.map((it) => it.failure)));
+      const extra = assertPlannedIterations(iterations, 5, ['ok']);
       assert.equal(iterations[0]!.kind, 'heuristic', "pgtune's recommendation first");
       for (const it of iterations) assert.ok(it.objective !== null && it.objective > 0 && it.diff.length > 0);
       // The optimizer asked for the incumbent to be measured again: the same configuration, applied
@@ -80,6 +80,7 @@ for (const kind of STORAGE_KINDS) {
       assert.ok(session.baseline.stats && session.baseline.reports! > 0);
       assert.ok(session.best && session.best.objective < 1, 'the best beat the baseline');
       if (again.some((it) => JSON.stringify(it.config) === JSON.stringify(session.best!.config))) assert.ok(session.best.measurements >= 2);
+      assert.ok(session.best.measurements >= 2 || extra === ENGINE_LIMITS.confirmations, 'a best is recommended only after a second measurement, unless the confirmations ran out');
       assert.ok(session.best.diff.some((d) => d.name === 'work_mem'), JSON.stringify(session.best.diff));
       assert.match(session.message ?? '', /approve/);
       // The trials are done: the database waits on known-good, and the agent reports at its own pace.
@@ -87,7 +88,7 @@ for (const kind of STORAGE_KINDS) {
       assert.deepEqual(queued[0]?.command.kind === 'revert' && queued[0].command.to, 'known-good');
       assert.equal((await agent.report()).nextReportInSeconds, 60);
       assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good while awaiting approval');
-      assert.equal(queued.filter((c) => c.command.kind === 'apply' && c.command.keep === false).length, 5, 'every iteration was a trial (keep=false)');
+      assert.equal(queued.filter((c) => c.command.kind === 'apply' && c.command.keep === false).length, iterations.length, 'every iteration was a trial (keep=false)');
 
       const approved = await person.post<{ session: { state: string; finalCommandId: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`);
       assert.equal(approved.status, 200, JSON.stringify(approved.body));
@@ -123,7 +124,7 @@ for (const kind of STORAGE_KINDS) {
       assert.match(iterations[1]!.failure ?? '', /^failed by the agent: max_wal_size/);
       assert.match(iterations[2]!.failure ?? '', /^guardrail: /);
       assert.deepEqual(iterations.slice(0, 3).map((it) => it.state), ['failed', 'failed', 'failed']);
-      assert.equal(iterations.filter((it) => it.state === 'ok' || it.state === 'failed').length, 6);
+      assertPlannedIterations(iterations, 6);
 
       // No later suggestion falls in the region of a failed one (a re-measurement repeats a good one).
       const s = space();
@@ -197,7 +198,7 @@ for (const kind of STORAGE_KINDS) {
       person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
       await agent.runUntil('awaiting approval after the restart', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
       const { iterations } = await getSession(person, databaseId, started.id);
-      assert.deepEqual(iterations.map((it) => [it.ordinal, it.state]), [[1, 'ok'], [2, 'ok']]);
+      assertPlannedIterations(iterations, 2, ['ok']);
     });
 
     test('two replicas on one PostgreSQL advance a session one at a time', { skip: kind === 'postgres' ? false : 'PGlite serves one process' }, async () => {
@@ -219,7 +220,7 @@ for (const kind of STORAGE_KINDS) {
           return (await stateOf(databaseId, started.id)) === 'awaiting_approval';
         });
         const { iterations } = await getSession(person, databaseId, started.id);
-        assert.deepEqual(iterations.map((it) => [it.ordinal, it.state]), [[1, 'ok'], [2, 'ok'], [3, 'ok']]);
+        assertPlannedIterations(iterations, 3, ['ok']);
         const trials = (await commands(databaseId)).filter((c) => c.command.kind === 'apply');
         assert.deepEqual(trials.map((c) => c.id).sort(), iterations.map((it) => it.commandId).sort(), 'one trial command per iteration, none twice');
         assert.equal((await commands(databaseId)).filter((c) => c.command.kind === 'revert').length, 1, 'one revert to known-good at the end');

@@ -2,19 +2,16 @@
 // copy agent.yaml, watch the dashboard as a simulated agent connects and reports, issue a command.
 // Screenshots go to $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import YAML from 'yaml';
 import { ReportResponseSchema } from '../src/protocol/v1.ts';
+import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
 import { ADMIN_PASSWORD, AgentClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = process.env['TUNER_SCREENSHOT_DIR'] ?? join(tmpdir(), 'tuner-web-screenshots');
-const skip = existsSync(CHROMIUM) ? false : `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
+const skip = skipWithoutChromium;
 
 let store: ServiceStore;
 let service: TestService;
@@ -26,10 +23,7 @@ before(async () => {
   if (skip) return;
   store = await createServiceStore('pglite');
   service = await startTestService(store);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   // A script error or a Content-Security-Policy violation shows up here.
   page.on('console', (message) => {
@@ -42,7 +36,6 @@ before(async () => {
     problems.push(`unexpected dialog: ${dialog.message()}`);
     void dialog.dismiss();
   });
-  mkdirSync(SCREENSHOTS, { recursive: true });
 });
 
 after(async () => {

@@ -37,6 +37,8 @@ export const ENGINE_LIMITS = {
   /** A window that ended this long ago is measured with the reports it has (the agent went quiet). */
   minGraceSeconds: 30,
   reportsPerWindow: 5000,
+  /** Re-measurements of a best measured once, past the planned iterations, before it is recommended. */
+  confirmations: 2,
   /** Transitions per call: each waits for something new after a few. */
   stepsPerCall: 12,
 } as const;
@@ -152,10 +154,25 @@ async function iterationStep(s: Step): Promise<boolean> {
     return false;
   }
   if (finished >= s.session.iterations) {
+    const confirm = await unconfirmedBest(s, iterations, finished - s.session.iterations);
+    if (confirm) return issueTrial(s, iterations, confirm);
     await finish(s, iterations, null);
     return false;
   }
   return startIteration(s, iterations);
+}
+
+/**
+ * A best that beat the baseline in one window only may have been luck: before it is recommended
+ * it is measured again, in up to ENGINE_LIMITS.confirmations iterations past the planned number
+ * (a second try covers a re-measured best that fell behind another best measured once).
+ */
+async function unconfirmedBest(s: Step, iterations: readonly TuningIterationRecord[], extra: number): Promise<Suggestion | null> {
+  if (extra >= ENGINE_LIMITS.confirmations) return null;
+  const space = await spaceOf(s);
+  const best = space ? sessionBest(space, iterations) : null;
+  if (!best || best.objective >= 1 || best.measurements >= 2) return null;
+  return { kind: 'remeasure', config: { ...best.config }, reason: `the best (objective ${fmt(best.objective)}, iteration ${best.iteration}) was measured once: measured again before it is recommended` };
 }
 
 /** The session's search space; a space that cannot be rebuilt (a catalog changed under a stored
@@ -180,6 +197,11 @@ async function startIteration(s: Step, iterations: readonly TuningIterationRecor
     await finish(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
     return false;
   }
+  return issueTrial(s, iterations, suggestion);
+}
+
+async function issueTrial(s: Step, iterations: readonly TuningIterationRecord[], suggestion: Suggestion): Promise<boolean> {
+  const { session } = s;
   const command: Command = { id: randomUUID(), kind: 'apply', values: { ...suggestion.config }, allowRestart: session.mode === 'restart', keep: false };
   await s.tx.addIteration(
     { ordinal: iterations.length + 1, kind: suggestion.kind, config: { ...suggestion.config }, reason: suggestion.reason, predicted: suggestion.predicted ?? null, commandId: command.id },
