@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import pg from 'pg';
 import { applyChange, restore, type ApplyContext } from '../src/agent/apply.ts';
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
@@ -15,6 +14,7 @@ import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local.ts
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';
+import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload } from './helpers/wrecking-trial.ts';
 
 /** A window with only the fields the guardrails read filled in. */
 function window(w: { calls?: number; runtimeMs?: number | null; seconds?: number; commits?: number; rollbacks?: number; connections?: number; maxConnections?: number }): MetricsReport {
@@ -76,52 +76,25 @@ test('memory, rollbacks and connections each have their own breach', () => {
 let cluster: Cluster;
 let db: Db;
 let dir: string;
-let stopWorkload = false;
-let workload: Promise<void> = Promise.resolve();
+let workload: { stop: () => Promise<void> } | undefined;
 
 before(async () => {
   cluster = await startCluster();
   for (const statement of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(statement);
-  await cluster.sql(`CREATE TABLE g AS SELECT i AS id, (random() * 1000000)::int AS x, repeat('x', 100) AS pad FROM generate_series(1, 400000) AS i`);
-  await cluster.sql('CREATE INDEX ON g (x)');
-  await cluster.sql('ANALYZE g');
+  await createWreckableTable(cluster);
   db = await connectDb(cluster.agentUrl);
   dir = mkdtempSync(join(tmpdir(), 'tuner-guard-'));
 });
 
 after(async () => {
-  stopWorkload = true;
-  await workload;
+  await workload?.stop();
   await db?.close();
   await cluster?.destroy();
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A range width whose plan is an index or bitmap scan by default and a full scan under the trial. */
-async function rangeThatFlips(client: pg.Client): Promise<number> {
-  const plan = async (k: number) => (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT count(*) FROM g WHERE x BETWEEN 1000 AND ${1000 + k}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
-  for (const k of [1000, 2000, 4000, 8000, 16000]) {
-    await client.query('RESET random_page_cost; RESET seq_page_cost');
-    const byDefault = await plan(k);
-    await client.query('SET random_page_cost = 10; SET seq_page_cost = 0.1');
-    const underTrial = await plan(k);
-    await client.query('RESET random_page_cost; RESET seq_page_cost');
-    if (!byDefault.includes('Seq Scan') && underTrial.includes('Seq Scan')) return k;
-  }
-  throw new Error('no range width flips the plan; the test data no longer fits its purpose');
-}
-
 test('a trial that wrecks query runtime is reverted to known-good by the guard alone', async () => {
-  const client = new pg.Client({ connectionString: cluster.adminUrl });
-  await client.connect();
-  const k = await rangeThatFlips(client);
-  workload = (async () => {
-    for (let i = 0; !stopWorkload; i++) {
-      const from = (i * 7919) % 900000;
-      await client.query(`SELECT count(*) FROM g WHERE x BETWEEN ${from} AND ${from + k}`);
-    }
-    await client.end();
-  })();
+  workload = await startRangeWorkload(cluster);
 
   const { config } = loadConfig({ cwd: dir, env: { AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl }, target: 'local', needsService: false });
   const lines: string[] = [];
@@ -136,7 +109,7 @@ test('a trial that wrecks query runtime is reverted to known-good by the guard a
   const figures = knownGoodFigures(buildMetricsReport(baselineDelta, { includeQueries: false, baselineMix: mix }));
   assert.ok(figures.callsPerSecond > 10, `the workload runs (${figures.callsPerSecond} calls/s)`);
 
-  const outcome = await applyChange(ctx, { random_page_cost: 10, seq_page_cost: 0.1 }, { accept: false });
+  const outcome = await applyChange(ctx, WRECKING_TRIAL, { accept: false });
   assert.equal(outcome.status, 'applied');
   const guard = createGuard(db, figures, mix);
   await guard.tick([]);

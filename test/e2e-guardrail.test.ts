@@ -1,0 +1,106 @@
+// The agent keeps the database safe on its own: a trial that wrecks query runtime is reverted to
+// known-good by the real tuner-agent process's guardrails while the tuning service is down, and
+// the agent tells the service once it is back. (That the optimizer then keeps away from the failed
+// region is shown in sessions.test.ts.)
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, test } from 'node:test';
+import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { AGENT_BIN } from './helpers/agent-process.ts';
+import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload } from './helpers/wrecking-trial.ts';
+
+interface CommandView {
+  id: string;
+  state: string;
+}
+interface EventView {
+  code: string;
+  message: string;
+  commandId: string | null;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+let cluster: Cluster;
+let store: ServiceStore;
+let service: TestService | undefined;
+let workload: { stop: () => Promise<void> } | undefined;
+let agent: ReturnType<typeof spawn> | undefined;
+let dir: string;
+
+before(async () => {
+  cluster = await startCluster();
+  for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+  await createWreckableTable(cluster);
+  store = await createServiceStore('pglite');
+  dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-guard-'));
+});
+
+after(async () => {
+  agent?.kill('SIGKILL');
+  await workload?.stop();
+  await service?.close();
+  await store?.dispose();
+  await cluster?.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('a wrecking trial is reverted by the agent alone while the service is down, and reported when it is back', { timeout: 120_000 }, async () => {
+  const listen = `127.0.0.1:${await freePort()}`;
+  service = await startTestService(store, {}, listen);
+  let person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  const { databaseId, apiKey } = await person.createDatabase('guarded', 'local');
+  assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
+  writeFileSync(join(dir, 'agent.yaml'), `postgresql:\n  connection_url: ${cluster.agentUrl}\ntuner:\n  server_url: http://${listen}\n  api_key: ${apiKey}\n  database_id: ${databaseId}\n`);
+
+  // The workload runs before the agent starts, so that its first window is the known-good one.
+  workload = await startRangeWorkload(cluster);
+  let output = '';
+  agent = spawn(process.execPath, [AGENT_BIN, '--local'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env['PATH'] ?? '' } });
+  agent.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  agent.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  type Latest = { report: { seq: number; metrics: { derived: { calls: number } } | null } | null };
+  await until('three reports with the workload in them', async () => {
+    const report = (await person.get<Latest>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
+    return report?.metrics && report.metrics.derived.calls > 0 && report.seq >= 3;
+  });
+
+  const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: WRECKING_TRIAL, keep: false });
+  assert.equal(issued.status, 201);
+  const setting = async (name: string) => (await cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]))[0]?.setting;
+  await until('the trial to be applied', async () => (await setting('random_page_cost')) === '10', 15_000);
+
+  // The service goes away; only the agent is left to notice that queries got slow.
+  await service.close();
+  service = undefined;
+  const appliedAt = Date.now();
+  await until('the agent to revert the trial by itself', async () => (await setting('random_page_cost')) === '4' && (await setting('seq_page_cost')) === '1', 30_000);
+  const revertedAfterMs = Date.now() - appliedAt;
+  console.log(`reverted by the agent ${(revertedAfterMs / 1000).toFixed(1)} s after the service stopped`);
+  assert.match(output, /guardrail: .*query runtime .* is \d+\.\d× the known-good.*reverting trial/);
+
+  // Back up: the agent's queued reports carry the breach, tied to the trial's command.
+  service = await startTestService(store, {}, listen);
+  person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  const breach = await until('the guardrail event to reach the service', async () => {
+    const { events } = (await person.get<{ events: EventView[] }>(`/api/manage/databases/${databaseId}/events`)).body;
+    return events.find((e) => e.code === 'guardrail_breach');
+  }, 30_000);
+  assert.equal(breach.commandId, issued.body.command.id);
+  assert.match(breach.message, /returned to known-good: applied/);
+  assert.ok(!output.includes(apiKey), 'the API key never appears in what the agent printed');
+});

@@ -1,0 +1,49 @@
+// A trial that wrecks query runtime, for the guardrail tests: planner costs that turn an index
+// lookup on a range into a full scan of a 400,000-row table.
+import pg from 'pg';
+import type { Cluster } from '../../src/lab/cluster.ts';
+
+export const WRECKING_TRIAL = { random_page_cost: 10, seq_page_cost: 0.1 } as const;
+
+/** Creates the table `g` the workload reads. */
+export async function createWreckableTable(cluster: Cluster): Promise<void> {
+  await cluster.sql(`CREATE TABLE g AS SELECT i AS id, (random() * 1000000)::int AS x, repeat('x', 100) AS pad FROM generate_series(1, 400000) AS i`);
+  await cluster.sql('CREATE INDEX ON g (x)');
+  await cluster.sql('ANALYZE g');
+}
+
+/** A range width whose plan is an index or bitmap scan by default and a full scan under the trial. */
+export async function rangeThatFlips(client: pg.Client): Promise<number> {
+  const plan = async (k: number) => (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT count(*) FROM g WHERE x BETWEEN 1000 AND ${1000 + k}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+  const trial = Object.entries(WRECKING_TRIAL).map(([name, value]) => `SET ${name} = ${value}`).join('; ');
+  for (const k of [1000, 2000, 4000, 8000, 16000]) {
+    await client.query('RESET random_page_cost; RESET seq_page_cost');
+    const byDefault = await plan(k);
+    await client.query(trial);
+    const underTrial = await plan(k);
+    await client.query('RESET random_page_cost; RESET seq_page_cost');
+    if (!byDefault.includes('Seq Scan') && underTrial.includes('Seq Scan')) return k;
+  }
+  throw new Error('no range width flips the plan; the test data no longer fits its purpose');
+}
+
+/** Runs range counts on `g` in a loop until stop() is called; each one picks a plan afresh. */
+export async function startRangeWorkload(cluster: Cluster): Promise<{ stop: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: cluster.adminUrl });
+  await client.connect();
+  const k = await rangeThatFlips(client);
+  let stopping = false;
+  const running = (async () => {
+    for (let i = 0; !stopping; i++) {
+      const from = (i * 7919) % 900000;
+      await client.query(`SELECT count(*) FROM g WHERE x BETWEEN ${from} AND ${from + k}`);
+    }
+    await client.end();
+  })();
+  return {
+    stop: async () => {
+      stopping = true;
+      await running;
+    },
+  };
+}
