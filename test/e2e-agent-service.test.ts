@@ -13,6 +13,7 @@ import { localGrantsSql } from '../src/agent/targets/local.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BIN, runAgent } from './helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import { until } from './helpers/until.ts';
 
 interface DatabaseView {
   agent: { connected: boolean; hostname: string; lastReportAt: string | null; releasedAt: string | null } | null;
@@ -26,15 +27,6 @@ interface LatestReport {
   report: { seq: number; receivedAt: string; metrics: { derived: { calls: number } } | null; settings: { name: string; setting: string }[] } | null;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** A running agent process; its output is kept for the assertions and the secret check. */
 function startAgentProcess(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number> } {

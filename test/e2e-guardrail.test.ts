@@ -7,13 +7,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { localGrantsSql } from '../src/agent/targets/local.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload } from './helpers/wrecking-trial.ts';
+import { until } from './helpers/until.ts';
 
 interface CommandView {
   id: string;
@@ -25,15 +25,6 @@ interface EventView {
   commandId: string | null;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 let cluster: Cluster;
 let store: ServiceStore;

@@ -17,20 +17,12 @@ import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { FULL_SETTINGS, getSession, startSession, type SessionJson } from './sessions-agent.ts';
+import { until } from './helpers/until.ts';
 
 const WORKLOAD = `SELECT count(*) FROM (SELECT v, count(*) FROM tuner_e2e GROUP BY v) s;
 SELECT count(*) FROM tuner_e2e WHERE id % 97 = 0;
 `;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 function spawnLogged(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): { child: ChildProcess; output: () => string; exited: Promise<number> } {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
