@@ -1,5 +1,5 @@
 // npm run demo: the whole product on one machine, with nothing to set up.
-//   a throwaway PostgreSQL cluster (or --url for one you own) under a pgbench load
+//   a throwaway PostgreSQL cluster under a pgbench load
 //   → the tuning service on embedded storage → the real `tuner-agent --local` process
 //   → a short tuning session: one line per iteration, then the result
 //   → the dashboard stays up until Ctrl+C; the cluster and the data are removed at the end.
