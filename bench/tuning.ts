@@ -11,9 +11,11 @@
 //
 //   node bench/tuning.ts           full run (about 80 minutes on 2 cores)
 //   node bench/tuning.ts --short   CI's short mode: tiny budget, proves the harness end to end
+//   --workload tpcb-like|analytic, --mode reload-only|restart: one part of the run
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { applyChange, restore, type ApplyContext } from '../src/agent/apply.ts';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
@@ -28,11 +30,14 @@ import { pgbench, pgbenchInit, type PgbenchResult } from '../src/lab/pgbench.ts'
 import { queryMix, relativeObjective, windowStats, type QueryMix, type WindowStats } from '../src/measure/objective.ts';
 import { best, createSpace, pgtune, randomSuggest, suggest, type Config, type History, type Observation, type SearchSpace } from '../src/optimizer/index.ts';
 
-const SHORT = process.argv.includes('--short');
+const { values: flags } = parseArgs({ options: { short: { type: 'boolean' }, mode: { type: 'string' }, workload: { type: 'string' } } });
+const SHORT = flags.short === true;
 const PLAN = SHORT
   ? { scale: 2, warmupSeconds: 1, windowSeconds: 3, iterations: 3, longIterations: 3, repeats: 2, clients: 2, modes: ['reload-only'] as TuningMode[] }
   : { scale: 20, warmupSeconds: 4, windowSeconds: 15, iterations: 15, longIterations: 30, repeats: 3, clients: 4, modes: ['reload-only', 'restart'] as TuningMode[] };
 const SEED = 20261122;
+if (flags.mode !== undefined && flags.mode !== 'reload-only' && flags.mode !== 'restart') throw new Error(`--mode: expected reload-only or restart, got ${flags.mode}`);
+const MODES: TuningMode[] = flags.mode ? [flags.mode] : PLAN.modes;
 
 /** Sorts, hash aggregates, joins and a parallel-friendly scan: work_mem, planner costs, parallelism. */
 const ANALYTIC_SCRIPT = `\\set a random(1, 90000 * :scale)
@@ -69,8 +74,13 @@ const cv = (xs: number[]) => {
   return xs.length < 2 || m === 0 ? 0 : Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1)) / m;
 };
 
-/** Warm up, then measure one window: pgbench's own figures and the agent's statistics. */
-async function measure(h: Pick<Harness, 'cluster' | 'db'>, workload: Workload, mix: QueryMix | null): Promise<Measured & { mix: QueryMix }> {
+/**
+ * Warm up, then measure one window: pgbench's own figures and the agent's statistics. In restart
+ * mode every measurement starts from a restart, the baseline's too: a configuration that needed
+ * one would otherwise be measured on cold buffers against a baseline measured on warm ones.
+ */
+async function measure(h: Pick<Harness, 'cluster' | 'db' | 'mode'>, workload: Workload, mix: QueryMix | null): Promise<Measured & { mix: QueryMix }> {
+  if (h.mode === 'restart') await h.cluster.restart();
   await pgbench(h.cluster, workload.args(PLAN.warmupSeconds));
   const collector = createCollector(h.db, { includeQueries: false });
   const before = await collector.collect();
@@ -133,7 +143,7 @@ async function runCombination(workload: Workload, mode: TuningMode): Promise<voi
     const machine = (await target.machine()).machine;
     const space = createSpace({ target: 'local', mode, machine, settings: await readSettings(db) });
 
-    const first = await measure({ cluster, db }, workload, null);
+    const first = await measure({ cluster, db, mode }, workload, null);
     const h: Harness = { cluster, db, ctx, mode, space, baselineMix: first.mix, baseline: first.stats };
     console.log(`  defaults: weighted runtime ${fmt(h.baseline.weightedRuntimeMs)} ms, tps ${fmt(first.pgbench.tps, 0)}`);
 
@@ -210,7 +220,9 @@ const WORKLOADS: Workload[] = [
   { name: 'analytic', args: (s) => ['-T', String(s), '-c', String(Math.max(1, PLAN.clients / 2)), '-s', String(PLAN.scale), '-f', analyticScript] },
 ];
 try {
-  for (const workload of WORKLOADS) for (const mode of PLAN.modes) await runCombination(workload, mode);
+  for (const workload of WORKLOADS.filter((w) => !flags.workload || w.name === flags.workload)) {
+    for (const mode of MODES) await runCombination(workload, mode);
+  }
 } finally {
   rmSync(scriptDir, { recursive: true, force: true });
 }
