@@ -76,6 +76,8 @@ test('start a session from the dashboard, watch it, approve the best, then start
   const { iterations } = await getSession(person, databaseId, sessionId);
   assertPlannedIterations(iterations, 8);
   assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
+  const confirming = iterations.length - 8;
+  assert.match((await page.textContent('#session-progress')) ?? '', new RegExp(`^8 of 8 iterations measured${confirming ? `, then ${confirming} confirming the best` : ' \\('}`));
   assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured iteration');
   assert.match((await page.textContent('#session-iterations')) ?? '', /refused by the agent/);
   assert.match((await page.textContent('#session-iterations')) ?? '', /guardrail/);

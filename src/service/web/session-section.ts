@@ -55,6 +55,16 @@ function actionButton(input: SessionSectionInput, sessionId: string, action: 'st
   ${csrfField(input.session)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
 }
 
+/** Past the planned iterations come re-measurements of a best measured only once. */
+function progressText(p: { ok: number; failed: number; cancelled: number }, planned: number): string {
+  const measured = p.ok + p.failed;
+  const confirming = Math.max(0, measured - planned);
+  return (
+    `${Math.min(measured, planned)} of ${planned} iterations measured${confirming ? `, then ${confirming} confirming the best` : ''}` +
+    ` (${p.ok} ok, ${p.failed} failed${p.cancelled ? `, ${p.cancelled} cancelled` : ''})`
+  );
+}
+
 function iterationsTable(iterations: NonNullable<SessionSectionInput['shown']>): Html {
   if (iterations.iterations.length === 0) return html`<p class="empty">No iteration yet.</p>`;
   const rows = iterations.iterations.map(
@@ -94,7 +104,7 @@ function shownSession(input: SessionSectionInput): Html {
 ${v.message ? html`<p id="session-message">${v.message}</p>` : ''}
 ${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice warn">Windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests.</div>` : ''}
 <dl class="kv">
-  <dt>Progress</dt><dd id="session-progress">${progress ? `${progress.ok + progress.failed} of ${v.iterations} iterations measured (${progress.ok} ok, ${progress.failed} failed${progress.cancelled ? `, ${progress.cancelled} cancelled` : ''})` : '–'}</dd>
+  <dt>Progress</dt><dd id="session-progress">${progress ? progressText(progress, v.iterations) : '–'}</dd>
   <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s, ${formatNumber(baseline.tps, 1)} transactions/s, over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
   ${v.best ? html`<dt>Best</dt><dd id="session-best">iteration ${v.best.iteration}: objective ${ratio(v.best.objective)} (${v.best.measurements} measurement${v.best.measurements === 1 ? '' : 's'})${diffList(v.best.diff, true)}</dd>` : ''}
   ${v.endedAt ? html`<dt>Ended</dt><dd title="${formatTime(new Date(v.endedAt))}">${formatRelative(new Date(v.endedAt))}</dd>` : ''}
