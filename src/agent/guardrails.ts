@@ -3,7 +3,7 @@
 // needs no service: the service may be down, and the database must still be safe.
 //
 //   judgeWindow()   pure: one window's metrics against the known-good figures → breaches
-//   createGuard()   takes a snapshot per tick and judges the window since the previous one
+//   createGuard()   at each tick, judges the window since the last one that held enough calls
 import { buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import type { Db } from './db.ts';
 import type { MetricsReport } from '../protocol/report.ts';
@@ -115,21 +115,26 @@ export function judgeWindow(
 const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 
 export interface Guard {
-  /** Judges the window since the previous tick; the first tick only takes a snapshot. */
+  /** Judges the window since the last judged one (or the first tick, which only takes a snapshot). */
   tick(targetMetrics: readonly TargetMetric[]): Promise<string[]>;
 }
 
 export function createGuard(db: Db, knownGood: KnownGoodFigures, baselineMix: BaselineMix | undefined, thresholds: GuardThresholds = DEFAULT_THRESHOLDS): Guard {
   // Its own collector, without texts: a tick must stay cheap.
   const collector = createCollector(db, { includeQueries: false });
-  let previous: Snapshot | null = null;
+  // The window runs from `windowStart` to now. It is closed (the next starts here) once it held
+  // enough calls to judge the runtime: a trial that makes each query slow also makes them few per
+  // tick, and judging only short windows would never judge it at all.
+  let windowStart: Snapshot | null = null;
   let previousSlow = false;
   return {
     async tick(targetMetrics) {
       const current = await collector.collect();
-      const before = previous;
-      previous = current;
-      if (!before) return [];
+      const before = windowStart;
+      if (!before) {
+        windowStart = current;
+        return [];
+      }
       const window = buildMetricsReport(diffSnapshots(before, current), { includeQueries: false, topN: 0, ...(baselineMix && { baselineMix }) });
       const [stuck] = await db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
@@ -138,7 +143,10 @@ export function createGuard(db: Db, knownGood: KnownGoodFigures, baselineMix: Ba
         [thresholds.stuckQuerySeconds],
       );
       const judgement = judgeWindow(window, targetMetrics, knownGood, stuck?.n ?? 0, previousSlow, thresholds);
-      previousSlow = judgement.slow;
+      if (window.derived.calls >= thresholds.minCalls) {
+        previousSlow = judgement.slow;
+        windowStart = current;
+      }
       return judgement.breaches;
     },
   };
