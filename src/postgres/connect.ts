@@ -224,7 +224,7 @@ export function securityOf(plan: ConnectionPlan, attempt: Attempt): ConnectionSe
 export function describeSecurity(s: ConnectionSecurity, tlsVersion?: string | null): string {
   const mode = `sslmode=${s.sslmode} (${s.sslmodeReason})`;
   if (!s.encrypted) {
-    const why = s.sslmode === 'disable' ? '' : s.sslmode === 'allow' ? ': the server accepted a plain connection first' : ': the server offers no TLS';
+    const why = s.sslmode === 'disable' ? '' : s.sslmode === 'allow' ? ': the server accepted a plain connection first' : ': the server did not accept TLS';
     return `not encrypted, ${mode}${why}`;
   }
   const tls = `encrypted${tlsVersion ? ` (${tlsVersion})` : ''}, ${mode}`;
