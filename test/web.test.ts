@@ -72,7 +72,7 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   assert.equal(config['tuner']?.['database_id'], databaseId);
   assert.equal(config['tuner']?.['server_url'], service.url);
   assert.equal(config['managed_a']?.['REGION'], '<REGION>');
-  assert.equal(config['postgresql']?.['connection_url'], 'postgresql://agent_user:<AGENT_USER_PASSWORD>@<DATABASE_HOST>:5432/<DBNAME>');
+  assert.equal(config['postgresql']?.['connection_url'], 'postgresql://agent_user:<AGENT_USER_PASSWORD>@<INSTANCE_ENDPOINT>:5432/<DBNAME>?sslmode=verify-full');
   const container = (await page.textContent('#container-command'))!;
   assert.ok(container.includes(`-e AGENT_TUNER_API_KEY=${apiKey}`), container);
   assert.match(container, /--managed-a\n$/);

@@ -5,12 +5,14 @@ import type { TargetKind } from '../knobs/index.ts';
 import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
 import { ConfigError, loadConfig, type AgentConfig } from './config/load.ts';
 import { connectDb, type Db } from './db.ts';
+import { agentConnectionContext } from './db-tls.ts';
 import { Journal, JournalError } from './journal.ts';
 import { createLogger, errorMessage, type Logger } from './log.ts';
 import { runLoop } from './loop.ts';
 import { formatChecks, preflightPassed, runPreflight } from './preflight.ts';
 import { ServiceRejectedError, createServiceClient } from './service-client.ts';
 import { collectOnce } from './once.ts';
+import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../postgres/connect.ts';
 import { createLocalTarget, describeConnection, localGrantsSql } from './targets/local.ts';
 import { createManagedATarget, managedAPermissions } from './targets/managed-a.ts';
 import { RESTART_MODE_UNSUPPORTED, createManagedBFlexTarget, managedBFlexPermissions } from './targets/managed-b-flex.ts';
@@ -244,13 +246,19 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
 
   let db: Db;
   try {
-    db = await connectDb(config.postgresql.connectionUrl);
+    db = await connectDb(config.postgresql.connectionUrl, { connection: agentConnectionContext(kind, config.postgresql.extraCaFile) });
   } catch (err) {
+    if (err instanceof ConnectionSettingError) {
+      log.error(err.message);
+      return EXIT.usage;
+    }
+    // The cause and its fix come from one table (src/postgres/connect-errors.ts).
     const where = describeConnection(config.postgresql.connectionUrl);
-    log.error(`cannot connect to PostgreSQL at ${where.host}:${where.port}, database "${where.database}", as ${where.user}: ${errorMessage(err)}` +
-      ' (check that the host can reach the database on TCP 5432 and the password of agent_user in postgresql.connection_url)');
+    const cause = err instanceof PostgresConnectError ? err.message : `${errorMessage(err)}; fix: check that this machine can reach the database and the password in postgresql.connection_url`;
+    log.error(`cannot connect to PostgreSQL at ${where.host}:${where.port}, database "${where.database}", as ${where.user}: ${cause}`);
     return EXIT.failure;
   }
+  log.debug(`connected: ${describeSecurity(db.security)}`);
   let target: Target | undefined;
   try {
     target = await createTarget(kind, { db, config, log });
@@ -273,7 +281,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         return printOutcome(io, await applyChange(ctx, invocation.apply, { accept: true }));
       }
       case 'run': {
-        log.info(`tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode`);
+        log.info(`tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode, connection ${describeSecurity(db.security)}`);
         const recovered = await recoverOnStart(ctx);
         if (recovered && recovered.status !== 'applied') log.error(`recovery did not complete: ${recovered.errors.join('; ')}`);
         const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId! });

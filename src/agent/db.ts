@@ -4,7 +4,10 @@
 // `statement_timeout` so that a slow catalog read can never pile up on a busy server.
 // The session survives server restarts: after the connection dies, the next call reconnects.
 // A failed statement is never retried here; callers decide what is safe to repeat.
-import pg from 'pg';
+// The connection URL means what it means to libpq (src/postgres/connect.ts), with the target's
+// TLS defaults when it names no sslmode.
+import type pg from 'pg';
+import { connectClient, planConnection, type ConnectionContext, type ConnectionSecurity } from '../postgres/connect.ts';
 
 export const AGENT_APPLICATION_NAME = 'tuner-agent';
 /** Prefix of every statement the agent sends; collectors drop statements whose text starts with it. */
@@ -16,6 +19,8 @@ export interface Db {
   query<T extends object = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** The backend pid of the current session, to leave it out of activity counts. */
   readonly backendPid: number;
+  /** How the current session is encrypted and verified. */
+  readonly security: ConnectionSecurity;
   /** Waits until the server accepts a new session (after a restart), up to `timeoutMs`. */
   waitUntilReachable(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -24,27 +29,32 @@ export interface Db {
 export interface DbOptions {
   statementTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /** Where the URL comes from and the target's TLS defaults; default: libpq's, for postgresql.connection_url. */
+  connection?: ConnectionContext;
 }
 
+/** Throws ConnectionSettingError for TLS parameters that mean nothing, PostgresConnectError when the server is not reached. */
 export async function connectDb(connectionUrl: string, options: DbOptions = {}): Promise<Db> {
+  const plan = planConnection(connectionUrl, options.connection ?? { setting: 'postgresql.connection_url' });
   let client: pg.Client | null = null;
   let backendPid = 0;
+  let security: ConnectionSecurity | undefined;
   let closed = false;
 
   const open = async (): Promise<pg.Client> => {
-    const c = new pg.Client({
-      connectionString: connectionUrl,
+    const connected = await connectClient(plan, {
       application_name: AGENT_APPLICATION_NAME,
       statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     });
+    const c = connected.client;
     // A client whose server goes away emits 'error'; without a listener Node would crash.
     const drop = () => {
       if (client === c) client = null;
     };
     c.on('error', drop);
     c.on('end', drop);
-    await c.connect();
+    security = connected.security;
     const rows = await c.query<{ pid: number }>(`${AGENT_QUERY_MARKER} SELECT pg_backend_pid() AS pid`);
     backendPid = rows.rows[0]?.pid ?? 0;
     client = c;
@@ -60,6 +70,9 @@ export async function connectDb(connectionUrl: string, options: DbOptions = {}):
   return {
     get backendPid() {
       return backendPid;
+    },
+    get security() {
+      return security!;
     },
     async query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]> {
       const c = await current();

@@ -1,5 +1,6 @@
 // The prerequisites of the spec, checked one by one; each failure says what to do, in the words
 // of the setup steps. Target-specific checks come from the target itself.
+import { describeSecurity } from '../postgres/connect.ts';
 import type { Db } from './db.ts';
 import type { Journal } from './journal.ts';
 import type { PreflightCheck, Target } from './targets/target.ts';
@@ -14,6 +15,9 @@ export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
   );
   if (!who) throw new Error('the database returned no row for the session check');
   checks.push({ name: 'connect to PostgreSQL', ok: true, detail: `PostgreSQL ${who.version}, database "${who.database}" as ${who.user}` });
+  // What the server itself says about this session's encryption, beside what was verified.
+  const [ssl] = await db.query<{ ssl: boolean; version: string | null }>('SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+  checks.push({ name: 'connection encryption', ok: true, detail: describeSecurity({ ...db.security, encrypted: ssl?.ssl ?? db.security.encrypted }, ssl?.version) });
   checks.push({
     name: `${who.user} is a member of pg_monitor`,
     ok: who.monitor || who.superuser,

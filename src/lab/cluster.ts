@@ -1,13 +1,15 @@
 // Throwaway PostgreSQL clusters for tests, benchmarks and the demo: initdb into a temp dir,
 // a free port on 127.0.0.1, pg_stat_statements preloaded and created, an `agent_user` with
 // pg_monitor. Whoever creates one owns it and may reload, restart and break it freely.
+// With `tls`, the cluster accepts TCP connections over TLS only, as the managed clouds do.
 import { execFile, execFileSync } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import type { TestCa } from './tls.ts';
 
 const run = promisify(execFile);
 
@@ -22,6 +24,12 @@ export interface ClusterOptions {
   noPreload?: boolean;
   /** Keep fsync on, as a real server has it: for benchmarks of WAL and checkpoint settings. */
   durable?: boolean;
+  /**
+   * Accept TCP connections over TLS only (`hostssl … scram-sha-256`, `hostnossl … reject`), with a
+   * server certificate `ca` issues for `names` (default localhost and 127.0.0.1). The superuser
+   * then connects over the cluster's Unix socket.
+   */
+  tls?: { ca: TestCa; names?: readonly string[] };
 }
 
 export interface Cluster {
@@ -29,10 +37,12 @@ export interface Cluster {
   readonly host: string;
   readonly dataDir: string;
   readonly binDir: string;
-  /** Superuser connection URL (trust auth over TCP on loopback). */
+  /** Superuser connection URL (trust auth over TCP on loopback; over the Unix socket with `tls`). */
   readonly adminUrl: string;
   /** `agent_user` (pg_monitor) connection URL with its password. */
   readonly agentUrl: string;
+  /** The CA that issued the server's certificate, when the cluster accepts TLS only. */
+  readonly ca: TestCa | undefined;
   /** Runs SQL as the superuser on database `postgres` (or `db`) and returns the rows. */
   sql<T extends object = Record<string, unknown>>(text: string, params?: unknown[], db?: string): Promise<T[]>;
   /** A pg_ctl command line that restarts this cluster, runnable by root or postgres. */
@@ -111,25 +121,29 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     options.durable ? '' : `fsync = off`,
     `max_connections = 100`,
     `logging_collector = off`,
+    ...(options.tls ? serverCertificate(dataDir, options.tls) : []),
     ...(options.extraConf ?? []),
   ];
   appendFileSync(join(dataDir, 'postgresql.conf'), `\n# tuner throwaway cluster\n${conf.join('\n')}\n`);
   // The superuser needs no password on loopback (the tests' own setup); every other role, the
   // agent's included, authenticates for real, so a wrong password fails as it would in production.
-  writeFileSync(
-    join(dataDir, 'pg_hba.conf'),
-    ['local all all trust', 'host all postgres 127.0.0.1/32 trust', 'host all all 127.0.0.1/32 scram-sha-256', ''].join('\n'),
-  );
+  const hba = options.tls
+    ? ['local all all trust', 'hostssl all all 127.0.0.1/32 scram-sha-256', 'hostnossl all all 127.0.0.1/32 reject']
+    : ['local all all trust', 'host all postgres 127.0.0.1/32 trust', 'host all all 127.0.0.1/32 scram-sha-256'];
+  writeFileSync(join(dataDir, 'pg_hba.conf'), [...hba, ''].join('\n'));
 
   const ctl = (args: string[]) => runAsPostgres(pgCtl, ['-D', dataDir, '-l', logFile, '-w', '-t', '60', ...args]);
   await ctl(['start']);
 
   const host = '127.0.0.1';
-  const adminUrl = `postgresql://postgres@${host}:${port}/postgres`;
+  const adminAt = (db: string) => options.tls
+    ? `postgresql://postgres@/${db}?host=${encodeURIComponent(dataDir)}&port=${port}`
+    : `postgresql://postgres@${host}:${port}/${db}`;
+  const adminUrl = adminAt('postgres');
   const agentUrl = `postgresql://agent_user:${AGENT_USER_PASSWORD_FOR_TESTS}@${host}:${port}/postgres`;
 
   const sql = async <T extends object>(text: string, params: unknown[] = [], db = 'postgres'): Promise<T[]> => {
-    const client = new pg.Client({ connectionString: `postgresql://postgres@${host}:${port}/${db}` });
+    const client = new pg.Client({ connectionString: adminAt(db) });
     await client.connect();
     try {
       const result = await client.query<T>(text, params);
@@ -153,6 +167,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     binDir,
     adminUrl,
     agentUrl,
+    ca: options.tls?.ca,
     sql,
     restartCommand: [ctlFile, ...ctlArgs].map(shellQuote).join(' '),
     restart: () => ctl(['restart', '-m', 'fast']),
@@ -166,6 +181,23 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The server's certificate and key in the data directory (PostgreSQL wants its key private). */
+function serverCertificate(dataDir: string, tls: NonNullable<ClusterOptions['tls']>): string[] {
+  const issued = tls.ca.issue(tls.names ?? ['localhost', '127.0.0.1']);
+  const certFile = join(dataDir, 'server.crt');
+  const keyFile = join(dataDir, 'server.key');
+  const caFile = join(dataDir, 'root.crt');
+  copyFileSync(issued.certFile, certFile);
+  copyFileSync(issued.keyFile, keyFile);
+  copyFileSync(tls.ca.certFile, caFile);
+  chmodSync(keyFile, 0o600);
+  if (process.getuid?.() === 0) {
+    for (const f of [certFile, keyFile, caFile]) chownSync(f, uidOf('postgres'), gidOf('postgres'));
+  }
+  // The CA also verifies client certificates, for pg_hba.conf lines with `cert` that a test adds.
+  return ['ssl = on', `ssl_cert_file = '${certFile}'`, `ssl_key_file = '${keyFile}'`, `ssl_ca_file = '${caFile}'`];
 }
 
 function idOf(flag: '-u' | '-g', name: string): number {

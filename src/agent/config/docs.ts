@@ -50,6 +50,8 @@ tuner:
 The spec mentions a setting that lets the agent restart the database without naming it: it is
 \`postgresql.allow_restart\` (\`AGENT_POSTGRESQL_ALLOW_RESTART\`). The \`local\` section holds what
 only the local target needs: how to restart the server, and the machine size when the agent does
-not run on the database host.
+not run on the database host. \`postgresql.extra_ca_file\` adds CAs to the ones the target
+verifies the server's certificate against by default (see [connections.md](connections.md),
+which also says what each \`sslmode\` in \`connection_url\` means).
 `;
 }

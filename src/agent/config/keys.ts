@@ -22,6 +22,7 @@ export interface KeySpec {
 
 export const KEYS: readonly KeySpec[] = [
   { section: 'postgresql', key: 'connection_url', env: 'AGENT_POSTGRESQL_CONNECTION_URL', kind: 'postgres-url', secret: false, requiredFor: ['any'], help: 'postgresql://agent_user:<password>@<host>:5432/<dbname>' },
+  { section: 'postgresql', key: 'extra_ca_file', env: 'AGENT_POSTGRESQL_EXTRA_CA_FILE', kind: 'string', secret: false, requiredFor: [], ours: true, help: "PEM file of CA certificates trusted besides the target's own (--managed-a, --managed-a-cluster: the RDS CA bundles; otherwise Node's store) when connection_url names no sslrootcert" },
   { section: 'postgresql', key: 'include_queries', env: 'AGENT_POSTGRESQL_INCLUDE_QUERIES', kind: 'boolean', secret: false, requiredFor: [], help: 'send query texts to the tuning service (default true)' },
   { section: 'postgresql', key: 'allow_restart', env: 'AGENT_POSTGRESQL_ALLOW_RESTART', kind: 'boolean', secret: false, requiredFor: [], ours: true, help: 'allow the agent to restart the database to apply restart-only parameters (default false: reload-only)' },
   { section: 'local', key: 'restart_command', env: 'AGENT_LOCAL_RESTART_COMMAND', kind: 'string', secret: false, requiredFor: [], ours: true, help: 'shell command that restarts the local server, e.g. "pg_ctlcluster 15 main restart" (needed for restart mode with --local)' },

@@ -12,7 +12,7 @@ import { KEYS, SECTIONS, keyPath, type KeySpec, type ValueKind } from './keys.ts
 export const CONFIG_FILE_NAME = 'agent.yaml';
 
 export interface AgentConfig {
-  postgresql: { connectionUrl: string; includeQueries: boolean; allowRestart: boolean };
+  postgresql: { connectionUrl: string; extraCaFile?: string; includeQueries: boolean; allowRestart: boolean };
   local: { restartCommand?: string; memoryMb?: number; vcpus?: number };
   managedA: { accessKeyId?: string; secretAccessKey?: string; region?: string; databaseIdentifier?: string };
   managedBFlex: {
@@ -233,6 +233,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
   const config: AgentConfig = {
     postgresql: {
       connectionUrl: str('connection_url')!,
+      ...compact({ extraCaFile: str('extra_ca_file') }),
       includeQueries: bool('include_queries', true),
       allowRestart: bool('allow_restart', false),
     },
@@ -270,9 +271,12 @@ function requiredReason(spec: KeySpec, options: LoadOptions): string {
 
 function registerUrlPassword(url: string): void {
   try {
-    const password = new URL(url).password;
+    const parsed = new URL(url);
+    const password = parsed.password;
     if (password) registerSecret(decodeURIComponent(password));
     registerSecret(password);
+    // libpq's sslpassword unlocks the client key: as secret as the password.
+    registerSecret(parsed.searchParams.get('sslpassword') ?? undefined);
   } catch {
     // Not a URL: the validation reports it, with URL passwords masked by pattern.
   }

@@ -45,11 +45,43 @@ GRANT pg_monitor TO agent_user;
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 `;
 
+/**
+ * The database's address and TLS per target: the clouds' names are the ones their certificates
+ * hold, so that verify-full (the agent's default there, written out so the URL means the same to
+ * psql) can check them; next to a self-hosted server, libpq's default (prefer).
+ */
+const CONNECTIONS: Record<TargetKindV1, { host: string; dbname: string; query: string; comment?: string }> = {
+  local: { host: 'localhost', dbname: 'postgres', query: '' },
+  'managed-a': {
+    host: '<INSTANCE_ENDPOINT>',
+    dbname: '<DBNAME>',
+    query: '?sslmode=verify-full',
+    comment: " The instance's endpoint (mydb.abcdefgh1234.us-east-1.rds.amazonaws.com): TLS, its certificate verified against the RDS CA bundles.",
+  },
+  'managed-a-cluster': {
+    host: '<CLUSTER_ENDPOINT>',
+    dbname: '<DBNAME>',
+    query: '?sslmode=verify-full',
+    comment: " The cluster endpoint, which follows the writer: TLS, its certificate verified against the RDS CA bundles.",
+  },
+  'managed-b-flex': {
+    host: '<SERVER_NAME>.postgres.database.azure.com',
+    dbname: '<DBNAME>',
+    query: '?sslmode=verify-full',
+    comment: " The server's name: TLS, its certificate verified against the public roots in the agent's trust store.",
+  },
+};
+
 function entries(input: SetupInput): Entry[] {
-  const host = input.target === 'local' ? 'localhost' : '<DATABASE_HOST>';
-  const dbname = input.target === 'local' ? 'postgres' : '<DBNAME>';
+  const { host, dbname, query, comment } = CONNECTIONS[input.target];
   const list: Entry[] = [
-    { section: 'postgresql', key: 'connection_url', env: 'AGENT_POSTGRESQL_CONNECTION_URL', value: `postgresql://agent_user:<AGENT_USER_PASSWORD>@${host}:5432/${dbname}` },
+    {
+      section: 'postgresql',
+      key: 'connection_url',
+      env: 'AGENT_POSTGRESQL_CONNECTION_URL',
+      value: `postgresql://agent_user:<AGENT_USER_PASSWORD>@${host}:5432/${dbname}${query}`,
+      ...(comment && { comment }),
+    },
     { section: 'postgresql', key: 'include_queries', env: 'AGENT_POSTGRESQL_INCLUDE_QUERIES', value: true },
   ];
   if (input.target !== 'managed-b-flex') {

@@ -1,6 +1,8 @@
 // Production storage: a PostgreSQL server through a pg connection pool. Several service
 // replicas may share it; they take turns through advisory locks where it matters.
+// TUNER_DATABASE_URL means what it means to libpq (src/postgres/connect.ts).
 import pg from 'pg';
+import { connectClient, planConnection } from '../../postgres/connect.ts';
 import type { Queryable, SqlDriver, SqlDriverSession } from './driver.ts';
 
 export interface PostgresDriverOptions {
@@ -31,20 +33,22 @@ async function inTransaction<R>(client: pg.PoolClient, fn: (tx: Queryable) => Pr
 }
 
 export async function openPostgresDriver(options: PostgresDriverOptions): Promise<SqlDriver> {
+  const plan = planConnection(options.url, { setting: 'TUNER_DATABASE_URL' });
+  // Fail at start, with the cause and its fix, rather than on the first request. The first
+  // connection also settles prefer's and allow's choice between TLS and plain: the pool keeps
+  // the attempt that worked, as the server will answer the same way again.
+  const { client: probe, attempt } = await connectClient(plan, { application_name: 'tuner-service' }).catch((err: unknown) => {
+    throw new Error(`cannot connect to TUNER_DATABASE_URL: ${(err as Error).message}`, { cause: err });
+  });
+  await probe.end();
   const pool = new pg.Pool({
-    connectionString: options.url,
+    ...attempt.config,
     max: options.poolSize ?? 10,
     application_name: 'tuner-service',
   });
   // An idle client that loses its connection emits 'error'; without a listener it would crash
   // the process. The pool replaces the client on the next query.
   pool.on('error', () => undefined);
-  // Fail at start, with a clear message, rather than on the first request.
-  const probe = await pool.connect().catch(async (err: unknown) => {
-    await pool.end().catch(() => undefined);
-    throw new Error(`cannot connect to TUNER_DATABASE_URL: ${(err as Error).message}`);
-  });
-  probe.release();
 
   async function withClient<R>(fn: (client: pg.PoolClient) => Promise<R>): Promise<R> {
     const client = await pool.connect();

@@ -1,8 +1,12 @@
 // A fake Cloud A on a loopback port, speaking the wire protocols the installed AWS SDK clients
 // use (see wire-query.ts and wire-json.ts), backed by a real throwaway PostgreSQL. Point the
 // agent at it with AWS_ENDPOINT_URL. Requests must be SigV4-signed (an Authorization header
-// with a credential scope); signatures themselves are not checked.
+// with a credential scope); signatures themselves are not checked. The PostgreSQL accepts TLS
+// only, as an instance with rds.force_ssl = 1 does, with a certificate from a test "RDS" CA:
+// the agent trusts that CA as a user would trust a CA newer than its bundles
+// (postgresql.extra_ca_file).
 //
+//   const cluster = await startCluster({ tls: { ca: makeTestCa('fake RDS root CA') } });
 //   const fake = await startFakeAws({ postgres: cluster });
 //   fake.cloud.addGroup({ name: 'tuner-pg', values: { work_mem: '8192' } });
 //   await fake.cloud.addInstance({ id: 'mydb', group: 'tuner-pg', postgres: true });
@@ -235,6 +239,7 @@ export class FakeAws {
 }
 
 export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
+  if (!options.postgres.ca) throw new Error('fake Cloud A: its PostgreSQL accepts TLS only, as rds.force_ssl = 1 does: start the cluster with tls: { ca }');
   const engine = await PostgresEngine.open(options.postgres);
   const cloud = new FakeCloud(engine, { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 0, ...options.timings });
   const fake = new FakeAws(cloud, options.accessKeyId);

@@ -9,12 +9,13 @@
 //   tokens             managed identity (IMDS and App Service forms), service principal
 // It checks every bearer token (issued here, for this endpoint), refuses denied role actions
 // with 403 AuthorizationFailed, meets writes with a busy server on demand, and applies written
-// server parameters to a real throwaway PostgreSQL cluster.
+// server parameters to a real throwaway PostgreSQL cluster. That cluster accepts TLS only, as
+// a flexible server with require_secure_transport = ON does; one test CA signs both its
+// certificate and the fake's HTTPS one, and NODE_EXTRA_CA_CERTS = certFile trusts both.
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Cluster } from '../../../src/lab/cluster.ts';
-import { makeCertificate, type TestCertificate } from './certificate.ts';
 import { FakeFlexibleServer, type Sku } from './flexible-server.ts';
 import { armError, json, readBody, send, type Reply } from './http.ts';
 import { createTokenIssuer, type ServicePrincipal } from './identity-endpoints.ts';
@@ -36,6 +37,7 @@ export interface RecordedRequest {
 }
 
 export interface FakeAzureOptions {
+  /** Started with `tls` (src/lab/cluster.ts): the fake's HTTPS certificate comes from the same CA. */
   cluster: Cluster;
   subscriptionId?: string;
   resourceGroup?: string;
@@ -51,6 +53,7 @@ export interface FakeAzureOptions {
 
 export interface FakeAzure {
   readonly url: string;
+  /** The CA of the fake's HTTPS and PostgreSQL certificates: what NODE_EXTRA_CA_CERTS names. */
   readonly certFile: string;
   readonly subscriptionId: string;
   readonly resourceGroup: string;
@@ -90,7 +93,9 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
   const identityHeader = options.identityHeader ?? 'fake-identity-header-51c2';
   const serverId = `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroup}/providers/${DB}/flexibleServers/${serverName}`;
 
-  const certificate: TestCertificate = makeCertificate();
+  const ca = options.cluster.ca;
+  if (!ca) throw new Error('fake Cloud B: its PostgreSQL accepts TLS only, as require_secure_transport = ON does: start the cluster with tls: { ca }');
+  const certificate = ca.issue(['127.0.0.1', 'localhost']);
   let baseUrl = '';
   const issuer = createTokenIssuer({ baseUrl: () => baseUrl, servicePrincipal, identityHeader });
   const server = await FakeFlexibleServer.create({
@@ -284,7 +289,7 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
 
   return {
     url: baseUrl,
-    certFile: certificate.certFile,
+    certFile: ca.certFile,
     subscriptionId,
     resourceGroup,
     serverName,
@@ -311,7 +316,6 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     async close() {
       https.closeAllConnections();
       await new Promise<void>((resolve) => https.close(() => resolve()));
-      certificate.remove();
     },
   };
 }
