@@ -13,7 +13,9 @@ import { ServiceRejectedError, createServiceClient } from './service-client.ts';
 import { collectOnce } from './once.ts';
 import { createLocalTarget, describeConnection, localGrantsSql } from './targets/local.ts';
 import { createManagedATarget, managedAPermissions } from './targets/managed-a.ts';
-import { RESTART_MODE_UNSUPPORTED, createManagedBFlexTarget, managedBFlexPermissions } from './targets/managed-b-flex.ts';
+// The Cloud B module (Azure SDK) is imported only where --managed-b-flex needs it: it weighs
+// about half a second of start-up that --version, --local and the binary should not pay.
+const cloudB = () => import('./targets/managed-b-flex.ts');
 import type { Target, TargetDeps } from './targets/target.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -155,12 +157,12 @@ async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target>
     case 'managed-a-cluster':
       return createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });
     case 'managed-b-flex':
-      return createManagedBFlexTarget(deps);
+      return (await cloudB()).createManagedBFlexTarget(deps);
   }
 }
 
 /** The permissions document of a target; a cloud's may use the configuration when there is one. */
-function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string): string {
+async function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
   switch (kind) {
     case 'local':
       return localGrantsSql('agent_user');
@@ -174,7 +176,7 @@ function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string):
       } catch {
         // Without a configuration the document shows placeholders for the scope.
       }
-      return managedBFlexPermissions(config);
+      return (await cloudB()).managedBFlexPermissions(config);
     }
   }
 }
@@ -213,7 +215,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   const kind = invocation.target!;
   if (invocation.command === 'permissions') {
     try {
-      io.out(permissionsText(kind, env, cwd));
+      io.out(await permissionsText(kind, env, cwd));
       return EXIT.ok;
     } catch (err) {
       io.err(`tuner-agent: ${errorMessage(err)}\n`);
@@ -238,7 +240,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   }
 
   if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
-    io.err(`tuner-agent: ${RESTART_MODE_UNSUPPORTED}\n`);
+    io.err(`tuner-agent: ${(await cloudB()).RESTART_MODE_UNSUPPORTED}\n`);
     return EXIT.usage;
   }
 
