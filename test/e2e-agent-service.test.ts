@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { localGrantsSql } from '../src/agent/targets/local.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
-import { AGENT_BIN, runAgent } from './helpers/agent-process.ts';
+import { agentCommand, agentPath, runAgent } from './helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { until } from './helpers/until.ts';
 
@@ -30,7 +30,8 @@ interface LatestReport {
 
 /** A running agent process; its output is kept for the assertions and the secret check. */
 function startAgentProcess(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number> } {
-  const child = spawn(process.execPath, [AGENT_BIN, '--local'], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env['PATH'] ?? '' } });
+  const [file, args] = agentCommand(['--local']);
+  const child = spawn(file, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: agentPath() } });
   let text = '';
   child.stdout.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr.on('data', (d: Buffer) => (text += d.toString()));

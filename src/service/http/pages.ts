@@ -31,6 +31,7 @@ import { setupPage } from '../web/setup-page.ts';
 import { usersPage } from '../web/users-page.ts';
 import { HttpError, describeError, formatZodError, notFound, safeErrorForLog } from './errors.ts';
 import { logIn } from './login.ts';
+import { serviceUrl } from './public-url.ts';
 import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './sessions.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';
@@ -81,7 +82,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     if (!session) throw new HttpError(401, 'unauthorized', 'log in first');
     return session;
   };
-  const serverUrl = (request: FastifyRequest) => config.publicUrl ?? `${request.protocol}://${request.host}`;
+  const serverUrl = (request: FastifyRequest) => serviceUrl(config, request);
 
   void app.register(formbody, { bodyLimit: 64 * 1024 });
 
