@@ -55,7 +55,14 @@ function containerEnv(command: string): Record<string, string> {
 
 for (const target of TargetKindSchema.options) {
   test(`setup snippets for --${target}: the spec's names, accepted by the agent's own config loader`, () => {
-    const snippets = setupSnippets({ target, databaseId: DATABASE_ID, apiKey: API_KEY, serverUrl: 'https://tuner.example.com', agentImage: 'registry.example.com/tuner-agent:latest' });
+    const snippets = setupSnippets({
+      target,
+      databaseId: DATABASE_ID,
+      apiKey: API_KEY,
+      serverUrl: 'https://tuner.example.com',
+      agentImage: 'registry.example.com/tuner-agent:latest',
+      installScriptUrl: 'https://tuner.example.com/install.sh',
+    });
     const yaml = YAML.parse(snippets.agentYaml) as Record<string, Record<string, unknown>>;
     const known = new Map(KEYS.map((k) => [k.section ? `${k.section}.${k.key}` : k.key, k]));
     for (const [section, values] of Object.entries(yaml)) {
@@ -72,6 +79,10 @@ for (const target of TargetKindSchema.options) {
     assert.match(snippets.containerCommand, /^docker run -d --restart always /);
     assert.ok(snippets.containerCommand.trimEnd().endsWith(`registry.example.com/tuner-agent:latest --${target}`));
     assert.match(snippets.binaryCommands, new RegExp(`^\\./tuner-agent --${target}$`, 'm'));
+    // The spec's installer one-liner, with this service's address.
+    assert.match(snippets.binaryCommands, /^curl -fsSL https:\/\/tuner\.example\.com\/install\.sh > \/tmp\/agent-installer\.sh && sh \/tmp\/agent-installer\.sh$/m);
+    // The journal and lease survive a container made anew: a named volume on the image's state path.
+    assert.match(snippets.containerCommand, new RegExp(`-v tuner-agent-${DATABASE_ID}:/var/lib/tuner-agent `));
     assert.equal(
       snippets.databaseSql,
       "CREATE USER agent_user WITH PASSWORD '<AGENT_USER_PASSWORD>';\nGRANT pg_monitor TO agent_user;\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;\n",
@@ -94,13 +105,42 @@ for (const target of TargetKindSchema.options) {
         { ...fromFile.config, local: {}, managedBFlex: { ...fromFile.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined } },
       );
       if (target === 'managed-b-flex') assert.equal(fromEnv.config.managedBFlex.tenantId, 'tenant-id');
+
+      // Cloud A's ECS task: the same variables less the access keys (the task role signs).
+      if (target === 'managed-a' || target === 'managed-a-cluster') {
+        type TaskDefinition = {
+          taskRoleArn: string;
+          containerDefinitions: { image: string; command: string[]; environment: { name: string; value: string }[]; mountPoints: { containerPath: string }[] }[];
+        };
+        const task = JSON.parse(snippets.ecsTaskDefinition!) as TaskDefinition;
+        const container = task.containerDefinitions[0]!;
+        assert.equal(container.image, 'registry.example.com/tuner-agent:latest');
+        assert.deepEqual(container.command, [`--${target}`]);
+        assert.match(task.taskRoleArn, /^arn:aws:iam::<ACCOUNT_ID>:role\//);
+        assert.deepEqual(container.mountPoints.map((m) => m.containerPath), ['/var/lib/tuner-agent']);
+        const taskEnv = Object.fromEntries(container.environment.map((e) => [e.name, fill(e.value)]));
+        for (const name of Object.keys(taskEnv)) assert.ok(knownEnv.has(name), `${name} is a variable the agent knows`);
+        assert.equal(taskEnv['AGENT_CLOUDA_ACCESS_KEY_ID'], undefined);
+        const fromTask = loadConfig({ cwd: empty, env: taskEnv, target, needsService: true });
+        assert.equal(fromTask.config.managedA.accessKeyId, undefined);
+        assert.equal(fromTask.config.managedA.region, 'us-east-1');
+      } else {
+        assert.equal(snippets.ecsTaskDefinition, null);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
       rmSync(empty, { recursive: true, force: true });
     }
 
     // Elsewhere than on the page that created it, the key is a placeholder.
-    const later = setupSnippets({ target, databaseId: DATABASE_ID, apiKey: null, serverUrl: 'https://tuner.example.com', agentImage: '<AGENT_IMAGE>' });
+    const later = setupSnippets({
+      target,
+      databaseId: DATABASE_ID,
+      apiKey: null,
+      serverUrl: 'https://tuner.example.com',
+      agentImage: '<AGENT_IMAGE>',
+      installScriptUrl: 'https://tuner.example.com/install.sh',
+    });
     assert.ok(!later.agentYaml.includes('tuner_'));
     assert.match(later.agentYaml, /api_key: <API_KEY>/);
   });

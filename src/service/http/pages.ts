@@ -30,6 +30,8 @@ import { loginPage } from '../web/login-page.ts';
 import { setupPage } from '../web/setup-page.ts';
 import { usersPage } from '../web/users-page.ts';
 import { HttpError, describeError, formatZodError, notFound, safeErrorForLog } from './errors.ts';
+import { readDownloads } from '../setup/downloads.ts';
+import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
 import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './sessions.ts';
@@ -168,7 +170,13 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const database = await storage.getDatabase(session.user.accountId, databaseId);
     if (!database) throw notFound('There is no such database in your account.');
     const keys = await storage.listApiKeys(session.user.accountId, databaseId);
-    return sendPage(reply, setupPage({ session, database, keys, newKey, serverUrl: serverUrl(request), agentImage: config.agentImage, error }), status);
+    const binaryTargets = readDownloads(config.downloadsDir).binaries.map((b) => b.target);
+    const url = serverUrl(request);
+    return sendPage(
+      reply,
+      setupPage({ session, database, keys, newKey, serverUrl: url, agentImage: config.agentImage, installScriptUrl: installScriptUrl(url), binaryTargets, error }),
+      status,
+    );
   };
 
   app.post('/databases', async (request, reply) => {
