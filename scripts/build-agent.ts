@@ -134,7 +134,7 @@ export async function buildAgentBinaries(targets: readonly BinaryTarget[], outDi
     built.push(binaryName(target));
   }
   // The directory holds this build only: a binary of an earlier build would not match its sums.
-  for (const f of readdirSync(outDir)) if (f.startsWith('tuner-agent-') && f !== 'tuner-agent-licenses.txt' && !built.includes(f)) rmSync(join(outDir, f));
+  for (const f of readdirSync(outDir)) if (/^tuner-agent-[a-z0-9]+-[a-z0-9]+$/.test(f) && !built.includes(f)) rmSync(join(outDir, f));
   const sums = built.sort().map((name) => `${sha256(join(outDir, name))}  ${name}\n`).join('');
   writeFileSync(join(outDir, 'SHA256SUMS'), sums);
   writeFileSync(join(outDir, 'tuner-agent-licenses.txt'), licenceText(license, packages));
