@@ -14,7 +14,10 @@ import { ConfigError, parseServiceArgs } from '../src/service/config.ts';
 import { PROTOCOL_DOC_PATH, protocolDoc } from '../src/service/docs/protocol-doc.ts';
 import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
 import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';
+import { installScript } from '../src/service/http/downloads.ts';
+import { readDownloads } from '../src/service/setup/downloads.ts';
 import { setupSnippets, shellQuote } from '../src/service/setup/snippets.ts';
+import { setupPage } from '../src/service/web/setup-page.ts';
 import { html } from '../src/service/web/html.ts';
 import { ADMIN_PASSWORD, AgentClient, createScratchDatabase, createServiceStore, PersonClient, startTestService } from './helpers/service.ts';
 import { startRequest } from './helpers/service-reports.ts';
@@ -145,6 +148,45 @@ for (const target of TargetKindSchema.options) {
     assert.match(later.agentYaml, /api_key: <API_KEY>/);
   });
 }
+
+test('downloads: only the binaries SHA256SUMS names and that are there; with none, the setup page says so', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-downloads-'));
+  try {
+    const pageWith = (binaryTargets: readonly string[]) =>
+      setupPage({
+        session: { user: { id: 'u', accountId: 'a', username: 'admin', isAdmin: true, createdAt: new Date() }, csrfToken: 'c', expiresAt: new Date() },
+        database: { id: DATABASE_ID, accountId: 'a', name: 'orders', target: 'local', reportIntervalSeconds: null, createdAt: new Date(), agent: null },
+        keys: [],
+        newKey: null,
+        serverUrl: 'https://tuner.example.com',
+        agentImage: '<REGISTRY>/tuner-agent:latest',
+        installScriptUrl: 'https://tuner.example.com/install.sh',
+        binaryTargets,
+      }).value;
+    assert.deepEqual(readDownloads(dir), { binaries: [], missing: 'no SHA256SUMS in the downloads directory' });
+    const none = pageWith([]);
+    assert.match(none, /id="no-binaries"/);
+    assert.match(none, /This tuning service has no tuner-agent binaries to install/);
+    assert.ok(!none.includes('install.sh'), 'no one-liner that would fail');
+
+    const sum = 'ab'.repeat(32);
+    writeFileSync(join(dir, 'SHA256SUMS'), `${sum}  tuner-agent-linux-x64\n${sum}  tuner-agent-linux-arm64\n${sum}  ../etc/passwd\n`);
+    writeFileSync(join(dir, 'tuner-agent-linux-x64'), 'x');
+    writeFileSync(join(dir, 'notes.txt'), 'not served');
+    assert.deepEqual(readDownloads(dir), { binaries: [{ file: 'tuner-agent-linux-x64', target: 'linux-x64', sha256: sum }], missing: null });
+    const some = pageWith(['linux-x64']);
+    assert.ok(!some.includes('no-binaries'));
+    assert.match(some, /curl -fsSL https:\/\/tuner\.example\.com\/install\.sh &gt; \/tmp\/agent-installer\.sh &amp;&amp; sh \/tmp\/agent-installer\.sh/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('install.sh carries the service address only when it is safe in a shell script', () => {
+  assert.match(installScript('https://tuner.example.com')!, /^SERVICE_URL='https:\/\/tuner\.example\.com'$/m);
+  assert.match(installScript('http://[::1]:8080/')!, /^SERVICE_URL='http:\/\/\[::1\]:8080'$/m);
+  for (const unsafe of ["http://x';rm -rf ~;'", 'http://a b', 'http://x$(id)', 'file:///etc']) assert.equal(installScript(unsafe), null, unsafe);
+});
 
 test('shell quoting survives quotes', () => {
   assert.equal(shellQuote('plain-value_1.2'), 'plain-value_1.2');
