@@ -59,7 +59,10 @@ const envFor = (v: Variant): NodeJS.ProcessEnv => ({
 function timeRun(v: Variant, args: string[], cwd: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    execFile(v.file, [...v.args, ...args], { cwd, env: envFor(v) }, (error) => (error ? reject(error) : resolve(performance.now() - started)));
+    execFile(v.file, [...v.args, ...args], { cwd, env: envFor(v) }, (error) => {
+      if (error) reject(new Error(`${v.name} failed: ${error.message}`, { cause: error }));
+      else resolve(performance.now() - started);
+    });
   });
 }
 
