@@ -44,6 +44,9 @@ async function bundle(outFile: string): Promise<string[]> {
     legalComments: 'none',
     // pg's optional native binding: required only when a program asks for pg.native.
     external: ['pg-native'],
+    // ESM packages that read import.meta.url get the binary's own file URL in CommonJS too.
+    banner: { js: 'var __importMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
+    define: { 'import.meta.url': '__importMetaUrl' },
     metafile: true,
     logLevel: 'warning',
   });
