@@ -123,22 +123,27 @@ try {
       join(work, 'agent.yaml'),
       `postgresql:\n  connection_url: ${cluster.agentUrl}\ntuner:\n  server_url: ${service.url}\n  api_key: ${apiKey}\n  database_id: ${databaseId}\n`,
     );
-    const latest = async () => (await person.get<{ report: { receivedAt: string } | null }>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
+    interface AgentView {
+      agent: { connected: boolean; startedAt: string; lastReportAt: string | null } | null;
+    }
+    const agentView = async () => (await person.get<{ database: AgentView }>(`/api/manage/databases/${databaseId}`)).body.database.agent;
     const firstReport = async (v: Variant): Promise<number> => {
-      const before = (await latest())?.receivedAt;
       const startedAt = Date.now();
-      const child = spawn(v.file, [...v.args, '--local'], { cwd: work, env: envFor(v), stdio: 'ignore' });
+      // Its own process group: npx's agent is a grandchild, and stops with the rest.
+      const child = spawn(v.file, [...v.args, '--local'], { cwd: work, env: envFor(v), stdio: 'ignore', detached: true });
       const exited = new Promise((resolve) => child.on('close', resolve));
       try {
         for (;;) {
-          const report = await latest();
-          // The service's receive time, on this machine's clock: no polling delay in the figure.
-          if (report && report.receivedAt !== before) return Date.parse(report.receivedAt) - startedAt;
+          // The lease this start took (the service's clock is this machine's), and its first report.
+          const agent = await agentView();
+          if (agent && Date.parse(agent.startedAt) >= startedAt && agent.lastReportAt) return Date.parse(agent.lastReportAt) - startedAt;
           await new Promise((r) => setTimeout(r, 50));
         }
       } finally {
-        child.kill('SIGTERM');
+        process.kill(-child.pid!, 'SIGTERM');
         await exited;
+        // The next start must not meet this one's lease.
+        for (let i = 0; i < 200 && (await agentView())?.connected; i++) await new Promise((r) => setTimeout(r, 50));
       }
     };
     const first = new Map<string, number[]>(VARIANTS.map((v) => [v.name, []]));
