@@ -1,8 +1,8 @@
-// End to end: the real tuning service (each storage) + the real `tuner-agent --local` process + a
-// throwaway cluster. Setup over HTTP → agent.yaml → reports → a command issued through the
-// service is applied, read back and acknowledged; a second agent is refused; a wrong API key
-// exits with a clear message; the service restarted mid-run → the agent resumes; SIGTERM
-// releases the lease.
+// End to end: the real tuning service (each storage) + the real `tuner-agent --local` process (and
+// the single-file binary, when built) + a throwaway cluster. Setup over HTTP → agent.yaml →
+// reports → a command issued through the service is applied, read back and acknowledged; a second
+// agent is refused; a wrong API key exits with a clear message; the service restarted mid-run →
+// the agent resumes; SIGTERM releases the lease.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { localGrantsSql } from '../src/agent/targets/local.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
-import { AGENT_BIN, runAgent } from './helpers/agent-process.ts';
+import { AGENT_BINARY, agentCommand, agentPath, runAgent } from './helpers/agent-process.ts';
+import { TEST_BINARY } from './helpers/agent-binary.ts';
 import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { until } from './helpers/until.ts';
 
@@ -29,8 +30,9 @@ interface LatestReport {
 
 
 /** A running agent process; its output is kept for the assertions and the secret check. */
-function startAgentProcess(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number> } {
-  const child = spawn(process.execPath, [AGENT_BIN, '--local'], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env['PATH'] ?? '' } });
+function startAgentProcess(cwd: string, binary: string | null): { child: ChildProcess; output: () => string; exited: Promise<number> } {
+  const [file, args] = agentCommand(['--local'], binary);
+  const child = spawn(file, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: agentPath(binary) } });
   let text = '';
   child.stdout.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr.on('data', (d: Buffer) => (text += d.toString()));
@@ -38,8 +40,15 @@ function startAgentProcess(cwd: string): { child: ChildProcess; output: () => st
   return { child, output: () => text, exited };
 }
 
-for (const kind of STORAGE_KINDS) {
-  describe(`agent and service end to end (${kind} storage)`, () => {
+/** Each storage with the agent as the run chose it (bin/tuner-agent.js, or TUNER_AGENT_BIN), and
+ * the single-file binary once more when there is one (CI builds it), with no Node on its PATH. */
+const RUNS = [
+  ...STORAGE_KINDS.map((kind) => ({ kind, binary: AGENT_BINARY })),
+  ...(TEST_BINARY && TEST_BINARY !== AGENT_BINARY ? [{ kind: 'pglite' as const, binary: TEST_BINARY }] : []),
+];
+
+for (const { kind, binary } of RUNS) {
+  describe(`agent and service end to end (${kind} storage${binary ? ', single-file binary' : ''})`, () => {
     let cluster: Cluster;
     let store: ServiceStore;
     let service: TestService;
@@ -93,7 +102,7 @@ for (const kind of STORAGE_KINDS) {
     });
 
     test('the agent reports, and a command issued through the service is applied, read back and acknowledged', async () => {
-      agent = startAgentProcess(agentDir(apiKey));
+      agent = startAgentProcess(agentDir(apiKey), binary);
       await until('the agent to connect', async () => (await database()).agent?.connected);
       for (let i = 0; i < 50; i++) await cluster.sql('SELECT count(*) FROM pg_class');
       const report = await until('a report with metrics', async () => {
@@ -125,14 +134,14 @@ for (const kind of STORAGE_KINDS) {
     });
 
     test('a second agent for the same database is refused, naming the holder', async () => {
-      const second = await runAgent(['--local'], { cwd: agentDir(apiKey), timeoutMs: 60_000 });
+      const second = await runAgent(['--local'], { cwd: agentDir(apiKey), timeoutMs: 60_000, binary });
       transcripts.push(second.stdout, second.stderr);
       assert.equal(second.code, 6, second.stderr);
       assert.match(second.stderr, /another agent already reports for this database: .*pid \d+/);
     });
 
     test('a wrong API key exits with a clear message', async () => {
-      const wrong = await runAgent(['--local'], { cwd: agentDir('tk_wrong_key_0123456789abcdef0123'), timeoutMs: 60_000 });
+      const wrong = await runAgent(['--local'], { cwd: agentDir('tk_wrong_key_0123456789abcdef0123'), timeoutMs: 60_000, binary });
       transcripts.push(wrong.stdout, wrong.stderr);
       assert.equal(wrong.code, 5, wrong.stderr);
       assert.match(wrong.stderr, /rejected the API key .*check tuner\.api_key/);

@@ -14,9 +14,12 @@ import { ConfigError, parseServiceArgs } from '../src/service/config.ts';
 import { PROTOCOL_DOC_PATH, protocolDoc } from '../src/service/docs/protocol-doc.ts';
 import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
 import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';
+import { installScript } from '../src/service/http/downloads.ts';
+import { readDownloads } from '../src/service/setup/downloads.ts';
 import { setupSnippets, shellQuote } from '../src/service/setup/snippets.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { planConnection } from '../src/postgres/connect.ts';
+import { setupPage } from '../src/service/web/setup-page.ts';
 import { html } from '../src/service/web/html.ts';
 import { ADMIN_PASSWORD, AgentClient, createScratchDatabase, createServiceStore, PersonClient, startTestService } from './helpers/service.ts';
 import { startRequest } from './helpers/service-reports.ts';
@@ -58,7 +61,14 @@ function containerEnv(command: string): Record<string, string> {
 
 for (const target of TargetKindSchema.options) {
   test(`setup snippets for --${target}: the spec's names, accepted by the agent's own config loader`, () => {
-    const snippets = setupSnippets({ target, databaseId: DATABASE_ID, apiKey: API_KEY, serverUrl: 'https://tuner.example.com', agentImage: 'registry.example.com/tuner-agent:latest' });
+    const snippets = setupSnippets({
+      target,
+      databaseId: DATABASE_ID,
+      apiKey: API_KEY,
+      serverUrl: 'https://tuner.example.com',
+      agentImage: 'registry.example.com/tuner-agent:latest',
+      installScriptUrl: 'https://tuner.example.com/install.sh',
+    });
     const yaml = YAML.parse(snippets.agentYaml) as Record<string, Record<string, unknown>>;
     const known = new Map(KEYS.map((k) => [k.section ? `${k.section}.${k.key}` : k.key, k]));
     for (const [section, values] of Object.entries(yaml)) {
@@ -75,6 +85,10 @@ for (const target of TargetKindSchema.options) {
     assert.match(snippets.containerCommand, /^docker run -d --restart always /);
     assert.ok(snippets.containerCommand.trimEnd().endsWith(`registry.example.com/tuner-agent:latest --${target}`));
     assert.match(snippets.binaryCommands, new RegExp(`^\\./tuner-agent --${target}$`, 'm'));
+    // The spec's installer one-liner, with this service's address.
+    assert.match(snippets.binaryCommands, /^curl -fsSL https:\/\/tuner\.example\.com\/install\.sh > \/tmp\/agent-installer\.sh && sh \/tmp\/agent-installer\.sh$/m);
+    // The journal and lease survive a container made anew: a named volume on the image's state path.
+    assert.match(snippets.containerCommand, new RegExp(`-v tuner-agent-${DATABASE_ID}:/var/lib/tuner-agent `));
     assert.equal(
       snippets.databaseSql,
       "CREATE USER agent_user WITH PASSWORD '<AGENT_USER_PASSWORD>';\nGRANT pg_monitor TO agent_user;\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;\n",
@@ -101,17 +115,85 @@ for (const target of TargetKindSchema.options) {
         { ...fromFile.config, local: {}, managedBFlex: { ...fromFile.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined } },
       );
       if (target === 'managed-b-flex') assert.equal(fromEnv.config.managedBFlex.tenantId, 'tenant-id');
+
+      // Cloud A's ECS task: the same variables less the access keys (the task role signs).
+      if (target === 'managed-a' || target === 'managed-a-cluster') {
+        type TaskDefinition = {
+          taskRoleArn: string;
+          containerDefinitions: { image: string; command: string[]; environment: { name: string; value: string }[]; mountPoints: { containerPath: string }[] }[];
+        };
+        const task = JSON.parse(snippets.ecsTaskDefinition!) as TaskDefinition;
+        const container = task.containerDefinitions[0]!;
+        assert.equal(container.image, 'registry.example.com/tuner-agent:latest');
+        assert.deepEqual(container.command, [`--${target}`]);
+        assert.match(task.taskRoleArn, /^arn:aws:iam::<ACCOUNT_ID>:role\//);
+        assert.deepEqual(container.mountPoints.map((m) => m.containerPath), ['/var/lib/tuner-agent']);
+        const taskEnv = Object.fromEntries(container.environment.map((e) => [e.name, fill(e.value)]));
+        for (const name of Object.keys(taskEnv)) assert.ok(knownEnv.has(name), `${name} is a variable the agent knows`);
+        assert.equal(taskEnv['AGENT_CLOUDA_ACCESS_KEY_ID'], undefined);
+        const fromTask = loadConfig({ cwd: empty, env: taskEnv, target, needsService: true });
+        assert.equal(fromTask.config.managedA.accessKeyId, undefined);
+        assert.equal(fromTask.config.managedA.region, 'us-east-1');
+      } else {
+        assert.equal(snippets.ecsTaskDefinition, null);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
       rmSync(empty, { recursive: true, force: true });
     }
 
     // Elsewhere than on the page that created it, the key is a placeholder.
-    const later = setupSnippets({ target, databaseId: DATABASE_ID, apiKey: null, serverUrl: 'https://tuner.example.com', agentImage: '<AGENT_IMAGE>' });
+    const later = setupSnippets({
+      target,
+      databaseId: DATABASE_ID,
+      apiKey: null,
+      serverUrl: 'https://tuner.example.com',
+      agentImage: '<AGENT_IMAGE>',
+      installScriptUrl: 'https://tuner.example.com/install.sh',
+    });
     assert.ok(!later.agentYaml.includes('tuner_'));
     assert.match(later.agentYaml, /api_key: <API_KEY>/);
   });
 }
+
+test('downloads: only the binaries SHA256SUMS names and that are there; with none, the setup page says so', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-downloads-'));
+  try {
+    const pageWith = (binaryTargets: readonly string[]) =>
+      setupPage({
+        session: { user: { id: 'u', accountId: 'a', username: 'admin', isAdmin: true, createdAt: new Date() }, csrfToken: 'c', expiresAt: new Date() },
+        database: { id: DATABASE_ID, accountId: 'a', name: 'orders', target: 'local', reportIntervalSeconds: null, createdAt: new Date(), agent: null },
+        keys: [],
+        newKey: null,
+        serverUrl: 'https://tuner.example.com',
+        agentImage: '<REGISTRY>/tuner-agent:latest',
+        installScriptUrl: 'https://tuner.example.com/install.sh',
+        binaryTargets,
+      }).value;
+    assert.deepEqual(readDownloads(dir), { binaries: [], missing: 'no SHA256SUMS in the downloads directory' });
+    const none = pageWith([]);
+    assert.match(none, /id="no-binaries"/);
+    assert.match(none, /This tuning service has no tuner-agent binaries to install/);
+    assert.ok(!none.includes('install.sh'), 'no one-liner that would fail');
+
+    const sum = 'ab'.repeat(32);
+    writeFileSync(join(dir, 'SHA256SUMS'), `${sum}  tuner-agent-linux-x64\n${sum}  tuner-agent-linux-arm64\n${sum}  ../etc/passwd\n`);
+    writeFileSync(join(dir, 'tuner-agent-linux-x64'), 'x');
+    writeFileSync(join(dir, 'notes.txt'), 'not served');
+    assert.deepEqual(readDownloads(dir), { binaries: [{ file: 'tuner-agent-linux-x64', target: 'linux-x64', sha256: sum }], missing: null });
+    const some = pageWith(['linux-x64']);
+    assert.ok(!some.includes('no-binaries'));
+    assert.match(some, /curl -fsSL https:\/\/tuner\.example\.com\/install\.sh &gt; \/tmp\/agent-installer\.sh &amp;&amp; sh \/tmp\/agent-installer\.sh/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('install.sh carries the service address only when it is safe in a shell script', () => {
+  assert.match(installScript('https://tuner.example.com')!, /^SERVICE_URL='https:\/\/tuner\.example\.com'$/m);
+  assert.match(installScript('http://[::1]:8080/')!, /^SERVICE_URL='http:\/\/\[::1\]:8080'$/m);
+  for (const unsafe of ["http://x';rm -rf ~;'", 'http://a b', 'http://x$(id)', 'file:///etc']) assert.equal(installScript(unsafe), null, unsafe);
+});
 
 test('shell quoting survives quotes', () => {
   assert.equal(shellQuote('plain-value_1.2'), 'plain-value_1.2');

@@ -2,6 +2,9 @@
 // copy agent.yaml, watch the dashboard as a simulated agent connects and reports, issue a command.
 // Screenshots go to $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -17,12 +20,17 @@ let store: ServiceStore;
 let service: TestService;
 let browser: Browser;
 let page: Page;
+let downloads: string;
 const problems: string[] = [];
 
 before(async () => {
   if (skip) return;
   store = await createServiceStore('pglite');
-  service = await startTestService(store);
+  // A build's output as the page sees it: a binary named in SHA256SUMS.
+  downloads = mkdtempSync(join(tmpdir(), 'tuner-web-downloads-'));
+  writeFileSync(join(downloads, 'tuner-agent-linux-x64'), 'not a real binary');
+  writeFileSync(join(downloads, 'SHA256SUMS'), `${createHash('sha256').update('not a real binary').digest('hex')}  tuner-agent-linux-x64\n`);
+  service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   // A script error or a Content-Security-Policy violation shows up here.
@@ -42,6 +50,7 @@ after(async () => {
   await browser?.close();
   await service?.close();
   await store?.dispose();
+  if (downloads) rmSync(downloads, { recursive: true, force: true });
 });
 
 test('log in, create a database and a key, copy agent.yaml, see the agent report on the dashboard', { skip }, async () => {
@@ -76,7 +85,12 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   const container = (await page.textContent('#container-command'))!;
   assert.ok(container.includes(`-e AGENT_TUNER_API_KEY=${apiKey}`), container);
   assert.match(container, /--managed-a\n$/);
-  assert.match((await page.textContent('#binary-command'))!, /\.\/tuner-agent --managed-a\n/);
+  const binary = (await page.textContent('#binary-command'))!;
+  assert.match(binary, /\.\/tuner-agent --managed-a\n/);
+  assert.ok(binary.includes(`curl -fsSL ${service.url}/install.sh > /tmp/agent-installer.sh && sh /tmp/agent-installer.sh\n`), binary);
+  assert.equal(await page.textContent('#binary-targets'), 'linux-x64');
+  const task = JSON.parse((await page.textContent('#ecs-task-definition'))!) as { containerDefinitions: { command: string[] }[] };
+  assert.deepEqual(task.containerDefinitions[0]?.command, ['--managed-a']);
   assert.match((await page.textContent('#database-sql'))!, /GRANT pg_monitor TO agent_user;/);
   await page.screenshot({ path: join(SCREENSHOTS, 'setup.png'), fullPage: true });
 

@@ -6,6 +6,7 @@ import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, ty
 import { ConfigError, loadConfig, type AgentConfig } from './config/load.ts';
 import { connectDb, type Db } from './db.ts';
 import { agentConnectionContext } from './db-tls.ts';
+import { InitError, initInstance } from './init.ts';
 import { Journal, JournalError } from './journal.ts';
 import { createLogger, errorMessage, type Logger } from './log.ts';
 import { runLoop } from './loop.ts';
@@ -15,7 +16,9 @@ import { collectOnce } from './once.ts';
 import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../postgres/connect.ts';
 import { createLocalTarget, describeConnection, localGrantsSql } from './targets/local.ts';
 import { createManagedATarget, managedAPermissions } from './targets/managed-a.ts';
-import { RESTART_MODE_UNSUPPORTED, createManagedBFlexTarget, managedBFlexPermissions } from './targets/managed-b-flex.ts';
+// The Cloud B module (Azure SDK) is imported only where --managed-b-flex needs it: it weighs
+// about half a second of start-up that --version, --local and the binary should not pay.
+const cloudB = () => import('./targets/managed-b-flex.ts');
 import type { Target, TargetDeps } from './targets/target.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -47,6 +50,8 @@ export const HELP = `tuner-agent ${AGENT_VERSION}: tunes one PostgreSQL database
 Usage:
   tuner-agent <target> [command] [options]
   tuner-agent permissions <target>
+  tuner-agent init DIR <target>   make DIR for one more instance: a copy of this binary and an
+                                  agent.yaml to fill in (one directory per database)
 
 Targets (exactly one):
   --local               a self-hosted PostgreSQL (ALTER SYSTEM)
@@ -83,10 +88,12 @@ class UsageError extends Error {}
 
 interface Invocation {
   target: TargetKind | null;
-  command: 'run' | 'check' | 'once' | 'apply' | 'revert' | 'permissions' | 'help' | 'version';
+  command: 'run' | 'check' | 'once' | 'apply' | 'revert' | 'permissions' | 'init' | 'help' | 'version';
   apply: Record<string, string>;
   intervalSeconds: number;
   configPath: string | undefined;
+  /** init: the directory to make. */
+  initDir: string | undefined;
 }
 
 export function parseInvocation(argv: string[]): Invocation {
@@ -124,9 +131,12 @@ export function parseInvocation(argv: string[]): Invocation {
     values.apply && 'apply',
     values.revert && 'revert',
     positionals[0] === 'permissions' && 'permissions',
+    positionals[0] === 'init' && 'init',
   ].filter((c): c is Invocation['command'] => typeof c === 'string');
-  if (positionals.length > 0 && positionals[0] !== 'permissions') throw new UsageError(`unknown command "${positionals[0]}"; see tuner-agent --help`);
-  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"; see tuner-agent --help`);
+  if (positionals.length > 0 && positionals[0] !== 'permissions' && positionals[0] !== 'init') throw new UsageError(`unknown command "${positionals[0]}"; see tuner-agent --help`);
+  const arity = positionals[0] === 'init' ? 2 : 1;
+  if (positionals.length > arity) throw new UsageError(`unexpected argument "${positionals[arity]}"; see tuner-agent --help`);
+  if (positionals[0] === 'init' && positionals[1] === undefined) throw new UsageError('init needs a directory: tuner-agent init DIR --local (or another target)');
   if (commands.length > 1) throw new UsageError(`choose one command, not ${commands.join(' and ')}`);
   const command = values.help ? 'help' : values.version ? 'version' : (commands[0] ?? 'run');
 
@@ -146,7 +156,7 @@ export function parseInvocation(argv: string[]): Invocation {
   if (command !== 'help' && command !== 'version' && target === null) {
     throw new UsageError('choose a target: --local, --managed-a, --managed-a-cluster or --managed-b-flex; see tuner-agent --help');
   }
-  return { target, command, apply, intervalSeconds, configPath: values.config };
+  return { target, command, apply, intervalSeconds, configPath: values.config, initDir: positionals[0] === 'init' ? positionals[1] : undefined };
 }
 
 async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target> {
@@ -157,12 +167,12 @@ async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target>
     case 'managed-a-cluster':
       return createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });
     case 'managed-b-flex':
-      return createManagedBFlexTarget(deps);
+      return (await cloudB()).createManagedBFlexTarget(deps);
   }
 }
 
 /** The permissions document of a target; a cloud's may use the configuration when there is one. */
-function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string): string {
+async function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
   switch (kind) {
     case 'local':
       return localGrantsSql('agent_user');
@@ -176,7 +186,7 @@ function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string):
       } catch {
         // Without a configuration the document shows placeholders for the scope.
       }
-      return managedBFlexPermissions(config);
+      return (await cloudB()).managedBFlexPermissions(config);
     }
   }
 }
@@ -213,9 +223,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
     return EXIT.ok;
   }
   const kind = invocation.target!;
+  if (invocation.command === 'init') {
+    try {
+      io.out(initInstance(invocation.initDir!, kind, cwd).text);
+      return EXIT.ok;
+    } catch (err) {
+      io.err(`tuner-agent: ${err instanceof InitError ? err.message : errorMessage(err)}\n`);
+      return err instanceof InitError ? EXIT.usage : EXIT.failure;
+    }
+  }
   if (invocation.command === 'permissions') {
     try {
-      io.out(permissionsText(kind, env, cwd));
+      io.out(await permissionsText(kind, env, cwd));
       return EXIT.ok;
     } catch (err) {
       io.err(`tuner-agent: ${errorMessage(err)}\n`);
@@ -240,7 +259,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   }
 
   if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
-    io.err(`tuner-agent: ${RESTART_MODE_UNSUPPORTED}\n`);
+    io.err(`tuner-agent: ${(await cloudB()).RESTART_MODE_UNSUPPORTED}\n`);
     return EXIT.usage;
   }
 

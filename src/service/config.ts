@@ -1,5 +1,6 @@
 // tuner-service's configuration: command-line flags, then environment variables, then defaults
 // (a flag wins over its variable). Validated with messages that name the flag or variable.
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 
@@ -23,6 +24,8 @@ export interface ServiceConfig {
   retentionReportsPerDatabase: number;
   /** The container image shown in the setup page's docker command. */
   agentImage: string;
+  /** Where the tuner-agent binaries and their SHA256SUMS are (served under /downloads/). */
+  downloadsDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -53,6 +56,9 @@ const httpUrl = z
   .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'expected an http(s) URL such as https://tuner.example.com')
   .transform((v) => v.replace(/\/+$/, ''));
 
+/** What `npm run build:agent` writes: the package's own dist/. */
+export const DEFAULT_DOWNLOADS_DIR = join(import.meta.dirname, '..', '..', 'dist');
+
 /** Where each setting comes from: its flag (if any), its variable, its schema and default. */
 const SETTINGS = {
   listen: { flag: 'listen', env: 'TUNER_LISTEN', schema: listen, default: '127.0.0.1:8080' },
@@ -67,19 +73,22 @@ const SETTINGS = {
   leaseMinSeconds: { flag: null, env: 'TUNER_LEASE_MIN_SECONDS', schema: integer(1, 3600), default: '30' },
   retentionDays: { flag: null, env: 'TUNER_RETENTION_DAYS', schema: integer(1, 3650), default: '30' },
   retentionReportsPerDatabase: { flag: null, env: 'TUNER_RETENTION_REPORTS', schema: integer(100, 10_000_000), default: '20000' },
-  agentImage: { flag: null, env: 'TUNER_AGENT_IMAGE', schema: z.string().regex(/^[A-Za-z0-9._/:@<>-]{1,200}$/, 'expected an image reference such as registry.example.com/tuner-agent:latest'), default: '<AGENT_IMAGE>' },
+  agentImage: { flag: null, env: 'TUNER_AGENT_IMAGE', schema: z.string().regex(/^[A-Za-z0-9._/:@<>-]{1,200}$/, 'expected an image reference such as registry.example.com/tuner-agent:latest'), default: '<REGISTRY>/tuner-agent:latest' },
+  downloadsDir: { flag: 'downloads-dir', env: 'TUNER_DOWNLOADS_DIR', schema: z.string().min(1), default: DEFAULT_DOWNLOADS_DIR },
   logLevel: { flag: null, env: 'TUNER_LOG_LEVEL', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info' },
 } as const;
 
 export const HELP = `tuner-service: the tuning service that tuner-agents report to, with its web pages
 
 Usage:
-  tuner-service [--listen HOST:PORT] [--data-dir DIR] [--public-url URL]
+  tuner-service [--listen HOST:PORT] [--data-dir DIR] [--public-url URL] [--downloads-dir DIR]
 
 Options (each also an environment variable; a flag wins):
   --listen HOST:PORT    TUNER_LISTEN, default 127.0.0.1:8080
   --data-dir DIR        TUNER_DATA_DIR, default ./tuner-data (the embedded storage)
   --public-url URL      TUNER_PUBLIC_URL, the address agents use (shown in agent.yaml)
+  --downloads-dir DIR   TUNER_DOWNLOADS_DIR, the tuner-agent binaries and SHA256SUMS that
+                        /install.sh installs (default: the package's dist/, npm run build:agent)
   --help, --version
 
 Environment only:
@@ -100,6 +109,7 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
         listen: { type: 'string' },
         'data-dir': { type: 'string' },
         'public-url': { type: 'string' },
+        'downloads-dir': { type: 'string' },
         help: { type: 'boolean' },
         version: { type: 'boolean' },
       },

@@ -1,8 +1,14 @@
-// Runs the real tuner-agent bin as a child process, the way an operator would.
+// Runs the real tuner-agent as a child process, the way an operator would: bin/tuner-agent.js
+// under this Node, or, when TUNER_AGENT_BIN names one, the single-file binary (npm run
+// build:agent; CI runs the agent tests against it), with no Node on its PATH.
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
 
 export const AGENT_BIN = join(import.meta.dirname, '..', '..', 'bin', 'tuner-agent.js');
+
+/** The binary under test, if any. */
+export const AGENT_BINARY: string | null = process.env['TUNER_AGENT_BIN'] ? resolve(process.env['TUNER_AGENT_BIN']) : null;
 
 export interface AgentRun {
   code: number;
@@ -10,22 +16,37 @@ export interface AgentRun {
   stderr: string;
 }
 
-/** The test runner's own AGENT_* variables must not leak into the agent under test. */
-function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AGENT_') && !k.startsWith('CLOUDB_')));
-  return { ...env, ...extra };
+/** The file to execute and its arguments, for the agent under test. */
+export function agentCommand(args: readonly string[], binary: string | null = AGENT_BINARY): [string, string[]] {
+  return binary ? [binary, [...args]] : [process.execPath, [AGENT_BIN, ...args]];
 }
 
-export function runAgent(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<AgentRun> {
+/** The PATH without any directory that holds a `node`: a binary run with it proves it needs none. */
+export function pathWithoutNode(path = process.env['PATH'] ?? ''): string {
+  return path
+    .split(delimiter)
+    .filter((dir) => dir !== '' && !existsSync(join(dir, 'node')))
+    .join(delimiter);
+}
+
+/** The PATH the agent under test gets. */
+export function agentPath(binary: string | null = AGENT_BINARY): string {
+  return binary ? pathWithoutNode() : (process.env['PATH'] ?? '');
+}
+
+/** The test runner's own AGENT_* variables must not leak into the agent under test. */
+function cleanEnv(extra: NodeJS.ProcessEnv, binary: string | null): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AGENT_') && !k.startsWith('CLOUDB_')));
+  return { ...env, PATH: agentPath(binary), ...extra };
+}
+
+export function runAgent(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; binary?: string | null }): Promise<AgentRun> {
+  const binary = options.binary === undefined ? AGENT_BINARY : options.binary;
+  const [file, fileArgs] = agentCommand(args, binary);
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [AGENT_BIN, ...args],
-      { cwd: options.cwd, env: cleanEnv(options.env ?? {}), timeout: options.timeoutMs ?? 120_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
+    execFile(file, fileArgs, { cwd: options.cwd, env: cleanEnv(options.env ?? {}, binary), timeout: options.timeoutMs ?? 120_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
   });
 }

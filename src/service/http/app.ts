@@ -1,11 +1,13 @@
-// The HTTP server: three parts with their own body parsers and error handlers (Fastify
-// encapsulation): protocol v1 for agents, the people's JSON API, and the HTML pages.
+// The HTTP server: four parts with their own body parsers and error handlers (Fastify
+// encapsulation): protocol v1 for agents, the people's JSON API, the HTML pages, and the agent's
+// installer and binaries.
 import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import { API_PREFIX, MAX_BODY_BYTES } from '../../protocol/v1.ts';
 import { errorBody } from './errors.ts';
 import type { ServiceContext } from '../context.ts';
 import { registerAgentApi } from './agent-api.ts';
+import { registerDownloads } from './downloads.ts';
 import { MANAGE_PREFIX, registerManageApi } from './manage-api.ts';
 import { registerPages } from './pages.ts';
 import { LoginThrottle } from './sessions.ts';
@@ -68,6 +70,11 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     },
     { prefix: MANAGE_PREFIX },
   );
+  // The installer and the binaries: fetched by an operator's host, with no login.
+  void app.register((scope, _options, done) => {
+    registerDownloads(scope, ctx);
+    done();
+  });
   void app.register((scope, _options, done) => {
     registerPages(scope, ctx, throttle);
     done();

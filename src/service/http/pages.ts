@@ -30,7 +30,10 @@ import { loginPage } from '../web/login-page.ts';
 import { setupPage } from '../web/setup-page.ts';
 import { usersPage } from '../web/users-page.ts';
 import { HttpError, describeError, formatZodError, notFound, safeErrorForLog } from './errors.ts';
+import { readDownloads } from '../setup/downloads.ts';
+import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
+import { serviceUrl } from './public-url.ts';
 import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './sessions.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';
@@ -81,7 +84,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     if (!session) throw new HttpError(401, 'unauthorized', 'log in first');
     return session;
   };
-  const serverUrl = (request: FastifyRequest) => config.publicUrl ?? `${request.protocol}://${request.host}`;
+  const serverUrl = (request: FastifyRequest) => serviceUrl(config, request);
 
   void app.register(formbody, { bodyLimit: 64 * 1024 });
 
@@ -167,7 +170,13 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const database = await storage.getDatabase(session.user.accountId, databaseId);
     if (!database) throw notFound('There is no such database in your account.');
     const keys = await storage.listApiKeys(session.user.accountId, databaseId);
-    return sendPage(reply, setupPage({ session, database, keys, newKey, serverUrl: serverUrl(request), agentImage: config.agentImage, error }), status);
+    const binaryTargets = readDownloads(config.downloadsDir).binaries.map((b) => b.target);
+    const url = serverUrl(request);
+    return sendPage(
+      reply,
+      setupPage({ session, database, keys, newKey, serverUrl: url, agentImage: config.agentImage, installScriptUrl: installScriptUrl(url), binaryTargets, error }),
+      status,
+    );
   };
 
   app.post('/databases', async (request, reply) => {

@@ -1,5 +1,6 @@
 // What the agent setup page shows, ready to copy: agent.yaml for the chosen target, the same as a
-// container command (environment variables), the binary command, and the database-side SQL.
+// container command (environment variables) and, on Cloud A, as an ECS task definition, the
+// installer and binary commands, and the database-side SQL.
 // Key and variable names are exactly the spec's (docs/configuration.md; a test compares them with
 // the agent's own key table). What only the operator knows stays a <PLACEHOLDER>; the real API key
 // is filled in only on the page that created it.
@@ -13,14 +14,21 @@ export interface SetupInput {
   apiKey: string | null;
   serverUrl: string;
   agentImage: string;
+  /** The installer's address (GET /install.sh of this service). */
+  installScriptUrl: string;
 }
 
 export interface SetupSnippets {
   agentYaml: string;
   containerCommand: string;
   binaryCommands: string;
+  /** Cloud A targets only: the agent as an ECS task, its credentials from the task role. */
+  ecsTaskDefinition: string | null;
   databaseSql: string;
 }
+
+/** Where the container keeps its journal and lease (the image's working directory and volume). */
+export const AGENT_STATE_DIR = '/var/lib/tuner-agent';
 
 interface Entry {
   section: string | null;
@@ -165,7 +173,8 @@ export function shellQuote(value: string): string {
 }
 
 function containerCommand(list: readonly Entry[], input: SetupInput): string {
-  const lines = ['docker run -d --restart always --name tuner-agent'];
+  // The journal and lease live in a named volume: a container made anew resumes, not blind.
+  const lines = ['docker run -d --restart always --name tuner-agent', `-v ${shellQuote(`tuner-agent-${input.databaseId}`)}:${AGENT_STATE_DIR}`];
   for (const entry of list) {
     if (entry.fileOnly) continue;
     lines.push(`-e ${entry.env}=${shellQuote(String(entry.value))}`);
@@ -176,11 +185,50 @@ function containerCommand(list: readonly Entry[], input: SetupInput): string {
 
 function binaryCommands(input: SetupInput): string {
   return [
-    '# in the directory that holds tuner-agent and agent.yaml:',
+    '# in an empty directory of its own (one per database): download tuner-agent, check its SHA-256',
+    `curl -fsSL ${shellQuote(input.installScriptUrl)} > /tmp/agent-installer.sh && sh /tmp/agent-installer.sh`,
+    '# then, with agent.yaml beside it:',
     `./tuner-agent --${input.target} --check   # checks every prerequisite, says how to fix each`,
     `./tuner-agent --${input.target}`,
     '',
   ].join('\n');
+}
+
+/** An ECS task definition (Fargate) for a Cloud A target: no access keys, the task role's
+ * credentials instead; the journal and lease on an EFS volume, so a replaced task resumes. */
+function ecsTaskDefinition(list: readonly Entry[], input: SetupInput): string | null {
+  if (input.target !== 'managed-a' && input.target !== 'managed-a-cluster') return null;
+  const environment = list
+    .filter((e) => !e.fileOnly && e.env !== 'AGENT_CLOUDA_ACCESS_KEY_ID' && e.env !== 'AGENT_CLOUDA_SECRET_ACCESS_KEY')
+    .map((e) => ({ name: e.env, value: String(e.value) }));
+  const definition = {
+    family: `tuner-agent-${input.databaseId}`,
+    taskRoleArn: 'arn:aws:iam::<ACCOUNT_ID>:role/<ROLE_WITH_THE_AGENT_POLICY>',
+    executionRoleArn: 'arn:aws:iam::<ACCOUNT_ID>:role/ecsTaskExecutionRole',
+    requiresCompatibilities: ['FARGATE'],
+    networkMode: 'awsvpc',
+    cpu: '256',
+    memory: '512',
+    containerDefinitions: [
+      {
+        name: 'tuner-agent',
+        image: input.agentImage,
+        essential: true,
+        command: [`--${input.target}`],
+        environment,
+        mountPoints: [{ sourceVolume: 'tuner-agent-state', containerPath: AGENT_STATE_DIR }],
+      },
+    ],
+    volumes: [
+      {
+        name: 'tuner-agent-state',
+        efsVolumeConfiguration: { fileSystemId: '<EFS_FILE_SYSTEM_ID>', transitEncryption: 'ENABLED', authorizationConfig: { accessPointId: '<EFS_ACCESS_POINT_ID>' } },
+      },
+    ],
+  };
+  // One line per variable: the list reads like the docker command's.
+  const text = JSON.stringify(definition, null, 2).replace(/\{\n\s+("name": "[^"\n]*"),\n\s+("value": "(?:[^"\\\n]|\\.)*")\n\s+\}/g, '{ $1, $2 }');
+  return `${text}\n`;
 }
 
 export function setupSnippets(input: SetupInput): SetupSnippets {
@@ -189,6 +237,7 @@ export function setupSnippets(input: SetupInput): SetupSnippets {
     agentYaml: agentYaml(list),
     containerCommand: containerCommand(list, input),
     binaryCommands: binaryCommands(input),
+    ecsTaskDefinition: ecsTaskDefinition(list, input),
     databaseSql: DATABASE_SQL,
   };
 }

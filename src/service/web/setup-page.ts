@@ -1,5 +1,6 @@
-// The agent setup page: the database-side SQL, agent.yaml, the binary and container commands,
-// and the database's API keys. A new key appears in full only on the page that created it.
+// The agent setup page: the database-side SQL, agent.yaml, the installer, binary and container
+// commands (and Cloud A's ECS task), and the database's API keys. A new key appears in full
+// only on the page that created it.
 import { setupSnippets, TARGET_LABELS } from '../setup/snippets.ts';
 import type { ApiKeyInfo, DatabaseSummary, Session } from '../storage/storage.ts';
 import { formatTime } from './format.ts';
@@ -14,6 +15,9 @@ export interface SetupPageInput {
   newKey: string | null;
   serverUrl: string;
   agentImage: string;
+  installScriptUrl: string;
+  /** The targets (e.g. linux-x64) of the tuner-agent binaries this service serves; empty when none. */
+  binaryTargets: readonly string[];
   error?: string | undefined;
 }
 
@@ -24,7 +28,20 @@ function snippet(id: string, title: string, text: string, note?: Html): Html {
 
 export function setupPage(input: SetupPageInput): Html {
   const { session, database, keys, newKey } = input;
-  const s = setupSnippets({ target: database.target, databaseId: database.id, apiKey: newKey, serverUrl: input.serverUrl, agentImage: input.agentImage });
+  const s = setupSnippets({
+    target: database.target,
+    databaseId: database.id,
+    apiKey: newKey,
+    serverUrl: input.serverUrl,
+    agentImage: input.agentImage,
+    installScriptUrl: input.installScriptUrl,
+  });
+  const binaries = input.binaryTargets.length > 0
+    ? snippet('binary-command', 'Install and run the binary', s.binaryCommands, html`<p class="muted">The installer puts <code>tuner-agent</code> in the current directory and checks its SHA-256. Binaries here: <span id="binary-targets">${input.binaryTargets.join(', ')}</span>.</p>`)
+    : html`<div class="notice warn" id="no-binaries" role="status"><strong>This tuning service has no tuner-agent binaries to install</strong>: its administrator builds them with <code>npm run build:agent</code> (docs/install.md). Until then, run the container below, or the agent from the npm package.</div>`;
+  const ecs = s.ecsTaskDefinition
+    ? snippet('ecs-task-definition', 'Or on Cloud A container orchestration: an ECS task definition', s.ecsTaskDefinition, html`<p class="muted">The task role (with the policy that <code>tuner-agent permissions --${database.target}</code> prints) takes the place of access keys; the EFS volume keeps the journal and lease when a task is replaced.</p>`)
+    : '';
   const keyRows = keys.map(
     (k) => html`<tr>
   <td class="mono">${k.displayPrefix}…</td><td>${k.label || html`<span class="muted">–</span>`}</td>
@@ -53,8 +70,9 @@ ${newKey
       database.target === 'local' ? html` To let the agent apply changes without a superuser (PostgreSQL 15+), run the grants that <code>./tuner-agent permissions --local</code> prints.` : ''
     }</p>`)}</li>
   <li>${snippet('agent-yaml', 'agent.yaml, next to the tuner-agent binary', s.agentYaml, html`<p class="muted">Replace each &lt;PLACEHOLDER&gt; with your values.</p>`)}</li>
-  <li>${snippet('binary-command', 'Run the binary', s.binaryCommands)}
-      ${snippet('container-command', 'Or run the container (configured by environment variables)', s.containerCommand)}</li>
+  <li>${binaries}
+      ${snippet('container-command', 'Or run the container (configured by environment variables)', s.containerCommand)}
+      ${ecs}</li>
 </ol>
 </div>
 <div class="card">

@@ -1,0 +1,43 @@
+// The agent.yaml that `tuner-agent init` writes for one target, from the key table: every key the
+// target needs as a <PLACEHOLDER> to fill in, the optional ones commented out with their default,
+// each under its help text.
+import type { TargetKind } from '../../knobs/index.ts';
+import { KEYS, type KeySpec } from './keys.ts';
+
+const TARGET_SECTION: Record<TargetKind, KeySpec['section']> = {
+  local: 'local',
+  'managed-a': 'managed_a',
+  'managed-a-cluster': 'managed_a',
+  'managed-b-flex': 'managed_b_flex',
+};
+
+function required(spec: KeySpec, target: TargetKind): boolean {
+  return spec.requiredFor.some((r) => r === 'any' || r === 'service' || r === target);
+}
+
+function placeholder(spec: KeySpec): string {
+  return spec.kind === 'postgres-url' ? spec.help : `<${spec.key.toUpperCase()}>`;
+}
+
+/** The default a help text names ("(default true)"), or a placeholder. */
+function example(spec: KeySpec): string {
+  return /\(default ([^)\s]+?)(?::\s|\s|\))/.exec(spec.help)?.[1] ?? placeholder(spec);
+}
+
+export function agentYamlTemplate(target: TargetKind): string {
+  const lines = [`# tuner-agent --${target}: replace each <PLACEHOLDER>; docs/configuration.md describes every key.`];
+  for (const section of ['postgresql', TARGET_SECTION[target], 'tuner'] as const) {
+    lines.push(`${section}:`);
+    for (const spec of KEYS.filter((k) => k.section === section)) {
+      // A URL's help is its shape, which the placeholder already shows.
+      if (spec.kind !== 'postgres-url') lines.push(`  # ${spec.help}`);
+      lines.push(required(spec, target) ? `  ${spec.key}: ${placeholder(spec)}` : `  # ${spec.key}: ${example(spec)}`);
+    }
+  }
+  const envOnly = KEYS.filter((k) => k.section === null && target === 'managed-b-flex');
+  if (envOnly.length > 0) {
+    lines.push('# Outside Cloud B (no managed identity), sign in as a service principal with the environment variables');
+    for (const spec of envOnly) lines.push(`#   ${spec.env}: ${spec.help}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
