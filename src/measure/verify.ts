@@ -1,0 +1,108 @@
+// The final verification (design.md, "The measure"): before a configuration is recommended, the
+// baseline (A) and the candidate (B) alternate over several rounds, and the gain is reported
+// with its confidence interval. A configuration is recommended only when the whole interval
+// shows a gain of at least the minimum effect.
+//
+// The interval: a paired Student t interval on the per-round log ratios log(B/A). Paired,
+// because the two windows of a round are neighbours in time and share the load of the moment;
+// on log ratios, because runtimes vary by ratios and a ratio's log is close to normal; and t
+// rather than a bootstrap, because a verification has 3 to 10 rounds: a bootstrap of 3 pairs
+// has 10 distinct resamples and its percentile interval is far too narrow at that size, while
+// the t interval is exact for normal differences and robust enough near them.
+//
+// The order within a round alternates (A B, B A, A B, …): a drift that is linear in time adds
+// +d to one round's log ratio and −d to the next's, so it cancels in the mean instead of
+// biasing it (and widens the interval, which is the honest effect of drift).
+import jStat from 'jstat';
+
+export interface VerifySettings {
+  /** Rounds before any verdict. */
+  minRounds: number;
+  /** Rounds after which the verdict is final. */
+  maxRounds: number;
+  /** The smallest runtime gain worth recommending (0.05 = 5 %). */
+  minEffect: number;
+  /** The interval's level (0.95). */
+  confidence: number;
+}
+
+export type Role = 'baseline' | 'candidate';
+
+/** Round 1 measures A then B, round 2 B then A, and so on. */
+export function roundOrder(round: number): readonly [Role, Role] {
+  return round % 2 === 1 ? ['baseline', 'candidate'] : ['candidate', 'baseline'];
+}
+
+/** One window's figures: the baseline-mix-weighted runtime and the throughput (statements/s). */
+export interface WindowFigures {
+  runtimeMs: number;
+  throughput: number;
+}
+
+export interface RoundFigures {
+  baseline: WindowFigures;
+  candidate: WindowFigures;
+}
+
+/** A ratio candidate/baseline with its interval: 0.82 is 18 % less. */
+export interface Interval {
+  estimate: number;
+  low: number;
+  high: number;
+}
+
+/** The paired t interval of exp(mean log ratio); null under two rounds (no spread to judge). */
+export function pairedInterval(logRatios: readonly number[], confidence: number): Interval | null {
+  const n = logRatios.length;
+  if (n < 2 || logRatios.some((x) => !Number.isFinite(x))) return null;
+  const mean = logRatios.reduce((a, b) => a + b, 0) / n;
+  const sd = Math.sqrt(logRatios.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1));
+  const half = jStat.studentt.inv((1 + confidence) / 2, n - 1) * (sd / Math.sqrt(n));
+  return { estimate: Math.exp(mean), low: Math.exp(mean - half), high: Math.exp(mean + half) };
+}
+
+export type Decision = 'continue' | 'recommend' | 'no_significant_improvement';
+
+export interface Verdict {
+  rounds: number;
+  /** The candidate's runtime over the baseline's. */
+  runtime: Interval | null;
+  /** The candidate's throughput over the baseline's. */
+  throughput: Interval | null;
+  decision: Decision;
+}
+
+const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => number) => rounds.map((r) => Math.log(pick(r.candidate) / pick(r.baseline)));
+
+/**
+ * After each round: recommend once the whole runtime interval lies at or below 1 − minEffect;
+ * stop with no significant improvement once it lies wholly above (the minimum effect is out of
+ * reach) or the rounds run out; else measure another round.
+ */
+export function verdict(rounds: readonly RoundFigures[], settings: VerifySettings): Verdict {
+  const runtime = pairedInterval(logRatio(rounds, (w) => w.runtimeMs), settings.confidence);
+  const throughput = pairedInterval(logRatio(rounds, (w) => w.throughput), settings.confidence);
+  const n = rounds.length;
+  const goal = 1 - settings.minEffect;
+  let decision: Decision = 'continue';
+  if (n >= settings.minRounds && runtime) {
+    if (runtime.high <= goal) decision = 'recommend';
+    else if (runtime.low > goal || n >= settings.maxRounds) decision = 'no_significant_improvement';
+  } else if (n >= settings.maxRounds) {
+    decision = 'no_significant_improvement';
+  }
+  return { rounds: n, runtime, throughput, decision };
+}
+
+const signed = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(x * 100).toFixed(Math.abs(x) < 0.1 ? 1 : 0)} %`;
+
+/** "runtime −18 % (95 % CI −24 % to −11 %)": a ratio's interval as changes, for people. */
+export function describeInterval(what: string, interval: Interval, confidence: number): string {
+  return `${what} ${signed(interval.estimate - 1)} (${Math.round(confidence * 100)} % CI ${signed(interval.low - 1)} to ${signed(interval.high - 1)})`;
+}
+
+/** The verified result in one line: "runtime −18 % (95 % CI …), throughput +6 % (…), 4 A/B rounds". */
+export function describeVerdict(v: Verdict, confidence: number): string {
+  const parts = [v.runtime && describeInterval('runtime', v.runtime, confidence), v.throughput && describeInterval('throughput', v.throughput, confidence)].filter((x): x is string => Boolean(x));
+  return `${parts.join(', ')}${parts.length ? ', ' : ''}${v.rounds} A/B round${v.rounds === 1 ? '' : 's'}`;
+}
