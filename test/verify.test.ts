@@ -176,5 +176,8 @@ test('the paired t interval, the round order and the stopping rule', () => {
   assert.equal(verdict([round(8), round(11), round(9.5)], SETTINGS).decision, 'continue', 'too wide: another round');
   assert.equal(verdict(Array.from({ length: 8 }, (_, k) => round(k % 2 ? 8 : 11)), SETTINGS).decision, 'no_significant_improvement', 'the rounds ran out');
   assert.equal(verdict([round(9.6), round(9.6), round(9.6)], SETTINGS).decision, 'no_significant_improvement', '4 % is under the minimum effect of 5 %');
+  const slower = clear.map((r) => ({ baseline: r.baseline, candidate: { ...r.candidate, throughput: 60 } }));
+  assert.deepEqual([verdict(slower, SETTINGS).decision, verdict(slower, SETTINGS).why], ['no_significant_improvement', 'its throughput fell by more than 20 % over the whole interval']);
+  assert.equal(verdict(clear, SETTINGS).why, 'the whole runtime interval is a gain of at least 5 %');
   assert.match(describeVerdict(verdict(clear, SETTINGS), 0.95), /^runtime −50 % \(95 % CI −5\d % to −4\d %\), throughput ±0\.0 % \(95 % CI ±0\.0 % to ±0\.0 %\), 3 A\/B rounds$/);
 });

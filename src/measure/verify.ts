@@ -26,6 +26,9 @@ export interface VerifySettings {
   confidence: number;
 }
 
+/** A candidate whose throughput interval lies wholly below 1 − this is not recommended, whatever its runtime. */
+export const MAX_THROUGHPUT_DROP = 0.2;
+
 export type Role = 'baseline' | 'candidate';
 
 /** Round 1 measures A then B, round 2 B then A, and so on. */
@@ -70,28 +73,36 @@ export interface Verdict {
   /** The candidate's throughput over the baseline's. */
   throughput: Interval | null;
   decision: Decision;
+  /** Why, for people: which part of the interval decided. */
+  why: string;
 }
 
 const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => number) => rounds.map((r) => Math.log(pick(r.candidate) / pick(r.baseline)));
 
 /**
- * After each round: recommend once the whole runtime interval lies at or below 1 − minEffect;
- * stop with no significant improvement once it lies wholly above (the minimum effect is out of
- * reach) or the rounds run out; else measure another round.
+ * After each round: recommend once the whole runtime interval lies at or below 1 − minEffect
+ * (unless the whole throughput interval shows a drop of more than MAX_THROUGHPUT_DROP); stop
+ * with no significant improvement once it lies wholly above (the minimum effect is out of reach)
+ * or the rounds run out; else measure another round. Single windows are not judged on their
+ * throughput here: a window or two of a busy neighbour would sink a good candidate.
  */
 export function verdict(rounds: readonly RoundFigures[], settings: VerifySettings): Verdict {
   const runtime = pairedInterval(logRatio(rounds, (w) => w.runtimeMs), settings.confidence);
   const throughput = pairedInterval(logRatio(rounds, (w) => w.throughput), settings.confidence);
   const n = rounds.length;
   const goal = 1 - settings.minEffect;
-  let decision: Decision = 'continue';
-  if (n >= settings.minRounds && runtime) {
-    if (runtime.high <= goal) decision = 'recommend';
-    else if (runtime.low > goal || n >= settings.maxRounds) decision = 'no_significant_improvement';
-  } else if (n >= settings.maxRounds) {
-    decision = 'no_significant_improvement';
+  const effect = `${Math.round(settings.minEffect * 1000) / 10} %`;
+  const result = (decision: Decision, why: string): Verdict => ({ rounds: n, runtime, throughput, decision, why });
+  if (n < settings.minRounds || !runtime) {
+    return n >= settings.maxRounds ? result('no_significant_improvement', 'the rounds ran out') : result('continue', `fewer than ${settings.minRounds} rounds`);
   }
-  return { rounds: n, runtime, throughput, decision };
+  if (runtime.high <= goal) {
+    if (throughput && throughput.high < 1 - MAX_THROUGHPUT_DROP) return result('no_significant_improvement', `its throughput fell by more than ${MAX_THROUGHPUT_DROP * 100} % over the whole interval`);
+    return result('recommend', `the whole runtime interval is a gain of at least ${effect}`);
+  }
+  if (runtime.low > goal) return result('no_significant_improvement', `the whole runtime interval is short of a gain of ${effect}`);
+  if (n >= settings.maxRounds) return result('no_significant_improvement', `after ${n} rounds the runtime interval still reaches a gain under ${effect}`);
+  return result('continue', `the runtime interval straddles a gain of ${effect}`);
 }
 
 const signed = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(x * 100).toFixed(Math.abs(x) < 0.1 ? 1 : 0)} %`;
@@ -102,7 +113,7 @@ export function describeInterval(what: string, interval: Interval, confidence: n
 }
 
 /** The verified result in one line: "runtime −18 % (95 % CI …), throughput +6 % (…), 4 A/B rounds". */
-export function describeVerdict(v: Verdict, confidence: number): string {
+export function describeVerdict(v: Pick<Verdict, 'rounds' | 'runtime' | 'throughput'>, confidence: number): string {
   const parts = [v.runtime && describeInterval('runtime', v.runtime, confidence), v.throughput && describeInterval('throughput', v.throughput, confidence)].filter((x): x is string => Boolean(x));
   return `${parts.join(', ')}${parts.length ? ', ' : ''}${v.rounds} A/B round${v.rounds === 1 ? '' : 's'}`;
 }

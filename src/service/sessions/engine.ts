@@ -276,9 +276,11 @@ async function measuringStep(s: Step, iterations: readonly TuningIterationRecord
   const stats = windowStats(measured.reports.map((r) => r.metrics), baseline.mix);
   const found = contamination({ reports: windowReports(measured.reports), stats, reference: baseline.shares ?? null });
   if (found.length > 0) return remeasure(s, iterations, it, window, found.map((c) => c.message).join('; '), stats, measured.reports.length);
+  // Trials are judged window by window; the A/B rounds judge the candidate's throughput over all
+  // rounds instead (src/measure/verify.ts); a baseline window is what the others are judged by.
   const reference = nearestBaselineStats(s.session, iterations, it.ordinal);
   const breached =
-    it.kind === 'baseline' || !reference ? null : constraintBreach(stats, reference, { window: lowestMemoryShare(measured.reports), baseline: baseline.lowestMemoryShare });
+    !isTrial(it) || !reference ? null : constraintBreach(stats, reference, { window: lowestMemoryShare(measured.reports), baseline: baseline.lowestMemoryShare });
   await s.tx.updateIteration(it.ordinal, { state: breached ? 'failed' : 'ok', stats: roundStats(stats), reports: measured.reports.length, failure: breached, finished: true });
   return true;
 }
@@ -410,7 +412,7 @@ async function verifyStep(s: Step): Promise<boolean> {
   if (v.rounds !== verification.rounds || v.decision !== verification.decision) await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
   if (v.decision === 'recommend') return recommend(s, v);
   if (v.decision === 'no_significant_improvement') {
-    await endSession(s, 'done', `no significant improvement: ${describeVerdict(v, settings.confidence)} (the minimum effect is ${s.session.minEffectPercent} %); the database stays on its known-good configuration`, 'known-good');
+    await endSession(s, 'done', `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`, 'known-good');
     return false;
   }
   const round = rounds.length + 1;
@@ -420,7 +422,7 @@ async function verifyStep(s: Step): Promise<boolean> {
   return issueWindow(s, iterations, role, 'verify', round, role === 'baseline' ? {} : verification.candidate.config, reason);
 }
 
-const figures = (v: Verdict) => ({ rounds: v.rounds, runtime: v.runtime, throughput: v.throughput });
+const figures = (v: Verdict) => ({ rounds: v.rounds, runtime: v.runtime, throughput: v.throughput, note: v.decision === 'continue' ? null : v.why });
 
 /** The verified best: kept at once, or after a person's approval (meanwhile on known-good). */
 async function recommend(s: Step, v: Verdict): Promise<boolean> {
@@ -461,7 +463,7 @@ async function finalApplyStep(s: Step): Promise<boolean> {
   if (command.status === 'done') {
     if (command.outcome?.status === 'applied') {
       const v = session.verification;
-      const figures = v ? `${describeVerdict({ ...v, decision: 'recommend' }, session.confidencePercent / 100)}; ` : '';
+      const figures = v ? describeVerdict(v, session.confidencePercent / 100) : 'verified';
       await endSession(s, 'done', `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`, null);
     } else {
       const errors = command.outcome?.errors.join('; ') || 'no reason given';

@@ -202,7 +202,7 @@ export interface SessionVerification {
   runtime: Interval | null;
   throughput: Interval | null;
   decision: Decision;
-  /** Why it ended otherwise than by the rounds' verdict (a candidate window failed), for people. */
+  /** Why it decided as it did (or ended early: a candidate window failed), for people. */
   note: string | null;
 }
 
