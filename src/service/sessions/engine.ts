@@ -23,7 +23,6 @@ import { describeVerdict, roundOrder, verdict, type RoundFigures, type Role, typ
 import { suggest, type SearchSpace, type Suggestion } from '../../optimizer/index.ts';
 import type { Command } from '../../protocol/v1.ts';
 import type {
-  NewTuningIteration,
   SessionBest,
   SessionVerification,
   SessionWindow,
