@@ -85,6 +85,8 @@ export class SimulatedAgent {
   noise = 0;
   /** While set, the workload runs other statements than the baseline's (a batch job, say). */
   mixShifted = false;
+  /** Reverts fail (the database refuses them, say). */
+  failReverts = false;
   private readonly rng: Rng;
 
   constructor(baseUrl: string, databaseId: string, apiKey: string) {
@@ -168,6 +170,7 @@ export class SimulatedAgent {
   private execute(command: Command): CommandAckRequest | null {
     const done = (effective: Record<string, string>): CommandAckRequest => ({ leaseId: '', status: 'applied', effective, errors: [], restarted: false, restored: false });
     if (command.kind === 'revert') {
+      if (this.failReverts) return { leaseId: '', status: 'failed', effective: {}, errors: ['work_mem: pg_settings shows 16384, expected 4096'], restarted: false, restored: false };
       this.settings = new Map(command.to === 'baseline' ? this.baseline : this.knownGood);
       if (command.to === 'baseline') this.knownGood = new Map(this.baseline);
       return done({});

@@ -172,6 +172,17 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(stopped.status, 200);
     });
 
+    test('a baseline window the agent cannot return to fails the session after three tries, instead of asking forever', async () => {
+      const { databaseId, agent } = await connect('stuck-revert');
+      agent.failReverts = true;
+      const started = await startSession(person, databaseId, { iterations: 1, windowSeconds: 2, warmupSeconds: 0, seed: 5 });
+      await agent.runUntil('the session to fail', async () => ['failed', 'done', 'awaiting_approval'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 60_000 });
+      const { session, iterations } = await getSession(person, databaseId, started.id);
+      assert.equal(session.state, 'failed', session.message ?? '');
+      assert.match(session.message ?? '', /^the last 3 windows of the known-good configuration could not be measured \(the last: failed by the agent: work_mem/);
+      assert.deepEqual(iterations.slice(-3).map((it) => [it.kind, it.state]), Array.from({ length: 3 }, () => ['baseline', 'failed']));
+    });
+
     test('refused, failed and guardrail-reverted trials fail their iterations, and their regions are not proposed again', async () => {
       const { databaseId, agent } = await connect('failures');
       agent.plan = (_command, trial) => {

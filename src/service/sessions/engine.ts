@@ -194,12 +194,27 @@ async function issueTrial(s: Step, iterations: readonly TuningIterationRecord[],
 }
 
 /**
+ * The last windows of the known-good configuration or of the candidate all failed or were
+ * cancelled (a revert the agent keeps failing, say): asking again would loop. The reason, or null.
+ */
+function stuck(iterations: readonly TuningIterationRecord[], kind: 'baseline' | 'candidate'): string | null {
+  const last = iterations.slice(-ENGINE_LIMITS.windowAttempts);
+  if (last.length < ENGINE_LIMITS.windowAttempts || !last.every((it) => it.kind === kind && (it.state === 'failed' || it.state === 'cancelled'))) return null;
+  return `the last ${last.length} windows of the ${kind === 'baseline' ? 'known-good configuration' : 'candidate'} could not be measured (the last: ${last.at(-1)!.failure ?? 'no reason given'})`;
+}
+
+/**
  * A window of the baseline (role 'baseline') or of the candidate: when the configuration is on
  * the database already (the last window was of the same), measured at once with the same
  * command; otherwise a revert to known-good or a trial apply first.
  */
 async function issueWindow(s: Step, iterations: readonly TuningIterationRecord[], role: Role, phase: 'search' | 'verify', round: number | null, config: Record<string, number | string>, reason: string): Promise<boolean> {
   const kind = role === 'baseline' ? 'baseline' : 'candidate';
+  const why = stuck(iterations, kind);
+  if (why) {
+    await endSession(s, 'failed', `${why}; the database returns to its known-good configuration`, 'known-good');
+    return false;
+  }
   const last = iterations.at(-1);
   const base = { ordinal: nextOrdinal(iterations), kind, phase, round, config: { ...config }, reason, predicted: null } as const;
   if (last && last.kind === kind && (last.state === 'ok' || last.state === 'contaminated') && last.effective) {
@@ -357,14 +372,14 @@ function baselineDue(iterations: readonly TuningIterationRecord[]): boolean {
 
 // ---- the verification ----
 
-/** After the search: verify its best, or end when nothing even looked faster than the baseline. */
+/** After the search: verify its best, or end when no trial even measured below the baseline. */
 async function startVerification(s: Step, iterations: readonly TuningIterationRecord[], note: string | null): Promise<boolean> {
   const space = await spaceOf(s);
   if (!space) return false;
   const best = searchBest(space, iterations, judgeSession(s.session, iterations));
   const prefix = note ? `${note}; ` : '';
   if (!best || best.objective >= 1) {
-    const what = best ? `no trial measured faster than the baseline (the best: objective ${fmt(best.objective)})` : 'no configuration was measured';
+    const what = best ? `no trial measured below the baseline's runtime (the best: objective ${fmt(best.objective)})` : 'no configuration was measured';
     await endSession(s, 'done', `${prefix}no significant improvement: ${what}; the database stays on its known-good configuration`, iterations.length > 0 ? 'known-good' : null);
     return false;
   }

@@ -61,7 +61,7 @@ export function sessionChart(points: readonly ChartPoint[]): Html {
       : html`${bar}<circle cx="${f(cx)}" cy="${f(cy)}" r="4" fill="#2f5bd3"><title>trial ${title}</title></circle>`;
   };
 
-  return html`<svg class="session-chart" id="session-chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="objective per window: 1.0 is the baseline at the same time, lower is faster; grey squares are the baseline windows (the drift)">
+  return html`<svg class="session-chart" id="session-chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="objective per window: 1.0 is the baseline at the same time, lower is better; grey squares are the baseline windows (the drift)">
 <rect x="${M.left}" y="${M.top}" width="${W - M.left - M.right}" height="${H - M.top - M.bottom}" fill="#fafbfc" stroke="#e2e5ea"/>
 ${ticks.map((v) => html`<text x="${M.left - 6}" y="${f(y(v) + 4)}" text-anchor="end" font-size="11" fill="#5d6778">${v.toFixed(2)}</text>`)}
 ${xTicks.map((t) => html`<text x="${f(x(t))}" y="${H - M.bottom + 16}" text-anchor="middle" font-size="11" fill="#5d6778">${t}</text>`)}
@@ -71,5 +71,5 @@ ${xTicks.map((t) => html`<text x="${f(x(t))}" y="${H - M.bottom + 16}" text-anch
 ${bestPath ? html`<path d="${bestPath}" fill="none" stroke="#1d7a46" stroke-width="2"/>` : ''}
 ${points.map(mark)}
 </svg>
-<div class="legend muted"><span class="key dot"></span> trial's objective, with its 95 % interval <span class="key best"></span> best so far (not verified) <span class="key square"></span> baseline window (runtime over the first's: the drift) <span class="key ring"></span> A/B window of the candidate <span class="key base"></span> 1.0, lower is faster <span class="key fail">×</span> failed</div>`;
+<div class="legend muted"><span class="key dot"></span> trial's objective, with its 95 % interval <span class="key best"></span> best so far (not verified) <span class="key square"></span> baseline window (runtime over the first's: the drift) <span class="key ring"></span> A/B window of the candidate <span class="key base"></span> 1.0, lower is better <span class="key fail">×</span> failed</div>`;
 }

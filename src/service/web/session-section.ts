@@ -113,7 +113,7 @@ function iterationsTable(iterations: NonNullable<SessionSectionInput['shown']>):
   <td>${diffList(it.diff)}</td>
 </tr>`,
   );
-  return html`<table id="session-iterations"><thead><tr><th class="num">#</th><th>Kind</th><th>State</th><th class="num" title="runtime over the baseline's at the same time (1.0 = as fast, lower is faster), with its 95 % interval">Objective</th><th class="num" title="the search's best so far, not verified">Best so far</th><th class="num" title="top-level statements completed per second">Stmts/s</th><th>Changes from the baseline</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<table id="session-iterations"><thead><tr><th class="num">#</th><th>Kind</th><th>State</th><th class="num" title="runtime over the baseline's at the same time (1.0 = as fast, lower is better), with its 95 % interval">Objective</th><th class="num" title="the search's best so far, not verified">Best so far</th><th class="num" title="top-level statements completed per second">Stmts/s</th><th>Changes from the baseline</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 function shownSession(input: SessionSectionInput): Html {
