@@ -63,9 +63,10 @@ function simulate(seed: number, trialFactor: number): Simulated {
     for (const role of roundOrder(r)) {
       const w = measure(role === 'candidate' ? trialFactor : 1, mix);
       figures[role] = { runtimeMs: w.stats.weightedRuntimeMs!, throughput: w.stats.calls / w.stats.seconds };
+      if (role === 'baseline') baselines.push(point(w));
     }
     rounds.push(figures as RoundFigures);
-    const v = verdict(rounds, SETTINGS);
+    const v = verdict(rounds, SETTINGS, windowNoise(baselines));
     if (v.decision !== 'continue') return { oldBest, verdict: v, drift: drift(baselines)?.total ?? null, noise };
   }
 }
@@ -179,5 +180,11 @@ test('the paired t interval, the round order and the stopping rule', () => {
   const slower = clear.map((r) => ({ baseline: r.baseline, candidate: { ...r.candidate, throughput: 60 } }));
   assert.deepEqual([verdict(slower, SETTINGS).decision, verdict(slower, SETTINGS).why], ['no_significant_improvement', 'its throughput fell by more than 20 % over the whole interval']);
   assert.equal(verdict(clear, SETTINGS).why, 'the whole runtime interval is a gain of at least 5 %');
+  // Three rounds that agree by chance do not make an interval narrower than the windows' noise allows.
+  const lucky = [round(5), round(5.001), round(4.999)];
+  const narrow = verdict(lucky, SETTINGS).runtime!;
+  const floored = verdict(lucky, SETTINGS, 0.1).runtime!;
+  assert.ok(narrow.high / narrow.low < 1.01, 'the rounds alone: a sliver');
+  assert.ok(Math.abs(Math.log(floored.high / floored.estimate) - 4.302652729 * ((Math.SQRT2 * 0.1) / Math.sqrt(3))) < 1e-6, 'floored at √2 σ');
   assert.match(describeVerdict(verdict(clear, SETTINGS), 0.95), /^runtime −50 % \(95 % CI −5\d % to −4\d %\), throughput ±0\.0 % \(95 % CI ±0\.0 % to ±0\.0 %\), 3 A\/B rounds$/);
 });

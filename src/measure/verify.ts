@@ -10,6 +10,11 @@
 // has 10 distinct resamples and its percentile interval is far too narrow at that size, while
 // the t interval is exact for normal differences and robust enough near them.
 //
+// The spread of 3 rounds is itself a rough estimate (2 degrees of freedom): three rounds that
+// happen to agree closely would give an interval narrower than the windows' noise allows. So
+// the standard deviation of a round's log ratio is never taken below √2 σ, σ being the noise of
+// one window the session measured on its baseline windows (src/measure/drift.ts).
+//
 // The order within a round alternates (A B, B A, A B, …): a drift that is linear in time adds
 // +d to one round's log ratio and −d to the next's, so it cancels in the mean instead of
 // biasing it (and widens the interval, which is the honest effect of drift).
@@ -54,12 +59,15 @@ export interface Interval {
   high: number;
 }
 
-/** The paired t interval of exp(mean log ratio); null under two rounds (no spread to judge). */
-export function pairedInterval(logRatios: readonly number[], confidence: number): Interval | null {
+/**
+ * The paired t interval of exp(mean log ratio), the rounds' standard deviation taken no lower
+ * than `minSd`; null under two rounds (no spread to judge).
+ */
+export function pairedInterval(logRatios: readonly number[], confidence: number, minSd = 0): Interval | null {
   const n = logRatios.length;
   if (n < 2 || logRatios.some((x) => !Number.isFinite(x))) return null;
   const mean = logRatios.reduce((a, b) => a + b, 0) / n;
-  const sd = Math.sqrt(logRatios.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1));
+  const sd = Math.max(minSd, Math.sqrt(logRatios.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1)));
   const half = jStat.studentt.inv((1 + confidence) / 2, n - 1) * (sd / Math.sqrt(n));
   return { estimate: Math.exp(mean), low: Math.exp(mean - half), high: Math.exp(mean + half) };
 }
@@ -83,11 +91,12 @@ const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => n
  * After each round: recommend once the whole runtime interval lies at or below 1 − minEffect
  * (unless the whole throughput interval shows a drop of more than MAX_THROUGHPUT_DROP); stop
  * with no significant improvement once it lies wholly above (the minimum effect is out of reach)
- * or the rounds run out; else measure another round. Single windows are not judged on their
+ * or the rounds run out; else measure another round. `windowNoise` (σ of one window's log
+ * runtime, when measured) floors the runtime interval's spread. Single windows are not judged on their
  * throughput here: a window or two of a busy neighbour would sink a good candidate.
  */
-export function verdict(rounds: readonly RoundFigures[], settings: VerifySettings): Verdict {
-  const runtime = pairedInterval(logRatio(rounds, (w) => w.runtimeMs), settings.confidence);
+export function verdict(rounds: readonly RoundFigures[], settings: VerifySettings, windowNoise: number | null = null): Verdict {
+  const runtime = pairedInterval(logRatio(rounds, (w) => w.runtimeMs), settings.confidence, windowNoise === null ? 0 : Math.SQRT2 * windowNoise);
   const throughput = pairedInterval(logRatio(rounds, (w) => w.throughput), settings.confidence);
   const n = rounds.length;
   const goal = 1 - settings.minEffect;

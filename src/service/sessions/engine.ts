@@ -415,7 +415,7 @@ async function verifyStep(s: Step): Promise<boolean> {
   }
   const settings = verifySettings(s.session);
   const rounds = roundsOf(iterations);
-  const v = verdict(rounds, settings);
+  const v = verdict(rounds, settings, judgeSession(s.session, iterations).noise);
   const failed = iterations.find((it) => it.phase === 'verify' && it.kind === 'candidate' && it.state === 'failed');
   if (failed) {
     const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
