@@ -21,6 +21,8 @@ import {
   type SearchSpace,
   type Suggestion,
 } from '../src/optimizer/index.ts';
+import { fitGp } from '../src/optimizer/gp.ts';
+import { featuresFor, trainingData } from '../src/optimizer/model.ts';
 import { createRng } from '../src/optimizer/random.ts';
 
 const GiB = 1024 ** 3;
@@ -340,7 +342,7 @@ describe('every suggestion passes validateChange', () => {
   });
 });
 
-describe('history, incumbent and re-measurement', () => {
+describe('history and incumbent', () => {
   const s = space(M16, 'reload-only');
   const configs = Array.from({ length: 20 }, (_, i) => randomSuggest({ space: s, history: [], seed: `c${i}` }).config);
   const ok = (config: Config, objective: number): Observation => ({ config, objective, status: 'ok' });
@@ -359,44 +361,28 @@ describe('history, incumbent and re-measurement', () => {
     assert.deepEqual(best({ space: s, history: [...history, failed(configs[0]!)] })?.config, configs[1]);
   });
 
-  test('a new best is re-measured before it is trusted; a trusted one is re-measured now and then', () => {
-    const opts = { remeasureEvery: 6, confirmAfter: 0 };
-    let history: Observation[] = [ok(heuristic, 0.9)];
-    let next = suggest({ space: s, history, seed: 1, options: opts });
-    assert.equal(next.kind, 'remeasure');
-    assert.deepEqual(next.config, heuristic);
-    assert.match(next.reason, /measured once/);
-
-    history = [...history, ok(heuristic, 0.92), ok(configs[0]!, 1.3), ok(configs[1]!, 1.1)];
-    next = suggest({ space: s, history, seed: 1, options: opts });
-    assert.equal(next.kind, 'explore');
-
-    // A new best appears: it is measured again next.
-    history = [...history, ok(configs[2]!, 0.7)];
-    next = suggest({ space: s, history, seed: 1, options: opts });
-    assert.equal(next.kind, 'remeasure');
-    assert.deepEqual(next.config, configs[2]);
-    history = [...history, ok(configs[2]!, 0.75)];
-    assert.equal(suggest({ space: s, history, seed: 1, options: opts }).kind, 'explore');
-
-    // After six other steps, the trusted best is checked for drift.
-    for (let i = 3; i < 9; i++) history = [...history, ok(configs[i]!, 1.2)];
-    next = suggest({ space: s, history, seed: 1, options: opts });
-    assert.equal(next.kind, 'remeasure');
-    assert.match(next.reason, /drift/);
-    assert.deepEqual(next.config, configs[2]);
-  });
-
-  test('by default a new best is re-measured once it has stood unbeaten for two steps', () => {
-    let history: Observation[] = [ok(heuristic, 0.9), ok(heuristic, 0.9), ok(configs[0]!, 0.7)];
-    for (const objective of [1.1, 1.2]) {
+  test('no re-measurement: after the heuristic every suggestion is a configuration not measured yet (the session verifies its best)', () => {
+    let history: Observation[] = [ok(heuristic, 0.7)];
+    for (let i = 0; i < 6; i++) {
       const next = suggest({ space: s, history, seed: 1 });
       assert.equal(next.kind, 'explore');
-      history = [...history, ok(next.config, objective)];
+      assert.ok(!history.some((o) => JSON.stringify(o.config) === JSON.stringify(next.config)), 'nothing measured before');
+      history = [...history, ok(next.config, 1 + i / 10)];
     }
-    const next = suggest({ space: s, history, seed: 1 });
-    assert.equal(next.kind, 'remeasure');
-    assert.deepEqual(next.config, configs[0]);
+  });
+
+  test("measured noise levels replace the model's own; a history where only some have one is modelled as before", () => {
+    const xs = configs.slice(0, 6).map((c) => encode(s, c));
+    const features = featuresFor(s);
+    const y = [0.1, -0.2, 0.05, 0.3, -0.1, 0.0];
+    const rng = () => createRng('gp-noise');
+    const fitted = fitGp(xs.map((p) => features.of(p)), y, features.groups, rng());
+    const measured = fitGp(xs.map((p) => features.of(p)), y, features.groups, rng(), { noiseVariances: y.map(() => 0.2 ** 2) });
+    assert.ok(Math.abs(measured.noiseVariance - 0.04) < 1e-9, `${measured.noiseVariance}`);
+    assert.notEqual(fitted.noiseVariance, measured.noiseVariance);
+    const withNoise = configs.slice(0, 4).map((c, i): Observation => ({ config: c, objective: 0.9 + i / 20, status: 'ok', noise: 0.1 }));
+    assert.deepEqual(trainingData(s, withNoise).measured.noiseVariances, withNoise.map(() => 0.1 ** 2));
+    assert.equal(trainingData(s, [...withNoise, ok(configs[5]!, 1)]).measured.noiseVariances, null);
   });
 
   test('a malformed history is refused with the entry named', () => {
@@ -414,14 +400,14 @@ describe('determinism', () => {
       return i === 3 ? { config, objective: null, status: 'failed' } : { config, objective: 0.6 + rng.next(), status: 'ok' };
     });
     const withHeuristic: Observation[] = [{ config: heuristicConfig(s) as Config, objective: 1.5, status: 'ok' }, ...history];
-    const a = suggest({ space: s, history: withHeuristic, seed: 42, iteration: 9, options: { minMeasurements: 1 } });
+    const a = suggest({ space: s, history: withHeuristic, seed: 42, iteration: 9 });
     assert.equal(a.kind, 'explore');
     assert.match(a.reason, /expected improvement/);
-    const b = suggest({ space: s, history: withHeuristic, seed: 42, iteration: 9, options: { minMeasurements: 1 } });
+    const b = suggest({ space: s, history: withHeuristic, seed: 42, iteration: 9 });
     assert.deepEqual(b, a);
     const stored = JSON.parse(JSON.stringify({ space: s, history: withHeuristic })) as { space: SearchSpace; history: Observation[] };
-    assert.deepEqual(suggest({ ...stored, seed: 42, iteration: 9, options: { minMeasurements: 1 } }), a);
-    assert.notDeepEqual(suggest({ space: s, history: withHeuristic, seed: 43, iteration: 9, options: { minMeasurements: 1 } }).config, a.config);
+    assert.deepEqual(suggest({ ...stored, seed: 42, iteration: 9 }), a);
+    assert.notDeepEqual(suggest({ space: s, history: withHeuristic, seed: 43, iteration: 9 }).config, a.config);
     assert.deepEqual(randomSuggest({ space: s, history, seed: 5 }), randomSuggest({ space: s, history, seed: 5 }));
   });
 });
@@ -520,7 +506,6 @@ describe('Bayesian optimization against random search', () => {
       }
       for (const r of bo) {
         assert.equal(r.suggestions[0]?.kind, 'heuristic');
-        assert.ok(r.suggestions.some((x) => x.kind === 'remeasure'), `${name}: re-measurements`);
       }
       const [boRegret, randomRegret] = [mean(bo.map((r) => r.regret)), mean(random.map((r) => r.regret))];
       const [boFailures, randomFailures] = [mean(bo.map((r) => r.failures)), mean(random.map((r) => r.failures))];

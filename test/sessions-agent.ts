@@ -14,7 +14,9 @@ import {
   type ReportResponse,
   type Setting,
 } from '../src/protocol/v1.ts';
+import { roundOrder } from '../src/measure/verify.ts';
 import { ENGINE_LIMITS } from '../src/service/sessions/engine.ts';
+import { createRng, type Rng } from '../src/optimizer/index.ts';
 import { AgentClient, type PersonClient } from './helpers/service.ts';
 import { sampleMetrics, sampleTargetMetrics, startRequest } from './helpers/service-reports.ts';
 
@@ -77,9 +79,19 @@ export class SimulatedAgent {
   private trials = 0;
   last: ReportResponse | null = null;
   plan: (command: Extract<Command, { kind: 'apply' }>, trial: number) => ApplyPlan = () => ({ status: 'applied' });
+  /** How much slower than the baseline the workload runs with these settings. */
+  effect: (settings: ReadonlyMap<string, string>) => number = runtimeFactor;
+  /** Each report's runtimes are off by a lognormal factor of this standard deviation (seeded). */
+  noise = 0;
+  /** While set, the workload runs other statements than the baseline's (a batch job, say). */
+  mixShifted = false;
+  /** Reverts fail (the database refuses them, say). */
+  failReverts = false;
+  private readonly rng: Rng;
 
   constructor(baseUrl: string, databaseId: string, apiKey: string) {
     this.client = new AgentClient(baseUrl, databaseId, apiKey);
+    this.rng = createRng('simulated-agent', databaseId);
   }
 
   async start(options: { allowRestart?: boolean; target?: 'local' | 'managed-b-flex' } = {}): Promise<void> {
@@ -106,11 +118,16 @@ export class SimulatedAgent {
     const metrics = sampleMetrics({ topStatements: 10, withText: false, end });
     const seconds = Math.max(0.001, (end.getTime() - this.lastEnd.getTime()) / 1000);
     metrics.interval = { start: this.lastEnd.toISOString(), end: end.toISOString(), seconds, serverRestarted: false };
-    const factor = runtimeFactor(this.settings);
+    const factor = this.effect(this.settings) * Math.exp(this.noise * this.rng.normal());
+    // The same offered load whatever the configuration: calls in proportion to time.
     for (const row of metrics.statements.top) {
+      row.calls = Math.max(1, Math.round((row.calls / 60) * seconds));
       row.meanExecTimeMs = row.meanExecTimeMs * factor;
       row.totalExecTimeMs = row.meanExecTimeMs * row.calls;
     }
+    metrics.statements.other = { ...metrics.statements.other, calls: Math.max(1, Math.round((metrics.statements.other.calls / 60) * seconds)) };
+    metrics.derived.calls = metrics.statements.top.reduce((n, row) => n + row.calls, 0) + metrics.statements.other.calls;
+    if (this.mixShifted) metrics.statements.top = metrics.statements.top.map((row, i) => (i % 2 ? { ...row, queryId: `${row.queryId}9` } : row));
     metrics.derived.avgQueryRuntimeMs = 0.4 * factor;
     metrics.derived.weightedQueryRuntimeMs = 0.4 * factor;
     // The same offered load whatever the configuration: transactions in proportion to time.
@@ -153,6 +170,7 @@ export class SimulatedAgent {
   private execute(command: Command): CommandAckRequest | null {
     const done = (effective: Record<string, string>): CommandAckRequest => ({ leaseId: '', status: 'applied', effective, errors: [], restarted: false, restored: false });
     if (command.kind === 'revert') {
+      if (this.failReverts) return { leaseId: '', status: 'failed', effective: {}, errors: ['work_mem: pg_settings shows 16384, expected 4096'], restarted: false, restored: false };
       this.settings = new Map(command.to === 'baseline' ? this.baseline : this.knownGood);
       if (command.to === 'baseline') this.knownGood = new Map(this.baseline);
       return done({});
@@ -187,23 +205,43 @@ export interface SessionJson {
   iterations: number;
   windowSeconds: number;
   warmupSeconds: number;
+  abRoundsMin: number;
+  abRoundsMax: number;
+  minEffectPercent: number;
+  confidencePercent: number;
   seed: number;
   requireApproval: boolean;
   reportIntervalSeconds: number;
   best: { iteration: number; config: Record<string, number | string>; objective: number; measurements: number; diff: Array<{ name: string; baseline: string; value: string }> } | null;
   baseline: { stats: { weightedRuntimeMs: number | null; tps: number } | null; reports: number | null };
+  verification: {
+    candidate: { iteration: number; config: Record<string, number | string>; objective: number };
+    rounds: number;
+    runtime: { estimate: number; low: number; high: number } | null;
+    throughput: { estimate: number; low: number; high: number } | null;
+    decision: 'continue' | 'recommend' | 'no_significant_improvement';
+    note: string | null;
+    summary: string | null;
+  } | null;
+  drift?: { perHour: number; total: number; windows: number } | null;
+  noise?: number | null;
   finalCommandId: string | null;
-  progress?: { ok: number; failed: number; cancelled: number };
+  progress?: { ok: number; failed: number; cancelled: number; contaminated: number; baselineWindows: number; abRounds: number };
 }
 
 export interface IterationJson {
   ordinal: number;
-  kind: 'heuristic' | 'explore' | 'remeasure';
+  kind: 'heuristic' | 'explore' | 'remeasure' | 'baseline' | 'candidate';
+  phase: 'search' | 'verify';
+  round: number | null;
   state: string;
+  reason: string;
   config: Record<string, number | string>;
   diff: Array<{ name: string; baseline: string; value: string }>;
   commandId: string;
   objective: number | null;
+  objectiveInterval: { low: number; high: number } | null;
+  baselineRatio: number | null;
   bestSoFar: number | null;
   failure: string | null;
   sentAt: string | null;
@@ -222,15 +260,34 @@ export async function startSession(person: PersonClient, databaseId: string, bod
   return response.body.session;
 }
 
+/** A trial of the search (not a baseline or A/B window). */
+export const isTrialJson = (it: IterationJson) => it.phase === 'search' && it.kind !== 'baseline';
+
 /**
- * The planned iterations, then at most ENGINE_LIMITS.confirmations more that measure again a
- * best measured only once. Returns how many came past the plan.
+ * The shape of a session's windows: the planned trials (in `states`), a baseline window after
+ * every ENGINE_LIMITS.baselineEvery measured trials, then A/B rounds in alternating order
+ * (contaminated windows measured again in the next row). Returns the complete A/B rounds.
  */
-export function assertPlannedIterations(iterations: readonly IterationJson[], planned: number, states: readonly string[] = ['ok', 'failed']): number {
-  const extra = iterations.length - planned;
-  assert.ok(extra >= 0 && extra <= ENGINE_LIMITS.confirmations, `${iterations.length} iterations for ${planned} planned`);
+export function assertSessionShape(iterations: readonly IterationJson[], planned: number, states: readonly string[] = ['ok', 'failed']): number {
+  const summary = JSON.stringify(iterations.map((it) => [it.ordinal, it.phase, it.kind, it.round, it.state, it.failure]));
   assert.deepEqual(iterations.map((it) => it.ordinal), iterations.map((_, i) => i + 1));
-  assert.ok(iterations.slice(planned).every((it) => it.kind === 'remeasure'), 'past the plan, only re-measurements');
-  assert.ok(iterations.every((it) => states.includes(it.state)), JSON.stringify(iterations.map((it) => [it.state, it.failure])));
-  return extra;
+  const clean = iterations.filter((it) => it.state !== 'contaminated');
+  const trials = clean.filter(isTrialJson);
+  assert.equal(trials.length, planned, summary);
+  assert.ok(trials.every((it) => states.includes(it.state) && it.kind !== 'remeasure'), summary);
+  let since = 0;
+  for (const it of clean.filter((x) => x.phase === 'search')) {
+    if (it.kind === 'baseline') {
+      assert.equal(since, ENGINE_LIMITS.baselineEvery, `a baseline window after every ${ENGINE_LIMITS.baselineEvery} measured trials: ${summary}`);
+      since = 0;
+    } else if (it.state === 'ok') since++;
+  }
+  const verify = clean.filter((it) => it.phase === 'verify');
+  assert.ok(iterations.findIndex((it) => it.phase === 'verify') === -1 || iterations.slice(iterations.findIndex((it) => it.phase === 'verify')).every((it) => it.phase === 'verify'), 'the A/B rounds come last');
+  verify.forEach((it, i) => {
+    const round = Math.floor(i / 2) + 1;
+    assert.equal(it.round, round, summary);
+    assert.equal(it.kind, roundOrder(round)[i % 2], `round ${round} alternates its order: ${summary}`);
+  });
+  return Math.floor(verify.filter((it) => it.state === 'ok').length / 2);
 }

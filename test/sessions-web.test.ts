@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
-import { SimulatedAgent, assertPlannedIterations, getSession } from './sessions-agent.ts';
+import { SimulatedAgent, assertSessionShape, getSession } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
@@ -61,6 +61,13 @@ test('start a session from the dashboard, watch it, approve the best, then start
   await page.click('#session-start button[type=submit]');
   assert.match((await page.textContent('.notice.bad')) ?? '', /form\.windowSeconds: expected at least 2 seconds/);
 
+  await page.locator('#session-start').evaluate((form: { setAttribute(name: string, value: string): void }) => form.setAttribute('novalidate', ''));
+  await page.fill('#session-start input[name=abRoundsMin]', '2');
+  await page.click('#session-start button[type=submit]');
+  assert.match((await page.textContent('.notice.bad')) ?? '', /form\.abRoundsMin: expected at least 3 rounds/);
+  await page.fill('#session-start input[name=abRoundsMin]', '3');
+  await page.fill('#session-start input[name=abRoundsMax]', '5');
+  await page.fill('#session-start input[name=minEffectPercent]', '4');
   await page.fill('#session-start input[name=iterations]', '8');
   await page.fill('#session-start input[name=windowSeconds]', '2');
   await page.fill('#session-start input[name=warmupSeconds]', '0');
@@ -74,15 +81,18 @@ test('start a session from the dashboard, watch it, approve the best, then start
   await page.reload();
   assert.equal(await page.getAttribute('#session-state', 'data-state'), 'awaiting_approval');
   const { iterations } = await getSession(person, databaseId, sessionId);
-  assertPlannedIterations(iterations, 8);
+  const rounds = assertSessionShape(iterations, 8);
   assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
-  const confirming = iterations.length - 8;
-  assert.match((await page.textContent('#session-progress')) ?? '', new RegExp(`^8 of 8 iterations measured${confirming ? `, then ${confirming} confirming the best` : ' \\('}`));
-  assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured iteration');
+  assert.match((await page.textContent('#session-progress')) ?? '', new RegExp(`^8 of 8 trials measured \\(6 ok, 2 failed\\), 1 baseline window between them, ${rounds} A/B rounds \\(3–5\\)`));
+  assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured trial');
+  assert.ok((await page.locator('#session-chart rect').count()) >= 3, 'the baseline windows (and the plot area)');
+  assert.match((await page.textContent('#session-drift')) ?? '', /over \d+ baseline windows/);
+  assert.match((await page.textContent('#session-verification')) ?? '', /recommended iteration \d+: runtime −\d+(\.\d)? % \(95 % CI .*\), throughput .*, \d A\/B rounds/);
   assert.match((await page.textContent('#session-iterations')) ?? '', /refused by the agent/);
   assert.match((await page.textContent('#session-iterations')) ?? '', /guardrail/);
   assert.match((await page.textContent('#session-iterations')) ?? '', /work_mem 4MB →/);
-  assert.match((await page.textContent('#session-best')) ?? '', /iteration \d+: objective 0\.\d+/);
+  assert.match((await page.textContent('#session-best')) ?? '', /iteration \d+, verified in \d A\/B rounds/);
+  assert.doesNotMatch((await page.textContent('#tuning')) ?? '', /faster/, 'no figure called faster');
   await page.locator('#tuning').screenshot({ path: join(SCREENSHOTS, 'session-awaiting-approval.png') });
   await page.locator('#session-chart').screenshot({ path: join(SCREENSHOTS, 'session-chart.png') });
   await page.screenshot({ path: join(SCREENSHOTS, 'session-dashboard.png'), fullPage: true });

@@ -8,10 +8,9 @@ import { freePort } from '../src/lab/cluster.ts';
 import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
 import { ErrorResponseSchema } from '../src/protocol/v1.ts';
 import { advanceTuningSession } from '../src/service/sessions/advance.ts';
-import { ENGINE_LIMITS } from '../src/service/sessions/engine.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/sessions/space.ts';
 import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
-import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertPlannedIterations, getSession, startSession, type IterationJson } from './sessions-agent.ts';
+import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertSessionShape, getSession, isTrialJson, startSession, type IterationJson } from './sessions-agent.ts';
 
 interface CommandView {
   id: string;
@@ -59,36 +58,52 @@ for (const kind of STORAGE_KINDS) {
       await store?.dispose();
     });
 
-    test('baseline → iterations → awaiting approval → approve → the best configuration is applied with keep=true', async () => {
+    test('baseline → trials with baseline windows between them → A/B verification → awaiting approval → approve → kept', async () => {
       const { databaseId, agent } = await connect('approve');
+      agent.noise = 0.03;
       const started = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 42 });
       assert.equal(started.state, 'baseline');
       assert.equal(started.requireApproval, true, 'approval is required by default');
       assert.equal(started.mode, 'reload-only');
+      assert.deepEqual([started.abRoundsMin, started.abRoundsMax, started.minEffectPercent, started.confidencePercent], [3, 8, 5, 95], 'the verification defaults');
       assert.equal((await agent.report()).nextReportInSeconds, 1, 'while measuring, about six reports a window');
 
-      await agent.runUntil('awaiting approval', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
+      let sawVerifying = false;
+      await agent.runUntil('awaiting approval', async () => {
+        const state = await stateOf(databaseId, started.id);
+        sawVerifying ||= state === 'verifying';
+        return state === 'awaiting_approval';
+      }, { timeoutMs: 90_000 });
+      assert.ok(sawVerifying, 'the session verified its best before recommending it');
       const { session, iterations } = await getSession(person, databaseId, started.id);
-      const extra = assertPlannedIterations(iterations, 5, ['ok']);
-      assert.equal(iterations[0]!.kind, 'heuristic', "pgtune's recommendation first");
-      for (const it of iterations) assert.ok(it.objective !== null && it.objective > 0 && it.diff.length > 0);
-      // The optimizer asked for the incumbent to be measured again: the same configuration, applied
-      // and measured once more, and the best counts both measurements.
-      const again = iterations.filter((it) => it.kind === 'remeasure');
-      assert.ok(again.length > 0, `a re-measurement among ${iterations.map((it) => it.kind).join(', ')}`);
-      for (const it of again) assert.ok(iterations.some((earlier) => earlier.ordinal < it.ordinal && JSON.stringify(earlier.config) === JSON.stringify(it.config)));
+      const rounds = assertSessionShape(iterations, 5, ['ok']);
+      assert.ok(rounds >= 3 && rounds <= 8, `${rounds} A/B rounds`);
+      const trials = iterations.filter(isTrialJson);
+      assert.equal(trials[0]!.kind, 'heuristic', "pgtune's recommendation first");
+      for (const it of trials) assert.ok(it.objective !== null && it.objective > 0 && it.diff.length > 0);
+      assert.ok(iterations.some((it) => it.kind === 'baseline' && it.phase === 'search' && it.baselineRatio !== null), 'a baseline window between the trials');
+      // The noise of one window comes from the baseline windows, and each later trial carries its interval.
+      assert.ok(session.noise !== null && session.noise! > 0, `noise ${session.noise}`);
+      assert.ok(session.drift && session.drift.windows >= 3, JSON.stringify(session.drift));
+      assert.ok(trials.at(-1)!.objectiveInterval, 'the last trial has an interval from the measured noise');
       assert.ok(session.baseline.stats && session.baseline.reports! > 0);
-      assert.ok(session.best && session.best.objective < 1, 'the best beat the baseline');
-      if (again.some((it) => JSON.stringify(it.config) === JSON.stringify(session.best!.config))) assert.ok(session.best.measurements >= 2);
-      assert.ok(session.best.measurements >= 2 || extra === ENGINE_LIMITS.confirmations, 'a best is recommended only after a second measurement, unless the confirmations ran out');
+
+      const v = session.verification!;
+      assert.equal(v.decision, 'recommend');
+      assert.equal(v.rounds, rounds);
+      assert.ok(v.runtime!.high <= 0.95, `the whole interval shows at least 5 %: ${v.summary}`);
+      assert.match(v.summary ?? '', /^runtime −\d+(\.\d)? % \(95 % CI −\d+(\.\d)? % to −\d+(\.\d)? %\), throughput .* \d A\/B rounds$/);
+      assert.ok(session.best, 'a recommendation');
+      assert.deepEqual(session.best.config, v.candidate.config, 'the verified candidate is recommended');
+      assert.equal(session.best.objective, v.runtime!.estimate);
       assert.ok(session.best.diff.some((d) => d.name === 'work_mem'), JSON.stringify(session.best.diff));
-      assert.match(session.message ?? '', /approve/);
+      assert.match(session.message ?? '', /verified: runtime −.*approve/);
       // The trials are done: the database waits on known-good, and the agent reports at its own pace.
       const queued = await commands(databaseId);
       assert.deepEqual(queued[0]?.command.kind === 'revert' && queued[0].command.to, 'known-good');
       assert.equal((await agent.report()).nextReportInSeconds, 60);
       assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good while awaiting approval');
-      assert.equal(queued.filter((c) => c.command.kind === 'apply' && c.command.keep === false).length, iterations.length, 'every iteration was a trial (keep=false)');
+      assert.ok(queued.every((c) => c.command.kind === 'revert' || c.command.keep === false), 'every window was a trial (keep=false) or a revert');
 
       const approved = await person.post<{ session: { state: string; finalCommandId: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`);
       assert.equal(approved.status, 200, JSON.stringify(approved.body));
@@ -108,6 +123,66 @@ for (const kind of STORAGE_KINDS) {
       assert.deepEqual(list.body.sessions.map((s) => [s.id, s.state]), [[started.id, 'done']]);
     });
 
+    test('a workload no knob speeds up ends "no significant improvement" and keeps nothing', async () => {
+      const { databaseId, agent } = await connect('null-workload');
+      agent.effect = () => 1;
+      agent.noise = 0.05;
+      const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 8, abRoundsMin: 3, abRoundsMax: 4, requireApproval: false });
+      await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 90_000 });
+      const { session, iterations } = await getSession(person, databaseId, started.id);
+      assert.equal(session.state, 'done', session.message ?? '');
+      assert.match(session.message ?? '', /^no significant improvement: .*the database stays on its known-good configuration$/);
+      assert.doesNotMatch(session.message ?? '', /faster/);
+      assert.equal(session.best, null, 'nothing recommended');
+      if (session.verification) {
+        assert.equal(session.verification.decision, 'no_significant_improvement');
+        assert.ok(session.verification.runtime!.high > 0.95, session.verification.summary ?? '');
+        assert.ok(assertSessionShape(iterations, 3) <= 4);
+      }
+      assert.ok(!agent.received.some((c) => c.kind === 'apply' && c.keep), 'no configuration kept');
+      await agent.report();
+      assert.deepEqual(agent.settings, agent.baseline, 'the database is on its known-good configuration');
+    });
+
+    test('a window whose query mix shifts is contaminated, measured again, and not given to the optimizer', async () => {
+      const { databaseId, agent } = await connect('mix-shift');
+      const started = await startSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 0, seed: 4 });
+      let shifted = false;
+      await agent.runUntil('awaiting approval', async () => {
+        const { session, iterations } = await getSession(person, databaseId, started.id);
+        const second = iterations.filter(isTrialJson)[1];
+        // A batch job runs during the second trial's first window, and stops when it is judged.
+        if (second?.state === 'measuring' && !shifted) shifted = agent.mixShifted = true;
+        if (iterations.some((it) => it.state === 'contaminated')) agent.mixShifted = false;
+        return ['awaiting_approval', 'done', 'failed'].includes(session.state);
+      }, { timeoutMs: 90_000 });
+      const { session, iterations } = await getSession(person, databaseId, started.id);
+      assert.equal(session.state, 'awaiting_approval', session.message ?? '');
+      const contaminated = iterations.filter((it) => it.state === 'contaminated');
+      assert.equal(contaminated.length, 1, JSON.stringify(iterations.map((it) => [it.ordinal, it.kind, it.state, it.failure])));
+      const [bad] = contaminated;
+      assert.match(bad!.failure ?? '', /^contaminated: the query mix moved away from the baseline's \(Jensen-Shannon distance 0\.\d\d, over 0\.25\)/);
+      assert.equal(bad!.objective, null, 'a contaminated window has no objective: the optimizer never sees it');
+      const again = iterations.find((it) => it.ordinal === bad!.ordinal + 1)!;
+      assert.equal(again.commandId, bad!.commandId, 'measured again with the configuration still applied');
+      assert.deepEqual([again.kind, again.state], [bad!.kind, 'ok']);
+      assert.match(again.reason, new RegExp(`^iteration ${bad!.ordinal} measured again: its window was contaminated`));
+      assertSessionShape(iterations, 2, ['ok']);
+      const stopped = await person.post(`/api/manage/databases/${databaseId}/sessions/${started.id}/revert`);
+      assert.equal(stopped.status, 200);
+    });
+
+    test('a baseline window the agent cannot return to fails the session after three tries, instead of asking forever', async () => {
+      const { databaseId, agent } = await connect('stuck-revert');
+      agent.failReverts = true;
+      const started = await startSession(person, databaseId, { iterations: 1, windowSeconds: 2, warmupSeconds: 0, seed: 5 });
+      await agent.runUntil('the session to fail', async () => ['failed', 'done', 'awaiting_approval'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 60_000 });
+      const { session, iterations } = await getSession(person, databaseId, started.id);
+      assert.equal(session.state, 'failed', session.message ?? '');
+      assert.match(session.message ?? '', /^the last 3 windows of the known-good configuration could not be measured \(the last: failed by the agent: work_mem/);
+      assert.deepEqual(iterations.slice(-3).map((it) => [it.kind, it.state]), Array.from({ length: 3 }, () => ['baseline', 'failed']));
+    });
+
     test('refused, failed and guardrail-reverted trials fail their iterations, and their regions are not proposed again', async () => {
       const { databaseId, agent } = await connect('failures');
       agent.plan = (_command, trial) => {
@@ -124,20 +199,20 @@ for (const kind of STORAGE_KINDS) {
       assert.match(iterations[1]!.failure ?? '', /^failed by the agent: max_wal_size/);
       assert.match(iterations[2]!.failure ?? '', /^guardrail: /);
       assert.deepEqual(iterations.slice(0, 3).map((it) => it.state), ['failed', 'failed', 'failed']);
-      assertPlannedIterations(iterations, 6);
+      assertSessionShape(iterations, 6);
 
-      // No later suggestion falls in the region of a failed one (a re-measurement repeats a good one).
+      // No later suggestion falls in the region of a failed one.
       const s = space();
-      const failed = iterations.filter((it) => it.state === 'failed');
+      const failed = iterations.filter((it) => it.state === 'failed' && isTrialJson(it));
       for (const f of failed) {
-        for (const later of iterations.filter((it: IterationJson) => it.ordinal > f.ordinal && it.kind !== 'remeasure')) {
+        for (const later of iterations.filter((it: IterationJson) => it.ordinal > f.ordinal && isTrialJson(it))) {
           const d = distance(s, encode(s, later.config), encode(s, f.config));
           assert.ok(d >= DEFAULT_FAILED_RADIUS, `iteration ${later.ordinal} is ${d.toFixed(3)} from failed iteration ${f.ordinal}`);
         }
       }
       // The recommendation is none of the failed ones.
       if (session.best) assert.ok(!failed.some((f) => JSON.stringify(f.config) === JSON.stringify(session.best!.config)));
-      assert.ok(agent.received.some((c) => c.kind === 'apply' && c.keep) || /no configuration was faster/.test(session.message ?? ''), session.message ?? '');
+      assert.ok(agent.received.some((c) => c.kind === 'apply' && c.keep) || /no significant improvement/.test(session.message ?? ''), session.message ?? '');
     });
 
     test('an acknowledgement that never comes fails the iteration after the timeout, and the session moves on', async () => {
@@ -198,7 +273,7 @@ for (const kind of STORAGE_KINDS) {
       person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
       await agent.runUntil('awaiting approval after the restart', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
       const { iterations } = await getSession(person, databaseId, started.id);
-      assertPlannedIterations(iterations, 2, ['ok']);
+      assertSessionShape(iterations, 2, ['ok']);
     });
 
     test('two replicas on one PostgreSQL advance a session one at a time', { skip: kind === 'postgres' ? false : 'PGlite serves one process' }, async () => {
@@ -220,10 +295,14 @@ for (const kind of STORAGE_KINDS) {
           return (await stateOf(databaseId, started.id)) === 'awaiting_approval';
         });
         const { iterations } = await getSession(person, databaseId, started.id);
-        assertPlannedIterations(iterations, 3, ['ok']);
-        const trials = (await commands(databaseId)).filter((c) => c.command.kind === 'apply');
-        assert.deepEqual(trials.map((c) => c.id).sort(), iterations.map((it) => it.commandId).sort(), 'one trial command per iteration, none twice');
-        assert.equal((await commands(databaseId)).filter((c) => c.command.kind === 'revert').length, 1, 'one revert to known-good at the end');
+        assertSessionShape(iterations, 3, ['ok']);
+        const issued = await commands(databaseId);
+        const applies = issued.filter((c) => c.command.kind === 'apply');
+        const windows = [...new Set(iterations.filter((it) => it.kind !== 'baseline').map((it) => it.commandId))];
+        assert.deepEqual(applies.map((c) => c.id).sort(), windows.sort(), 'one apply per trial and per run of candidate windows, none twice');
+        const reverts = issued.filter((c) => c.command.kind === 'revert').map((c) => c.id);
+        const baselineCommands = new Set(iterations.filter((it) => it.kind === 'baseline').map((it) => it.commandId));
+        assert.equal(reverts.length, baselineCommands.size + 1, 'a revert per run of baseline windows, and one to known-good at the end');
       } finally {
         await replica.close();
       }
@@ -240,6 +319,11 @@ for (const kind of STORAGE_KINDS) {
       assertClientError(await person.post(path, { mode: 'fast' }), 400, 'body.mode');
       assertClientError(await person.post(path, { seed: -3 }), 400, 'body.seed');
       assertClientError(await person.post(path, { requireApproval: 'no' }), 400, 'body.requireApproval');
+      assertClientError(await person.post(path, { abRoundsMin: 2 }), 400, 'body.abRoundsMin: expected at least 3 rounds');
+      assertClientError(await person.post(path, { abRoundsMin: 6, abRoundsMax: 4 }), 400, 'body.abRoundsMax: expected at least as many rounds as abRoundsMin');
+      assertClientError(await person.post(path, { minEffectPercent: -1 }), 400, 'body.minEffectPercent: expected 0 % or more');
+      assertClientError(await person.post(path, { confidencePercent: 100 }), 400, 'body.confidencePercent: expected at most 99.9 %');
+      assertClientError(await person.post(path, { confidencePercent: '95' }), 400, 'body.confidencePercent: expected a number of percent');
       assertClientError(await person.post(path, { iterations: 3, extra: true }), 400, 'extra');
       assertClientError(await person.post(path, { mode: 'restart' }), 400, /body\.mode: restart needs an agent allowed to restart/);
       assertClientError(await person.post('/api/manage/databases/not-a-uuid/sessions', {}), 400, 'path.databaseId');

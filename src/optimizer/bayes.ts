@@ -56,7 +56,7 @@ export function bayesianStep(space: SearchSpace, history: History, rng: Rng, fil
   const data = trainingData(space, history);
   if (data.measured.y.length < 2) return undefined;
   const features = featuresFor(space);
-  const gp = fitGp(data.measured.points.map((p) => features.of(p)), data.measured.y, features.groups, rng);
+  const gp = fitGp(data.measured.points.map((p) => features.of(p)), data.measured.y, features.groups, rng, data.measured.noiseVariances ? { noiseVariances: data.measured.noiseVariances } : {});
   const success = fitSuccessModel(features, data.attempts, rng);
 
   // Noisy EI: improvement over the best posterior mean at a measured point, not over the

@@ -30,6 +30,9 @@ export interface GpOptions {
   readonly steps?: number;
   /** Random starts besides the prior's centre. */
   readonly restarts?: number;
+  /** Each outcome's noise variance, in the units of y squared, when it was measured: then the
+   * model takes these instead of fitting one noise variance for all. */
+  readonly noiseVariances?: readonly number[];
 }
 
 const SQRT5 = Math.sqrt(5);
@@ -56,9 +59,12 @@ class Problem {
   readonly y: Float64Array;
   readonly priorMean: number;
   readonly priorVar = 3;
+  /** Measured noise variances (standardized units), or null: one fitted noise variance. */
+  readonly fixedNoise: Float64Array | null;
 
-  constructor(x: readonly ArrayLike<number>[], y: Float64Array, groups: ReadonlyArray<readonly number[]>) {
+  constructor(x: readonly ArrayLike<number>[], y: Float64Array, groups: ReadonlyArray<readonly number[]>, fixedNoise: Float64Array | null) {
     this.n = x.length;
+    this.fixedNoise = fixedNoise;
     this.groups = groups.length;
     this.y = y;
     this.priorMean = Math.SQRT2 + 0.5 * Math.log(Math.max(1, groups.length));
@@ -85,7 +91,7 @@ class Problem {
     const K = new Float64Array(n * n);
     const r = new Float64Array(n * n);
     for (let i = 0; i < n; i++) {
-      K[i * n + i] = signal + noise + JITTER;
+      K[i * n + i] = signal + (this.fixedNoise ? (this.fixedNoise[i] as number) : noise) + JITTER;
       for (let j = 0; j < i; j++) {
         let r2 = 0;
         for (let g = 0; g < groups; g++) r2 += (this.sqdist[g] as Float64Array)[i * n + j]! * inv[g]!;
@@ -132,7 +138,7 @@ class Problem {
       }
     }
     grad[groups] = gSignal;
-    grad[groups + 1] = gNoise;
+    grad[groups + 1] = this.fixedNoise ? 0 : gNoise;
 
     // Log priors (negated).
     for (let g = 0; g < groups; g++) {
@@ -143,9 +149,11 @@ class Problem {
     const ts = theta[groups] as number;
     value += (ts * ts) / 2;
     grad[groups] += ts;
-    const tn = (theta[groups + 1] as number) + 4;
-    value += (tn * tn) / 2;
-    grad[groups + 1]! += tn;
+    if (!this.fixedNoise) {
+      const tn = (theta[groups + 1] as number) + 4;
+      value += (tn * tn) / 2;
+      grad[groups + 1]! += tn;
+    }
     return { value, grad };
   }
 }
@@ -207,7 +215,8 @@ export function fitGp(
   const mean = y.reduce((a, b) => a + b, 0) / n;
   const sd = Math.sqrt(y.reduce((a, b) => a + (b - mean) ** 2, 0) / n) || 1;
   const standardized = Float64Array.from(y, (v) => (v - mean) / sd);
-  const problem = new Problem(x, standardized, groups);
+  const fixedNoise = options.noiseVariances && options.noiseVariances.length === n ? Float64Array.from(options.noiseVariances, (v) => Math.max(v, 1e-6) / (sd * sd)) : null;
+  const problem = new Problem(x, standardized, groups, fixedNoise);
   const G = groups.length;
 
   // Starts: length scales a little shorter than the prior's centre (the data can lengthen
@@ -250,7 +259,7 @@ export function fitGp(
 
   return {
     lengthscales,
-    noiseVariance: noise * sd * sd,
+    noiseVariance: fixedNoise ? (fixedNoise.reduce((a, b) => a + b, 0) / n) * sd * sd : noise * sd * sd,
     predict(point) {
       const k = new Float64Array(n);
       for (let i = 0; i < n; i++) {

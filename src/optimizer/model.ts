@@ -35,14 +35,16 @@ export function featuresFor(space: SearchSpace): Features {
 }
 
 export interface TrainingData {
-  /** Ok observations: their points and log objectives (runtimes vary by ratios). */
-  readonly measured: { readonly points: Point[]; readonly y: number[] };
+  /** Ok observations: their points and log objectives (runtimes vary by ratios), and the
+   * variance of each log objective when every one of them has a measured noise level. */
+  readonly measured: { readonly points: Point[]; readonly y: number[]; readonly noiseVariances: number[] | null };
   /** Every observation: its point and whether it ran without failing. */
   readonly attempts: { readonly points: Point[]; readonly ok: boolean[] };
 }
 
 export function trainingData(space: SearchSpace, history: History): TrainingData {
-  const measured = { points: [] as Point[], y: [] as number[] };
+  const measured = { points: [] as Point[], y: [] as number[], noiseVariances: [] as number[] | null };
+  let everyNoise = true;
   const attempts = { points: [] as Point[], ok: [] as boolean[] };
   for (const o of history) {
     const point = encode(space, o.config);
@@ -51,7 +53,10 @@ export function trainingData(space: SearchSpace, history: History): TrainingData
     if (o.status === 'ok') {
       measured.points.push(point);
       measured.y.push(Math.log(o.objective as number));
+      if (o.noise !== undefined && Number.isFinite(o.noise) && o.noise >= 0) measured.noiseVariances!.push(o.noise ** 2);
+      else everyNoise = false;
     }
   }
+  if (!everyNoise) measured.noiseVariances = null;
   return { measured, attempts };
 }

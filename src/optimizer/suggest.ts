@@ -1,18 +1,17 @@
 // The optimizer's decisions, one call at a time. The caller (the tuning service) keeps the
 // history and passes it back whole; from it and a seed the optimizer decides, deterministically:
 //   1. the expert heuristic (pgtune), until it has been tried;
-//   2. a re-measurement of the incumbent best when it has been measured once only (as soon as
-//      it has stood unbeaten for a couple of steps), or when it has not been measured for a
-//      while (to notice drift);
-//   3. otherwise exploration: a space-filling random configuration while there are too few
+//   2. then exploration: a space-filling random configuration while there are too few
 //      observations for a model, then Bayesian optimization (bayes.ts).
 // Every suggestion passes the agent's own validateChange, and none falls in a failed region.
+// Re-measuring a best is not the optimizer's business: the tuning session verifies its
+// candidate by A/B rounds against the baseline (src/measure/verify.ts), and its interleaved
+// baseline windows give each observation its noise level (Observation.noise).
 import { describeMachine } from '../knobs/index.ts';
 import { bayesianStep } from './bayes.ts';
 import { randomCandidates, type Candidate } from './candidates.ts';
-import { validateSuggestion } from './feasibility.ts';
 import { heuristicConfig } from './heuristic.ts';
-import { best, checkHistory, DEFAULT_FAILED_RADIUS, failedPoints, type Incumbent } from './history.ts';
+import { checkHistory, DEFAULT_FAILED_RADIUS, failedPoints } from './history.ts';
 import type { PgtuneWorkload } from './pgtune.ts';
 import { createRng, type Rng } from './random.ts';
 import { allowed, firstValid, samePoint, type Filter } from './selection.ts';
@@ -24,18 +23,6 @@ export interface SuggestOptions {
   readonly workload?: PgtuneWorkload;
   /** Nothing is suggested within this distance of a failed point (default 0.15). */
   readonly failedRadius?: number;
-  /** A best is trusted after this many measurements (default 2)… */
-  readonly minMeasurements?: number;
-  /**
-   * …and a new best measured fewer times is re-measured once it has stood unbeaten for this
-   * many further steps (default 2): early on, bests follow each other quickly, and measuring
-   * again one that is beaten next step would waste a step of the live database.
-   */
-  readonly confirmAfter?: number;
-  /** A trusted best is re-measured after this many other steps (default 10)… */
-  readonly remeasureEvery?: number;
-  /** …until it has this many measurements (default 4). */
-  readonly maxMeasurements?: number;
   /** Distinct configurations observed before the model is used (default 3). */
   readonly initialDesign?: number;
   /** Random candidates per step (default 128); the model's local candidates come on top. */
@@ -57,29 +44,9 @@ function settingsOf(options: SuggestOptions = {}): Settings {
   return {
     workload: options.workload ?? 'mixed',
     failedRadius: options.failedRadius ?? DEFAULT_FAILED_RADIUS,
-    minMeasurements: options.minMeasurements ?? 2,
-    confirmAfter: options.confirmAfter ?? 2,
-    remeasureEvery: options.remeasureEvery ?? 10,
-    maxMeasurements: options.maxMeasurements ?? 4,
     initialDesign: options.initialDesign ?? 3,
     candidates: options.candidates ?? 128,
   };
-}
-
-const round3 = (x: number) => Number(x.toPrecision(3));
-
-/** Why the incumbent should be measured again now, if it should. */
-function remeasureReason(incumbent: Incumbent, s: Settings, stepsSince: number): string | undefined {
-  const value = round3(incumbent.objective);
-  if (incumbent.measurements < s.minMeasurements) {
-    if (stepsSince < s.confirmAfter) return undefined;
-    const times = incumbent.measurements === 1 ? 'once' : `${incumbent.measurements} times`;
-    return `new best (objective ${value}) measured ${times}: re-measured before it is trusted`;
-  }
-  if (incumbent.measurements < s.maxMeasurements && stepsSince >= s.remeasureEvery) {
-    return `best (objective ${value} over ${incumbent.measurements} measurements) not measured for ${stepsSince} steps: re-measured to catch drift`;
-  }
-  return undefined;
 }
 
 /** The random candidate farthest from everything tried: spreads the first points out. */
@@ -116,19 +83,9 @@ export function suggest(input: SuggestInput): Suggestion {
     };
   }
 
-  const incumbent = best({ space, history, failedRadius: s.failedRadius });
-  // A best from another space (the mode changed since) may set knobs this one cannot: then it
-  // is not re-measured, and exploration goes on.
-  const measurable = incumbent !== null && validateSuggestion(space, incumbent.config).ok;
-  const remeasure = incumbent && measurable ? remeasureReason(incumbent, s, history.length - 1 - incumbent.lastIndex) : undefined;
-  if (incumbent && remeasure) return { kind: 'remeasure', config: { ...incumbent.config }, reason: remeasure };
-
   const explored =
     (distinctCount(seen) >= s.initialDesign ? bayesianStep(space, history, rng, filter, s.candidates) : undefined) ??
     spaceFilling(space, history, rng, filter, s.candidates);
   if (explored) return explored;
-  if (incumbent && measurable) {
-    return { kind: 'remeasure', config: { ...incumbent.config }, reason: 'no new feasible configuration outside the failed regions: re-measuring the best' };
-  }
   throw new Error('no feasible configuration: every candidate breaks a constraint or lies in a failed region');
 }

@@ -16,6 +16,12 @@ export interface Observation {
   readonly objective: number | null;
   /** failed: the agent refused it, a guardrail reverted it, or the server crashed with it. */
   readonly status: 'ok' | 'failed';
+  /**
+   * The standard deviation of log(objective), when the caller measured it (the tuning session
+   * does, from its repeated baseline windows): the model then takes it as the measurement's
+   * noise instead of fitting one. Every ok observation has it, or none.
+   */
+  readonly noise?: number;
   /** ISO timestamp, for people; the optimizer reads the order of the history, not the time. */
   readonly measuredAt?: string;
 }
@@ -64,7 +70,7 @@ export interface SearchSpace {
  */
 export type Point = readonly number[];
 
-export type SuggestionKind = 'heuristic' | 'explore' | 'remeasure';
+export type SuggestionKind = 'heuristic' | 'explore';
 
 export interface Suggestion {
   readonly kind: SuggestionKind;

@@ -83,7 +83,7 @@ export function stopSession(ctx: ServiceContext, user: User, databaseId: string,
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (!isActive(session)) throw conflict(`the session is ${session.state} already`);
     const step = personStep(tx, session, await tx.now());
-    const trialMayBeApplied = session.state === 'iterating' && (await tx.iterations()).length > 0;
+    const trialMayBeApplied = (session.state === 'iterating' || session.state === 'verifying') && (await tx.iterations()).length > 0;
     const kept = session.state === 'applying_best' ? '; an apply of the best configuration the agent has received already is kept (revert to undo it)' : '';
     await endSession(
       step,

@@ -6,8 +6,6 @@
 import type { WindowStats } from '../../measure/objective.ts';
 
 export const CONSTRAINTS = {
-  /** A window is measurable when it saw at least this share of the baseline's query mix. */
-  minCoverage: 0.5,
   /** Failed when throughput (top-level statements completed per second) falls by more than this
    * share of the baseline's… */
   maxThroughputDrop: 0.2,
@@ -20,17 +18,6 @@ export const CONSTRAINTS = {
   /** Failed when available memory falls below this share of the total, while the baseline's did not. */
   memoryFloorShare: 0.1,
 } as const;
-
-export function isMeasurable(stats: WindowStats): boolean {
-  return stats.weightedRuntimeMs !== null && stats.weightedRuntimeMs > 0 && stats.coverage >= CONSTRAINTS.minCoverage;
-}
-
-/** Why nothing could be measured, for people. */
-export function whyUnmeasurable(stats: WindowStats, reports: number): string {
-  if (reports === 0) return 'no report covered the window (is the agent reporting?)';
-  if (stats.calls === 0 || stats.weightedRuntimeMs === null) return "none of the baseline's statements ran (is the workload running?)";
-  return `only ${Math.round(stats.coverage * 100)} % of the baseline's query mix ran (the workload changed)`;
-}
 
 const percent = (x: number) => `${(x * 100).toFixed(1)} %`;
 

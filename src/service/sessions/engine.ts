@@ -4,17 +4,27 @@
 //
 //   baseline            measure the configuration as it is for one window (it starts with the
 //                       first report after the session's start: the agent reports faster from then)
-//   iterating           per iteration: suggest → apply as a trial (keep=false) → ack → warm up →
-//                       measure one window → ok (objective) or failed; until the planned number
-//   awaiting_approval   the best configuration waits for a person; the database is back on known-good
-//   applying_best       the best configuration is applied with keep=true
+//   iterating           per trial: suggest → apply as a trial (keep=false) → ack → warm up →
+//                       measure one window → ok or failed; after every few measured trials, a
+//                       window of the known-good configuration (a revert), so that each trial is
+//                       judged against the baseline windows nearest in time; until the planned number
+//   verifying           the search's best against the baseline in A/B rounds (A B, B A, …) until
+//                       its interval decides (src/measure/verify.ts)
+//   awaiting_approval   the verified best waits for a person; the database is back on known-good
+//   applying_best       the verified best is applied with keep=true
 //   done | stopped | reverted | failed
+//
+// Every window is an iteration row. A window that cannot be trusted (src/measure/contamination.ts)
+// is marked contaminated and measured again in a new row; it never reaches the optimizer.
 import { randomUUID } from 'node:crypto';
-import { queryMix, relativeObjective, windowStats, type WindowStats } from '../../measure/objective.ts';
+import { callShares, contamination, type WindowReport } from '../../measure/contamination.ts';
+import { queryMix, windowStats, type WindowStats } from '../../measure/objective.ts';
+import { describeVerdict, roundOrder, verdict, type RoundFigures, type Role, type Verdict, type VerifySettings } from '../../measure/verify.ts';
 import { suggest, type SearchSpace, type Suggestion } from '../../optimizer/index.ts';
 import type { Command } from '../../protocol/v1.ts';
 import type {
   SessionBest,
+  SessionVerification,
   SessionWindow,
   TuningIterationPatch,
   TuningIterationRecord,
@@ -22,14 +32,14 @@ import type {
   TuningSessionRecord,
   TuningSessionTx,
 } from '../storage/storage.ts';
-import { constraintBreach, isMeasurable, whyUnmeasurable } from './constraints.ts';
-import { historyOf, sessionBest } from './history.ts';
+import { constraintBreach, throughput } from './constraints.ts';
+import { historyOf, isTrial, judgeSession, searchBest } from './history.ts';
 import { sessionReportInterval } from './params.ts';
 import { buildSpace } from './space.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
 
 export const ENGINE_LIMITS = {
-  /** A window with nothing to measure starts again; after this many, the session fails. */
+  /** A measurement whose window could not be trusted this many times in a row fails the session. */
   windowAttempts: 3,
   /** An apply not acknowledged this long after it was first sent fails its iteration. Cloud
    * targets wait for parameter groups and reboots, hence the generous figures. */
@@ -37,8 +47,8 @@ export const ENGINE_LIMITS = {
   /** A window that ended this long ago is measured with the reports it has (the agent went quiet). */
   minGraceSeconds: 30,
   reportsPerWindow: 5000,
-  /** Re-measurements of a best measured once, past the planned iterations, before it is recommended. */
-  confirmations: 2,
+  /** A baseline window after this many measured trials. */
+  baselineEvery: 3,
   /** Transitions per call: each waits for something new after a few. */
   stepsPerCall: 12,
 } as const;
@@ -71,6 +81,8 @@ function stepOnce(s: Step): Promise<boolean> {
       return baselineStep(s);
     case 'iterating':
       return iterationStep(s);
+    case 'verifying':
+      return verifyStep(s);
     case 'applying_best':
       return finalApplyStep(s);
     default:
@@ -84,8 +96,13 @@ async function updateSession(s: Step, patch: TuningSessionPatch): Promise<void> 
 
 const graceMs = (session: TuningSessionRecord) => Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(session.windowSeconds)) * 1000;
 const fmt = (x: number) => x.toFixed(3);
+const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] => reports.map((r) => ({ leaseId: r.leaseId, seq: r.seq, metrics: r.metrics }));
 
-// ---- baseline ----
+export function verifySettings(session: TuningSessionRecord): VerifySettings {
+  return { minRounds: session.abRoundsMin, maxRounds: session.abRoundsMax, minEffect: session.minEffectPercent / 100, confidence: session.confidencePercent / 100 };
+}
+
+// ---- the first baseline window ----
 
 async function baselineStep(s: Step): Promise<boolean> {
   const { session, tx, now } = s;
@@ -104,8 +121,9 @@ async function baselineStep(s: Step): Promise<boolean> {
   const metrics = measured.reports.map((r) => r.metrics);
   const mix = queryMix(metrics);
   const stats = windowStats(metrics, mix);
-  if (!isMeasurable(stats)) {
-    const why = whyUnmeasurable(stats, measured.reports.length);
+  const found = contamination({ reports: windowReports(measured.reports), stats, reference: null });
+  if (found.length > 0) {
+    const why = found.map((c) => c.message).join('; ');
     if (window.attempts + 1 >= ENGINE_LIMITS.windowAttempts) {
       await endSession(s, 'failed', `the baseline could not be measured in ${ENGINE_LIMITS.windowAttempts} windows: ${why}`, null);
       return false;
@@ -113,7 +131,7 @@ async function baselineStep(s: Step): Promise<boolean> {
     await updateSession(s, { baselineWindow: windowFrom(now, session.windowSeconds, window.attempts + 1), message: `measuring the baseline again: ${why}` });
     return false;
   }
-  const baseline = { mix, stats, reports: measured.reports.length, lowestMemoryShare: lowestMemoryShare(measured.reports), measuredAt: now.toISOString() };
+  const baseline = { mix, shares: callShares(metrics), stats: roundStats(stats), reports: measured.reports.length, lowestMemoryShare: lowestMemoryShare(measured.reports), measuredAt: now.toISOString() };
   await updateSession(s, { state: 'iterating', baseline, message: null });
   return true;
 }
@@ -126,53 +144,29 @@ async function closedWindow(s: Step, window: SessionWindow, expected: Record<str
   return selectWindow(reports, window, expected);
 }
 
-// ---- iterations ----
+// ---- windows in flight: trials, baseline windows, A/B windows ----
 
-async function iterationStep(s: Step): Promise<boolean> {
-  const iterations = await s.tx.iterations();
-  const breaches = new Map((await s.tx.guardrailBreaches(iterations.map((it) => it.commandId))).map((b) => [b.commandId, b.message]));
-
+/**
+ * Moves the window in flight, or condemns a measured trial a guardrail reverted since. Returns
+ * null when nothing is in flight: the caller decides what to measure next.
+ */
+async function inFlightStep(s: Step, iterations: readonly TuningIterationRecord[]): Promise<boolean | null> {
+  const commandIds = [...new Set(iterations.map((it) => it.commandId))];
+  const breaches = new Map((await s.tx.guardrailBreaches(commandIds)).map((b) => [b.commandId, b.message]));
   // A guardrail that reverted a trial after its window was measured still condemns it.
   let flipped = false;
   for (const it of iterations) {
     const breach = breaches.get(it.commandId);
-    if (it.state === 'ok' && breach !== undefined) {
+    if (it.state === 'ok' && it.kind !== 'baseline' && breach !== undefined) {
       await s.tx.updateIteration(it.ordinal, { state: 'failed', failure: `after the measurement, ${guardrailFailure(breach)}` });
       flipped = true;
     }
   }
   if (flipped) return true;
-
   const current = iterations.find((it) => it.state === 'applying' || it.state === 'measuring');
   if (current?.state === 'applying') return applyingStep(s, current);
-  if (current) return measuringStep(s, current, breaches.get(current.commandId));
-
-  const finished = iterations.filter((it) => it.state === 'ok' || it.state === 'failed').length;
-  const cancelled = iterations.length - finished;
-  if (cancelled > s.session.iterations) {
-    await endSession(s, 'failed', `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`, 'known-good');
-    return false;
-  }
-  if (finished >= s.session.iterations) {
-    const confirm = await unconfirmedBest(s, iterations, finished - s.session.iterations);
-    if (confirm) return issueTrial(s, iterations, confirm);
-    await finish(s, iterations, null);
-    return false;
-  }
-  return startIteration(s, iterations);
-}
-
-/**
- * A best that beat the baseline in one window only may have been luck: before it is recommended
- * it is measured again, in up to ENGINE_LIMITS.confirmations iterations past the planned number
- * (a second try covers a re-measured best that fell behind another best measured once).
- */
-async function unconfirmedBest(s: Step, iterations: readonly TuningIterationRecord[], extra: number): Promise<Suggestion | null> {
-  if (extra >= ENGINE_LIMITS.confirmations) return null;
-  const space = await spaceOf(s);
-  const best = space ? sessionBest(space, iterations) : null;
-  if (!best || best.objective >= 1 || best.measurements >= 2) return null;
-  return { kind: 'remeasure', config: { ...best.config }, reason: `the best (objective ${fmt(best.objective)}, iteration ${best.iteration}) was measured once: measured again before it is recommended` };
+  if (current) return measuringStep(s, iterations, current, breaches.get(current.commandId));
+  return null;
 }
 
 /** The session's search space; a space that cannot be rebuilt (a catalog changed under a stored
@@ -186,33 +180,56 @@ async function spaceOf(s: Step): Promise<SearchSpace | null> {
   }
 }
 
-async function startIteration(s: Step, iterations: readonly TuningIterationRecord[]): Promise<boolean> {
-  const { session } = s;
-  const space = await spaceOf(s);
-  if (!space) return false;
-  let suggestion: Suggestion;
-  try {
-    suggestion = suggest({ space, history: historyOf(iterations), seed: session.seed, iteration: iterations.length });
-  } catch (err) {
-    await finish(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
-    return false;
-  }
-  return issueTrial(s, iterations, suggestion);
-}
+const nextOrdinal = (iterations: readonly TuningIterationRecord[]) => (iterations.at(-1)?.ordinal ?? 0) + 1;
 
 async function issueTrial(s: Step, iterations: readonly TuningIterationRecord[], suggestion: Suggestion): Promise<boolean> {
-  const { session } = s;
-  const command: Command = { id: randomUUID(), kind: 'apply', values: { ...suggestion.config }, allowRestart: session.mode === 'restart', keep: false };
+  const command: Command = { id: randomUUID(), kind: 'apply', values: { ...suggestion.config }, allowRestart: s.session.mode === 'restart', keep: false };
   await s.tx.addIteration(
-    { ordinal: iterations.length + 1, kind: suggestion.kind, config: { ...suggestion.config }, reason: suggestion.reason, predicted: suggestion.predicted ?? null, commandId: command.id },
+    { ordinal: nextOrdinal(iterations), kind: suggestion.kind, phase: 'search', round: null, config: { ...suggestion.config }, reason: suggestion.reason, predicted: suggestion.predicted ?? null, commandId: command.id },
     command,
-    session.createdById,
+    s.session.createdById,
   );
   s.commandIssued = true;
   return false;
 }
 
-/** The agent's event message says "guardrail: …" already. */
+/**
+ * The last windows of the known-good configuration or of the candidate all failed or were
+ * cancelled (a revert the agent keeps failing, say): asking again would loop. The reason, or null.
+ */
+function stuck(iterations: readonly TuningIterationRecord[], kind: 'baseline' | 'candidate'): string | null {
+  const last = iterations.slice(-ENGINE_LIMITS.windowAttempts);
+  if (last.length < ENGINE_LIMITS.windowAttempts || !last.every((it) => it.kind === kind && (it.state === 'failed' || it.state === 'cancelled'))) return null;
+  return `the last ${last.length} windows of the ${kind === 'baseline' ? 'known-good configuration' : 'candidate'} could not be measured (the last: ${last.at(-1)!.failure ?? 'no reason given'})`;
+}
+
+/**
+ * A window of the baseline (role 'baseline') or of the candidate: when the configuration is on
+ * the database already (the last window was of the same), measured at once with the same
+ * command; otherwise a revert to known-good or a trial apply first.
+ */
+async function issueWindow(s: Step, iterations: readonly TuningIterationRecord[], role: Role, phase: 'search' | 'verify', round: number | null, config: Record<string, number | string>, reason: string): Promise<boolean> {
+  const kind = role === 'baseline' ? 'baseline' : 'candidate';
+  const why = stuck(iterations, kind);
+  if (why) {
+    await endSession(s, 'failed', `${why}; the database returns to its known-good configuration`, 'known-good');
+    return false;
+  }
+  const last = iterations.at(-1);
+  const base = { ordinal: nextOrdinal(iterations), kind, phase, round, config: { ...config }, reason, predicted: null } as const;
+  if (last && last.kind === kind && (last.state === 'ok' || last.state === 'contaminated') && last.effective) {
+    const window = windowFrom(s.now, s.session.windowSeconds, 0);
+    await s.tx.addIteration({ ...base, commandId: last.commandId, measuring: { sentAt: last.sentAt, ackedAt: last.ackedAt, effective: last.effective, window } }, null, s.session.createdById);
+    return true;
+  }
+  const command: Command =
+    role === 'baseline' ? { id: randomUUID(), kind: 'revert', to: 'known-good' } : { id: randomUUID(), kind: 'apply', values: { ...config }, allowRestart: s.session.mode === 'restart', keep: false };
+  await s.tx.addIteration({ ...base, commandId: command.id }, command, s.session.createdById);
+  s.commandIssued = true;
+  return false;
+}
+
+/** The guardrail's event message says "guardrail: …" already. */
 const guardrailFailure = (message: string) => (/^guardrail\b/.test(message) ? message : `guardrail: ${message}`);
 
 async function failIteration(s: Step, it: TuningIterationRecord, failure: string, extra: TuningIterationPatch = {}): Promise<true> {
@@ -220,7 +237,7 @@ async function failIteration(s: Step, it: TuningIterationRecord, failure: string
   return true;
 }
 
-/** Waiting for the agent's acknowledgement of the trial. */
+/** Waiting for the agent's acknowledgement of the window's command. */
 async function applyingStep(s: Step, it: TuningIterationRecord): Promise<boolean> {
   const command = await s.tx.command(it.commandId);
   if (!command) return failIteration(s, it, 'its command is gone from the storage');
@@ -245,19 +262,25 @@ async function applyingStep(s: Step, it: TuningIterationRecord): Promise<boolean
   return false;
 }
 
-/** Warming up and measuring the trial. */
-async function measuringStep(s: Step, it: TuningIterationRecord, breach: string | undefined): Promise<boolean> {
-  if (breach !== undefined) return failIteration(s, it, guardrailFailure(breach));
+/** The baseline's figures nearest before `at`: what a window's constraints are judged against. */
+function nearestBaselineStats(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[], before: number): WindowStats | null {
+  const earlier = iterations.filter((it) => it.kind === 'baseline' && it.state === 'ok' && it.stats && it.ordinal < before).at(-1);
+  return earlier?.stats ?? session.baseline?.stats ?? null;
+}
+
+/** Warming up and measuring a window. */
+async function measuringStep(s: Step, iterations: readonly TuningIterationRecord[], it: TuningIterationRecord, breach: string | undefined): Promise<boolean> {
+  if (breach !== undefined && it.kind !== 'baseline') return failIteration(s, it, guardrailFailure(breach));
   const window = it.window;
   if (!window) return failIteration(s, it, 'no measurement window was set');
   const measured = await closedWindow(s, window, it.effective);
   if (measured === 'open') return false;
   if (measured.mismatched > 0) {
     // Not the configuration's fault as far as anyone can tell (an agent restart returns to
-    // known-good): left out of the history, and something else is tried.
+    // known-good): left out of the history, and something else is measured.
     await s.tx.updateIteration(it.ordinal, {
       state: 'cancelled',
-      failure: `the trial was not in effect for the whole window (${measured.mismatched} report(s) showed other values), without a guardrail event: the agent returned to known-good, e.g. after a restart`,
+      failure: `the configuration was not in effect for the whole window (${measured.mismatched} report(s) showed other values), without a guardrail event: the agent returned to known-good, e.g. after a restart`,
       finished: true,
     });
     return true;
@@ -265,26 +288,41 @@ async function measuringStep(s: Step, it: TuningIterationRecord, breach: string 
   const baseline = s.session.baseline;
   if (!baseline) return failIteration(s, it, 'the session has no baseline');
   const stats = windowStats(measured.reports.map((r) => r.metrics), baseline.mix);
-  if (!isMeasurable(stats)) {
-    const why = whyUnmeasurable(stats, measured.reports.length);
-    if (window.attempts + 1 >= ENGINE_LIMITS.windowAttempts) {
-      await s.tx.updateIteration(it.ordinal, { state: 'cancelled', failure: `not measurable: ${why}`, finished: true });
-      await endSession(s, 'failed', `iteration ${it.ordinal} could not be measured in ${ENGINE_LIMITS.windowAttempts} windows: ${why}`, 'known-good');
-      return false;
-    }
-    await s.tx.updateIteration(it.ordinal, { window: windowFrom(s.now, s.session.windowSeconds, window.attempts + 1), failure: `measuring again: ${why}` });
+  const found = contamination({ reports: windowReports(measured.reports), stats, reference: baseline.shares ?? null });
+  if (found.length > 0) return remeasure(s, iterations, it, window, found.map((c) => c.message).join('; '), stats, measured.reports.length);
+  // Trials are judged window by window; the A/B rounds judge the candidate's throughput over all
+  // rounds instead (src/measure/verify.ts); a baseline window is what the others are judged by.
+  const reference = nearestBaselineStats(s.session, iterations, it.ordinal);
+  const breached =
+    !isTrial(it) || !reference ? null : constraintBreach(stats, reference, { window: lowestMemoryShare(measured.reports), baseline: baseline.lowestMemoryShare });
+  await s.tx.updateIteration(it.ordinal, { state: breached ? 'failed' : 'ok', stats: roundStats(stats), reports: measured.reports.length, failure: breached, finished: true });
+  return true;
+}
+
+/** A contaminated window: marked so, and measured again in a new row (the configuration is still applied). */
+async function remeasure(s: Step, iterations: readonly TuningIterationRecord[], it: TuningIterationRecord, window: SessionWindow, why: string, stats: WindowStats, reports: number): Promise<boolean> {
+  const attempts = window.attempts + 1;
+  await s.tx.updateIteration(it.ordinal, { state: 'contaminated', stats: roundStats(stats), reports, failure: `contaminated: ${why}`, finished: true });
+  if (attempts >= ENGINE_LIMITS.windowAttempts) {
+    await endSession(s, 'failed', `iteration ${it.ordinal} could not be measured cleanly in ${ENGINE_LIMITS.windowAttempts} windows in a row (the last: ${why}); the database returns to its known-good configuration`, 'known-good');
     return false;
   }
-  const objective = relativeObjective(stats, baseline.stats);
-  const breached = constraintBreach(stats, baseline.stats, { window: lowestMemoryShare(measured.reports), baseline: baseline.lowestMemoryShare });
-  await s.tx.updateIteration(it.ordinal, {
-    state: breached || objective === null ? 'failed' : 'ok',
-    objective,
-    stats: roundStats(stats),
-    reports: measured.reports.length,
-    failure: breached ?? (objective === null ? 'no objective' : null),
-    finished: true,
-  });
+  const start = new Date(s.now.getTime() + s.session.warmupSeconds * 1000);
+  await s.tx.addIteration(
+    {
+      ordinal: nextOrdinal(iterations),
+      kind: it.kind,
+      phase: it.phase,
+      round: it.round,
+      config: it.config,
+      reason: `iteration ${it.ordinal} measured again: its window was contaminated (${why})`,
+      predicted: it.predicted,
+      commandId: it.commandId,
+      measuring: { sentAt: it.sentAt, ackedAt: it.ackedAt, effective: it.effective, window: windowFrom(start, s.session.windowSeconds, attempts) },
+    },
+    null,
+    s.session.createdById,
+  );
   return true;
 }
 
@@ -293,40 +331,140 @@ function roundStats(stats: WindowStats): WindowStats {
   return { ...stats, weightedRuntimeMs: stats.weightedRuntimeMs === null ? null : r(stats.weightedRuntimeMs), avgRuntimeMs: stats.avgRuntimeMs === null ? null : r(stats.avgRuntimeMs), coverage: r(stats.coverage), tps: r(stats.tps), rollbackRate: r(stats.rollbackRate) };
 }
 
-// ---- the end ----
+// ---- the search ----
 
-/** After the last iteration: recommend the best configuration, if one beat the baseline. */
-async function finish(s: Step, iterations: readonly TuningIterationRecord[], note: string | null): Promise<void> {
-  const { session } = s;
+async function iterationStep(s: Step): Promise<boolean> {
+  const iterations = await s.tx.iterations();
+  const moved = await inFlightStep(s, iterations);
+  if (moved !== null) return moved;
+
+  const trials = iterations.filter(isTrial);
+  const finished = trials.filter((it) => it.state === 'ok' || it.state === 'failed').length;
+  const cancelled = trials.filter((it) => it.state === 'cancelled').length;
+  if (cancelled > s.session.iterations) {
+    await endSession(s, 'failed', `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`, 'known-good');
+    return false;
+  }
+  if (finished >= s.session.iterations) return startVerification(s, iterations, null);
+  if (baselineDue(iterations)) {
+    return issueWindow(s, iterations, 'baseline', 'search', null, {}, `the baseline measured again after ${ENGINE_LIMITS.baselineEvery} trials: each trial is judged against the baseline windows nearest in time`);
+  }
   const space = await spaceOf(s);
-  if (!space) return;
-  const best = sessionBest(space, iterations);
+  if (!space) return false;
+  let suggestion: Suggestion;
+  try {
+    suggestion = suggest({ space, history: historyOf(iterations, judgeSession(s.session, iterations)), seed: s.session.seed, iteration: trials.length });
+  } catch (err) {
+    return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
+  }
+  return issueTrial(s, iterations, suggestion);
+}
+
+/** Measured trials since the last baseline window (the first counts) reached the cadence. */
+function baselineDue(iterations: readonly TuningIterationRecord[]): boolean {
+  let since = 0;
+  for (const it of iterations) {
+    if (it.kind === 'baseline' && it.state === 'ok') since = 0;
+    else if (isTrial(it) && it.state === 'ok') since++;
+  }
+  return since >= ENGINE_LIMITS.baselineEvery;
+}
+
+// ---- the verification ----
+
+/** After the search: verify its best, or end when no trial even measured below the baseline. */
+async function startVerification(s: Step, iterations: readonly TuningIterationRecord[], note: string | null): Promise<boolean> {
+  const space = await spaceOf(s);
+  if (!space) return false;
+  const best = searchBest(space, iterations, judgeSession(s.session, iterations));
   const prefix = note ? `${note}; ` : '';
-  // The last trial may still be applied: whatever happens next starts from known-good.
-  const trialMayBeApplied = iterations.length > 0;
   if (!best || best.objective >= 1) {
-    const what = best ? `the best measured ${fmt(best.objective)} of the baseline's runtime` : 'no configuration was measured';
-    await endSession(s, 'done', `${prefix}no configuration was faster than the baseline (${what}): the database stays on its known-good configuration`, trialMayBeApplied ? 'known-good' : null);
-    return;
+    const what = best ? `no trial measured below the baseline's runtime (the best: objective ${fmt(best.objective)})` : 'no configuration was measured';
+    await endSession(s, 'done', `${prefix}no significant improvement: ${what}; the database stays on its known-good configuration`, iterations.length > 0 ? 'known-good' : null);
+    return false;
   }
+  const verification: SessionVerification = { candidate: best, rounds: 0, runtime: null, throughput: null, decision: 'continue', note: null };
+  await updateSession(s, {
+    state: 'verifying',
+    verification,
+    message: `${prefix}verifying the search's best (iteration ${best.iteration}, objective ${fmt(best.objective)} in the search, not verified) against the baseline in ${s.session.abRoundsMin} to ${s.session.abRoundsMax} A/B rounds`,
+  });
+  return true;
+}
+
+/** The complete rounds: a clean baseline and candidate window each. */
+function roundsOf(iterations: readonly TuningIterationRecord[]): RoundFigures[] {
+  const rounds: RoundFigures[] = [];
+  for (let r = 1; ; r++) {
+    const of = (kind: 'baseline' | 'candidate') => iterations.find((it) => it.phase === 'verify' && it.round === r && it.kind === kind && it.state === 'ok' && it.stats?.weightedRuntimeMs);
+    const a = of('baseline');
+    const b = of('candidate');
+    if (!a?.stats || !b?.stats) return rounds;
+    rounds.push({ baseline: { runtimeMs: a.stats.weightedRuntimeMs!, throughput: throughput(a.stats) }, candidate: { runtimeMs: b.stats.weightedRuntimeMs!, throughput: throughput(b.stats) } });
+  }
+}
+
+async function verifyStep(s: Step): Promise<boolean> {
+  const iterations = await s.tx.iterations();
+  const moved = await inFlightStep(s, iterations);
+  if (moved !== null) return moved;
+  const verification = s.session.verification;
+  if (!verification) {
+    await endSession(s, 'failed', 'the session is verifying without a candidate', 'known-good');
+    return false;
+  }
+  const settings = verifySettings(s.session);
+  const rounds = roundsOf(iterations);
+  const v = verdict(rounds, settings, judgeSession(s.session, iterations).noise);
+  const failed = iterations.find((it) => it.phase === 'verify' && it.kind === 'candidate' && it.state === 'failed');
+  if (failed) {
+    const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
+    await updateSession(s, { verification: { ...verification, ...figures(v), decision: 'no_significant_improvement', note } });
+    await endSession(s, 'done', `no significant improvement: ${note}; the database stays on its known-good configuration`, 'known-good');
+    return false;
+  }
+  if (v.rounds !== verification.rounds || v.decision !== verification.decision) await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
+  if (v.decision === 'recommend') return recommend(s, v);
+  if (v.decision === 'no_significant_improvement') {
+    await endSession(s, 'done', `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`, 'known-good');
+    return false;
+  }
+  const round = rounds.length + 1;
+  const done = (kind: Role) => iterations.some((it) => it.phase === 'verify' && it.round === round && it.kind === kind && it.state === 'ok');
+  const role = roundOrder(round).find((r) => !done(r))!;
+  const reason = `A/B round ${round}: the ${role === 'baseline' ? 'baseline (known-good)' : `candidate (iteration ${verification.candidate.iteration})`}`;
+  return issueWindow(s, iterations, role, 'verify', round, role === 'baseline' ? {} : verification.candidate.config, reason);
+}
+
+const figures = (v: Verdict) => ({ rounds: v.rounds, runtime: v.runtime, throughput: v.throughput, note: v.decision === 'continue' ? null : v.why });
+
+/** The verified best: kept at once, or after a person's approval (meanwhile on known-good). */
+async function recommend(s: Step, v: Verdict): Promise<boolean> {
+  const { session } = s;
+  const candidate = session.verification!.candidate;
+  const best: SessionBest = { iteration: candidate.iteration, config: { ...candidate.config }, objective: v.runtime!.estimate, measurements: v.rounds };
+  const summary = `verified: ${describeVerdict(v, session.confidencePercent / 100)}`;
   if (!session.requireApproval) {
-    await applyBest(s, best, session.createdById, prefix);
-    return;
+    await applyBest(s, best, session.createdById, `${summary}; `);
+    return false;
   }
-  if (trialMayBeApplied) await issueRevert(s, 'known-good', session.createdById);
+  await issueRevert(s, 'known-good', session.createdById);
   await updateSession(s, {
     state: 'awaiting_approval',
     best,
-    message: `${prefix}the best configuration (iteration ${best.iteration}) ran the baseline's query mix in ${Math.round((1 - best.objective) * 100)} % less time (objective ${fmt(best.objective)}); approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
+    message: `the best configuration (iteration ${best.iteration}) is ${summary}; approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
   });
+  return false;
 }
+
+// ---- the end ----
 
 /** Applies the best configuration and keeps it (it becomes the agent's known-good). */
 export async function applyBest(s: Step, best: SessionBest, userId: string | null, prefix = ''): Promise<void> {
   const command: Command = { id: randomUUID(), kind: 'apply', values: { ...best.config }, allowRestart: s.session.mode === 'restart', keep: true };
   await s.tx.issueCommand(command, userId);
   s.commandIssued = true;
-  await updateSession(s, { state: 'applying_best', best, finalCommandId: command.id, finalSentAt: null, message: `${prefix}applying the best configuration (iteration ${best.iteration}) to keep it` });
+  await updateSession(s, { state: 'applying_best', best, finalCommandId: command.id, finalSentAt: null, message: `${prefix}applying the verified configuration (iteration ${best.iteration}) to keep it` });
 }
 
 async function finalApplyStep(s: Step): Promise<boolean> {
@@ -338,7 +476,9 @@ async function finalApplyStep(s: Step): Promise<boolean> {
   }
   if (command.status === 'done') {
     if (command.outcome?.status === 'applied') {
-      await endSession(s, 'done', `the best configuration (iteration ${session.best?.iteration ?? '?'}) is applied and kept: it is the agent's known-good configuration now`, null);
+      const v = session.verification;
+      const figures = v ? describeVerdict(v, session.confidencePercent / 100) : 'verified';
+      await endSession(s, 'done', `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`, null);
     } else {
       const errors = command.outcome?.errors.join('; ') || 'no reason given';
       await endSession(s, 'failed', `the agent did not apply the best configuration (${command.outcome?.status ?? 'failed'}: ${errors}); the database stays on its known-good configuration`, null);

@@ -1,6 +1,7 @@
 // Which reports measure a window. A report counts when its whole interval lies inside the window
 // (after the apply's acknowledgement plus the warm-up, and before the window's end), it has
-// metrics, the server did not restart in it, and its settings show the trial's values.
+// metrics, and its settings show the trial's values. Whether the window can be trusted (a
+// restart in it, say) is src/measure/contamination.ts's to judge.
 //
 // A report's interval is stamped by the agent's clock, the window by the storage's. The offset
 // between them is read off each report: it was sent at `sentAt` (agent) and received at
@@ -72,7 +73,6 @@ export function selectWindow(reports: readonly SessionReport[], window: SessionW
   for (const report of reports) {
     const interval = serviceInterval(report);
     if (!interval || !report.metrics || interval.start < start - EDGE_TOLERANCE_MS || interval.end > end + EDGE_TOLERANCE_MS) continue;
-    if (report.metrics.interval.serverRestarted) continue;
     if (expected && differingSettings(report, expected).length > 0) {
       mismatched++;
       continue;

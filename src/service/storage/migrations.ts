@@ -195,6 +195,35 @@ CREATE INDEX reports_database_received_at ON reports (database_id, received_at);
 CREATE INDEX agent_events_command ON agent_events (database_id, command_id) WHERE command_id IS NOT NULL;
 `,
   },
+  {
+    version: 3,
+    name: 'verified gains: interleaved baselines, A/B verification, contaminated windows',
+    sql: `
+-- A session verifies its best by A/B rounds before it recommends it (state verifying).
+ALTER TABLE tuning_sessions DROP CONSTRAINT tuning_sessions_state_check;
+ALTER TABLE tuning_sessions ADD CONSTRAINT tuning_sessions_state_check
+  CHECK (state IN ('baseline', 'iterating', 'verifying', 'awaiting_approval', 'applying_best', 'done', 'stopped', 'reverted', 'failed'));
+DROP INDEX tuning_sessions_one_active;
+CREATE UNIQUE INDEX tuning_sessions_one_active ON tuning_sessions (database_id)
+  WHERE state IN ('baseline', 'iterating', 'verifying', 'awaiting_approval', 'applying_best');
+ALTER TABLE tuning_sessions ADD COLUMN ab_rounds_min integer NOT NULL DEFAULT 3;
+ALTER TABLE tuning_sessions ADD COLUMN ab_rounds_max integer NOT NULL DEFAULT 8;
+ALTER TABLE tuning_sessions ADD COLUMN min_effect_percent double precision NOT NULL DEFAULT 5;
+ALTER TABLE tuning_sessions ADD COLUMN confidence_percent double precision NOT NULL DEFAULT 95;
+-- The candidate and the rounds' verdict: intervals on runtime and throughput.
+ALTER TABLE tuning_sessions ADD COLUMN verification jsonb;
+
+-- Iterations are measurement windows: trials, baseline windows between them, and the A/B
+-- rounds' windows; a window that could not be trusted is contaminated and measured again. The
+-- objective column is no longer written: a trial's objective is judged, when read, against the
+-- baseline windows nearest in time.
+ALTER TABLE tuning_iterations DROP CONSTRAINT tuning_iterations_state_check;
+ALTER TABLE tuning_iterations ADD CONSTRAINT tuning_iterations_state_check
+  CHECK (state IN ('applying', 'measuring', 'ok', 'failed', 'cancelled', 'contaminated'));
+ALTER TABLE tuning_iterations ADD COLUMN phase text NOT NULL DEFAULT 'search' CHECK (phase IN ('search', 'verify'));
+ALTER TABLE tuning_iterations ADD COLUMN round integer;
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

@@ -42,6 +42,10 @@ interface SessionRow {
   iterations: number;
   window_seconds: number;
   warmup_seconds: number;
+  ab_rounds_min: number;
+  ab_rounds_max: number;
+  min_effect_percent: number;
+  confidence_percent: number;
   seed: number;
   require_approval: boolean;
   space: TuningSessionRecord['space'];
@@ -54,19 +58,23 @@ interface SessionRow {
   baseline_window: WindowJson | null;
   baseline: TuningSessionRecord['baseline'];
   best: TuningSessionRecord['best'];
+  verification: TuningSessionRecord['verification'];
   final_command_id: string | null;
   final_sent_at: Date | null;
 }
 
 const SESSION_COLUMNS = `s.id, s.database_id, s.state, s.mode, s.iterations, s.window_seconds, s.warmup_seconds,
+  s.ab_rounds_min, s.ab_rounds_max, s.min_effect_percent, s.confidence_percent,
   s.seed::float8 AS seed, s.require_approval, s.space, s.created_by, u.username AS created_by_name, s.created_at,
-  s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.final_command_id, s.final_sent_at`;
+  s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.verification, s.final_command_id, s.final_sent_at`;
 const SESSION_FROM = 'tuning_sessions s LEFT JOIN users u ON u.id = s.created_by';
 
 interface IterationRow {
   session_id: string;
   ordinal: number;
   kind: TuningIterationRecord['kind'];
+  phase: TuningIterationRecord['phase'];
+  round: number | null;
   config: TuningIterationRecord['config'];
   reason: string;
   predicted: TuningIterationRecord['predicted'];
@@ -84,7 +92,7 @@ interface IterationRow {
   finished_at: Date | null;
 }
 
-const ITERATION_COLUMNS = `session_id, ordinal, kind, config, reason, predicted, command_id, state, created_at, sent_at,
+const ITERATION_COLUMNS = `session_id, ordinal, kind, phase, round, config, reason, predicted, command_id, state, created_at, sent_at,
   acked_at, effective, measure_window, objective, stats, reports, failure, finished_at`;
 
 const toWindow = (w: WindowJson | null): SessionWindow | null => (w ? { start: new Date(w.start), end: new Date(w.end), attempts: w.attempts } : null);
@@ -102,6 +110,10 @@ function toSession(row: SessionRow): TuningSessionRecord {
     iterations: row.iterations,
     windowSeconds: row.window_seconds,
     warmupSeconds: row.warmup_seconds,
+    abRoundsMin: row.ab_rounds_min,
+    abRoundsMax: row.ab_rounds_max,
+    minEffectPercent: row.min_effect_percent,
+    confidencePercent: row.confidence_percent,
     seed: row.seed,
     requireApproval: row.require_approval,
     space: row.space,
@@ -114,6 +126,7 @@ function toSession(row: SessionRow): TuningSessionRecord {
     baselineWindow: toWindow(row.baseline_window),
     baseline: row.baseline,
     best: row.best,
+    verification: row.verification,
     finalCommandId: row.final_command_id,
     finalSentAt: row.final_sent_at,
   };
@@ -124,6 +137,8 @@ function toIteration(row: IterationRow): TuningIterationRecord {
     sessionId: row.session_id,
     ordinal: row.ordinal,
     kind: row.kind,
+    phase: row.phase,
+    round: row.round,
     config: row.config,
     reason: row.reason,
     predicted: row.predicted,
@@ -160,6 +175,7 @@ function sessionAssignments(patch: TuningSessionPatch): Array<[string, unknown, 
   if (patch.baselineWindow !== undefined) out.push(['baseline_window', windowJson(patch.baselineWindow), 'jsonb']);
   if (patch.baseline !== undefined) out.push(['baseline', json(patch.baseline), 'jsonb']);
   if (patch.best !== undefined) out.push(['best', json(patch.best), 'jsonb']);
+  if (patch.verification !== undefined) out.push(['verification', json(patch.verification), 'jsonb']);
   if (patch.finalCommandId !== undefined) out.push(['final_command_id', patch.finalCommandId, 'uuid']);
   if (patch.finalSentAt !== undefined) out.push(['final_sent_at', time(patch.finalSentAt), 'timestamptz']);
   return out;
@@ -217,13 +233,29 @@ function sessionTx(q: Queryable, session: TuningSessionRecord, readCommand: Comm
       return reload();
     },
     async addIteration(iteration, command, createdById) {
-      await insertCommand(q, databaseId, command, createdById);
+      if (command) await insertCommand(q, databaseId, command, createdById);
+      const m = iteration.measuring;
       const row = await one<IterationRow>(
         q,
-        `INSERT INTO tuning_iterations (session_id, ordinal, kind, config, reason, predicted, command_id, state)
-         VALUES ($1::uuid, $2::int, $3, $4::jsonb, $5, $6::jsonb, $7::uuid, 'applying')
+        `INSERT INTO tuning_iterations (session_id, ordinal, kind, phase, round, config, reason, predicted, command_id, state, sent_at, acked_at, effective, measure_window)
+         VALUES ($1::uuid, $2::int, $3, $4, $5::int, $6::jsonb, $7, $8::jsonb, $9::uuid, $10, $11::timestamptz, $12::timestamptz, $13::jsonb, $14::jsonb)
          RETURNING ${ITERATION_COLUMNS}`,
-        [sessionId, iteration.ordinal, iteration.kind, JSON.stringify(iteration.config), iteration.reason, json(iteration.predicted), iteration.commandId],
+        [
+          sessionId,
+          iteration.ordinal,
+          iteration.kind,
+          iteration.phase,
+          iteration.round,
+          JSON.stringify(iteration.config),
+          iteration.reason,
+          json(iteration.predicted),
+          iteration.commandId,
+          m ? 'measuring' : 'applying',
+          time(m?.sentAt ?? null),
+          time(m?.ackedAt ?? null),
+          json(m?.effective ?? null),
+          windowJson(m?.window ?? null),
+        ],
       );
       return toIteration(row!);
     },
@@ -243,12 +275,12 @@ function sessionTx(q: Queryable, session: TuningSessionRecord, readCommand: Comm
       return rows.length > 0;
     },
     async reportsSince(since, limit) {
-      const rows = await q.query<{ id: number; sent_at: Date; received_at: Date; body: Uint8Array }>(
-        `SELECT id::float8 AS id, sent_at, received_at, body FROM reports
+      const rows = await q.query<{ id: number; lease_id: string; seq: number; sent_at: Date; received_at: Date; body: Uint8Array }>(
+        `SELECT id::float8 AS id, lease_id, seq::float8 AS seq, sent_at, received_at, body FROM reports
           WHERE database_id = $1::uuid AND received_at >= $2::timestamptz ORDER BY received_at, id LIMIT $3::int`,
         [databaseId, since.toISOString(), limit],
       );
-      return rows.map((r): SessionReport => ({ id: r.id, sentAt: r.sent_at, receivedAt: r.received_at, ...readReportBody(r.body) }));
+      return rows.map((r): SessionReport => ({ id: r.id, leaseId: r.lease_id, seq: r.seq, sentAt: r.sent_at, receivedAt: r.received_at, ...readReportBody(r.body) }));
     },
     async guardrailBreaches(commandIds) {
       if (commandIds.length === 0) return [];
@@ -292,9 +324,26 @@ export function createSessionStorage(driver: SqlDriver, readCommand: CommandRead
       if (!owned) return { kind: 'no_database' };
       try {
         await db.query(
-          `INSERT INTO tuning_sessions (id, database_id, state, mode, iterations, window_seconds, warmup_seconds, seed, require_approval, space, created_by, message)
-           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11)`,
-          [s.id, s.databaseId, s.mode, s.iterations, s.windowSeconds, s.warmupSeconds, s.seed, s.requireApproval, JSON.stringify(s.space), s.createdById, 'waiting for the first report to start measuring the baseline'],
+          `INSERT INTO tuning_sessions (id, database_id, state, mode, iterations, window_seconds, warmup_seconds, seed, require_approval, space, created_by, message,
+             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent)
+           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8)`,
+          [
+            s.id,
+            s.databaseId,
+            s.mode,
+            s.iterations,
+            s.windowSeconds,
+            s.warmupSeconds,
+            s.seed,
+            s.requireApproval,
+            JSON.stringify(s.space),
+            s.createdById,
+            'waiting for the first report to start measuring the baseline',
+            s.abRoundsMin,
+            s.abRoundsMax,
+            s.minEffectPercent,
+            s.confidencePercent,
+          ],
         );
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;

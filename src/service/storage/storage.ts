@@ -11,7 +11,9 @@ import type {
   TargetKindV1,
 } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
+import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
+import type { Decision, Interval } from '../../measure/verify.ts';
 
 export interface User {
   id: string;
@@ -147,12 +149,12 @@ export interface RetentionPolicy {
 
 // ---- Tuning sessions (src/service/sessions/) ----
 
-/** baseline → iterating → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
-export type TuningSessionState = 'baseline' | 'iterating' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
+/** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
+export type TuningSessionState = 'baseline' | 'iterating' | 'verifying' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
 /** The states a session holds its database in: at most one such session per database. */
-export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'awaiting_approval', 'applying_best'];
+export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'awaiting_approval', 'applying_best'];
 /** Active states that time can move on (a window that closes, an ack that never comes). */
-export const RUNNING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'applying_best'];
+export const RUNNING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'applying_best'];
 export type TuningMode = 'reload-only' | 'restart';
 
 /** What the search space is built from, as it was when the session started (plain JSON). */
@@ -172,6 +174,9 @@ export interface SessionWindow {
 
 export interface SessionBaseline {
   mix: QueryMix;
+  /** Its statements' shares of the calls, which later windows' mixes are compared with
+   * (sessions started before contamination checks have none). */
+  shares?: CallShares;
   stats: WindowStats;
   reports: number;
   /** The lowest share of memory available during the baseline (the target's metrics), if known. */
@@ -179,11 +184,26 @@ export interface SessionBaseline {
   measuredAt: string;
 }
 
+/** The configuration recommended: verified by A/B rounds (since the verification). */
 export interface SessionBest {
   iteration: number;
   config: Record<string, number | string>;
+  /** Its runtime over the baseline's: the A/B rounds' estimate. */
   objective: number;
+  /** A/B rounds that measured it. */
   measurements: number;
+}
+
+/** The A/B verification of the search's best against the baseline. */
+export interface SessionVerification {
+  candidate: { iteration: number; config: Record<string, number | string>; objective: number };
+  /** Complete rounds (a baseline and a candidate window each). */
+  rounds: number;
+  runtime: Interval | null;
+  throughput: Interval | null;
+  decision: Decision;
+  /** Why it decided as it did (or ended early: a candidate window failed), for people. */
+  note: string | null;
 }
 
 export interface TuningSessionParams {
@@ -191,6 +211,13 @@ export interface TuningSessionParams {
   iterations: number;
   windowSeconds: number;
   warmupSeconds: number;
+  /** A/B rounds of the verification: at least, and at most. */
+  abRoundsMin: number;
+  abRoundsMax: number;
+  /** The smallest runtime gain recommended, in percent. */
+  minEffectPercent: number;
+  /** The level of the verification's intervals, in percent. */
+  confidencePercent: number;
   seed: number;
   requireApproval: boolean;
 }
@@ -210,18 +237,32 @@ export interface TuningSessionRecord extends TuningSessionParams {
   baselineWindow: SessionWindow | null;
   baseline: SessionBaseline | null;
   best: SessionBest | null;
+  verification: SessionVerification | null;
   /** The keep=true apply of the best configuration, once issued. */
   finalCommandId: string | null;
   finalSentAt: Date | null;
 }
 
-export type TuningIterationState = 'applying' | 'measuring' | 'ok' | 'failed' | 'cancelled';
+/** contaminated: its window could not be trusted, and was measured again in a later row. */
+export type TuningIterationState = 'applying' | 'measuring' | 'ok' | 'failed' | 'cancelled' | 'contaminated';
 
+/**
+ * heuristic, explore: the optimizer's trials; baseline: a window of the known-good
+ * configuration; candidate: a window of the configuration being verified; remeasure: a best
+ * measured again, in sessions from before the verification.
+ */
+export type TuningIterationKind = 'heuristic' | 'explore' | 'remeasure' | 'baseline' | 'candidate';
+
+/** One measurement window of a session: a trial, a baseline window, or half of an A/B round. */
 export interface TuningIterationRecord {
   sessionId: string;
-  /** 1, 2, …: the order of the suggestions. */
+  /** 1, 2, …: the order of the windows. */
   ordinal: number;
-  kind: 'heuristic' | 'explore' | 'remeasure';
+  kind: TuningIterationKind;
+  /** search: trials and the baselines between them; verify: the A/B rounds. */
+  phase: 'search' | 'verify';
+  /** The A/B round (verify), else null. */
+  round: number | null;
   config: Record<string, number | string>;
   reason: string;
   predicted: { objective: number; low: number; high: number } | null;
@@ -242,18 +283,24 @@ export interface TuningIterationRecord {
 }
 
 export type TuningSessionPatch = Partial<
-  Pick<TuningSessionRecord, 'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'finalCommandId' | 'finalSentAt'> & { ended: boolean }
+  Pick<TuningSessionRecord, 'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'verification' | 'finalCommandId' | 'finalSentAt'> & { ended: boolean }
 >;
 
 export type TuningIterationPatch = Partial<
   Pick<TuningIterationRecord, 'state' | 'sentAt' | 'ackedAt' | 'effective' | 'window' | 'objective' | 'stats' | 'reports' | 'failure'> & { finished: boolean }
 >;
 
-export type NewTuningIteration = Pick<TuningIterationRecord, 'ordinal' | 'kind' | 'config' | 'reason' | 'predicted' | 'commandId'>;
+export type NewTuningIteration = Pick<TuningIterationRecord, 'ordinal' | 'kind' | 'phase' | 'round' | 'config' | 'reason' | 'predicted' | 'commandId'> & {
+  /** A window of a configuration that is applied already (its command's): measured from the start. */
+  measuring?: Pick<TuningIterationRecord, 'sentAt' | 'ackedAt' | 'effective' | 'window'>;
+};
 
 /** A report as a session measures it: the agent's clock (sentAt) beside the service's (receivedAt). */
 export interface SessionReport {
   id: number;
+  /** The agent lease that sent it, and its place in that lease's sequence (0, 1, …). */
+  leaseId: string;
+  seq: number;
   sentAt: Date;
   receivedAt: Date;
   metrics: MetricsReport | null;
@@ -273,8 +320,8 @@ export interface TuningSessionTx {
   now(): Promise<Date>;
   iterations(): Promise<TuningIterationRecord[]>;
   updateSession(patch: TuningSessionPatch): Promise<TuningSessionRecord>;
-  /** Inserts the iteration and queues its command for the agent. */
-  addIteration(iteration: NewTuningIteration, command: Command, createdById: string | null): Promise<TuningIterationRecord>;
+  /** Inserts the iteration and queues its command for the agent (none for an iteration `measuring` already). */
+  addIteration(iteration: NewTuningIteration, command: Command | null, createdById: string | null): Promise<TuningIterationRecord>;
   updateIteration(ordinal: number, patch: TuningIterationPatch): Promise<void>;
   issueCommand(command: Command, createdById: string | null): Promise<void>;
   command(commandId: string): Promise<CommandRecord | null>;

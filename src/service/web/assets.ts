@@ -58,6 +58,7 @@ svg.session-chart { display: block; width: 100%; height: auto; margin: 6px 0 4px
 .legend .key.dot { width: 8px; height: 8px; border-radius: 50%; background: #2f5bd3; margin-left: 0; }
 .legend .key.best { width: 16px; height: 2px; background: #1d7a46; } .legend .key.base { width: 16px; border-top: 2px dashed #8a93a3; }
 .legend .key.fail { color: var(--bad); font-weight: 700; }
+.legend .key.square { width: 8px; height: 8px; background: #8a93a3; } .legend .key.ring { width: 6px; height: 6px; border-radius: 50%; border: 2px solid #2f5bd3; }
 .small { font-size: 12px; } .diff { white-space: nowrap; }
 details > summary { cursor: pointer; font-size: 12px; } #session-iterations td { font-size: 13px; }
 `;

@@ -1,12 +1,19 @@
-// A tuning session's chart as inline SVG: the objective of each iteration (dots; failed ones as
-// red crosses at the top), the best so far (a step line), and the baseline at 1.0 (dashed).
-// Presentation attributes only: the Content-Security-Policy allows no inline style.
+// A tuning session's chart as inline SVG, one column per window: each trial's objective (runtime
+// over the baseline's at the same time; dots with their 95 % interval, failed ones as red crosses
+// at the top), the search's best so far (a step line), the baseline windows (grey squares: their
+// runtime over the first's, which is the drift), the A/B windows of the candidate (hollow dots),
+// contaminated windows (grey rings, not measurements), and 1.0 (dashed). Presentation attributes
+// only: the Content-Security-Policy allows no inline style.
 import { html, type Html } from './html.ts';
 
 export interface ChartPoint {
   ordinal: number;
-  objective: number | null;
+  kind: 'trial' | 'baseline' | 'candidate';
+  /** Objective (trial, candidate) or runtime over the first baseline's (baseline). */
+  value: number | null;
+  interval: { low: number; high: number } | null;
   failed: boolean;
+  contaminated: boolean;
   bestSoFar: number | null;
 }
 
@@ -14,16 +21,16 @@ const W = 960;
 const H = 240;
 const M = { left: 46, right: 14, top: 14, bottom: 30 };
 
-export function sessionChart(points: readonly ChartPoint[], planned: number): Html {
-  const measured = points.flatMap((p) => (p.objective !== null ? [p.objective] : []));
-  const lo = Math.min(0.9, ...measured);
-  const hi = Math.max(1.1, ...measured);
+export function sessionChart(points: readonly ChartPoint[]): Html {
+  const values = points.flatMap((p) => (p.value !== null && !p.contaminated ? [p.value, ...(p.interval ? [p.interval.low, p.interval.high] : [])] : []));
+  const lo = Math.max(0.05, Math.min(0.9, ...values));
+  const hi = Math.min(5, Math.max(1.1, ...values));
   const pad = (hi - lo) * 0.08;
   const yMin = lo - pad;
   const yMax = hi + pad;
-  const n = Math.max(planned, points.length, 2);
+  const n = Math.max(...points.map((p) => p.ordinal), 2);
   const x = (ordinal: number) => M.left + ((ordinal - 1) / (n - 1)) * (W - M.left - M.right);
-  const y = (v: number) => M.top + (1 - (v - yMin) / (yMax - yMin)) * (H - M.top - M.bottom);
+  const y = (v: number) => M.top + (1 - (Math.min(Math.max(v, yMin), yMax) - yMin) / (yMax - yMin)) * (H - M.top - M.bottom);
   const f = (v: number) => v.toFixed(1);
 
   const ticks = [yMin + pad, 1, yMax - pad].filter((v, i, all) => all.findIndex((w) => Math.abs(w - v) < (yMax - yMin) * 0.06) === i);
@@ -37,22 +44,32 @@ export function sessionChart(points: readonly ChartPoint[], planned: number): Ht
     })
     .join(' ');
 
-  return html`<svg class="session-chart" id="session-chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="objective per iteration: 1.0 is the baseline, lower is faster">
+  const mark = (p: ChartPoint): Html => {
+    const cx = x(p.ordinal);
+    if (p.failed) {
+      const cy = M.top + 8;
+      return html`<path d="M${f(cx - 4)},${f(cy - 4)} L${f(cx + 4)},${f(cy + 4)} M${f(cx - 4)},${f(cy + 4)} L${f(cx + 4)},${f(cy - 4)}" stroke="#b3261e" stroke-width="2"><title>window ${p.ordinal}: failed</title></path>`;
+    }
+    if (p.value === null) return html``;
+    const cy = y(p.value);
+    if (p.contaminated) return html`<circle cx="${f(cx)}" cy="${f(cy)}" r="5" fill="none" stroke="#b0b6c0" stroke-width="1.5"><title>window ${p.ordinal}: contaminated, measured again</title></circle>`;
+    if (p.kind === 'baseline') return html`<rect x="${f(cx - 4)}" y="${f(cy - 4)}" width="8" height="8" fill="#8a93a3"><title>baseline window ${p.ordinal}: runtime ${p.value.toFixed(3)} × the first baseline's</title></rect>`;
+    const bar = p.interval ? html`<line x1="${f(cx)}" x2="${f(cx)}" y1="${f(y(p.interval.low))}" y2="${f(y(p.interval.high))}" stroke="#9fb3ea" stroke-width="2"/>` : '';
+    const title = `window ${p.ordinal}: ${p.value.toFixed(3)}${p.interval ? ` (95 % ${p.interval.low.toFixed(3)}–${p.interval.high.toFixed(3)})` : ''}`;
+    return p.kind === 'candidate'
+      ? html`${bar}<circle cx="${f(cx)}" cy="${f(cy)}" r="4" fill="#fff" stroke="#2f5bd3" stroke-width="2"><title>A/B ${title}</title></circle>`
+      : html`${bar}<circle cx="${f(cx)}" cy="${f(cy)}" r="4" fill="#2f5bd3"><title>trial ${title}</title></circle>`;
+  };
+
+  return html`<svg class="session-chart" id="session-chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="objective per window: 1.0 is the baseline at the same time, lower is better; grey squares are the baseline windows (the drift)">
 <rect x="${M.left}" y="${M.top}" width="${W - M.left - M.right}" height="${H - M.top - M.bottom}" fill="#fafbfc" stroke="#e2e5ea"/>
 ${ticks.map((v) => html`<text x="${M.left - 6}" y="${f(y(v) + 4)}" text-anchor="end" font-size="11" fill="#5d6778">${v.toFixed(2)}</text>`)}
 ${xTicks.map((t) => html`<text x="${f(x(t))}" y="${H - M.bottom + 16}" text-anchor="middle" font-size="11" fill="#5d6778">${t}</text>`)}
-<text x="${W - M.right}" y="${H - 4}" text-anchor="end" font-size="11" fill="#5d6778">iteration</text>
+<text x="${W - M.right}" y="${H - 4}" text-anchor="end" font-size="11" fill="#5d6778">window</text>
 <line x1="${M.left}" x2="${W - M.right}" y1="${f(y(1))}" y2="${f(y(1))}" stroke="#8a93a3" stroke-width="1.2" stroke-dasharray="5 4"/>
 <text x="${M.left + 4}" y="${f(y(1) - 5)}" font-size="11" fill="#5d6778">baseline 1.0</text>
 ${bestPath ? html`<path d="${bestPath}" fill="none" stroke="#1d7a46" stroke-width="2"/>` : ''}
-${points.map((p) => {
-  if (p.failed || p.objective === null) {
-    const cx = x(p.ordinal);
-    const cy = M.top + 8;
-    return html`<path d="M${f(cx - 4)},${f(cy - 4)} L${f(cx + 4)},${f(cy + 4)} M${f(cx - 4)},${f(cy + 4)} L${f(cx + 4)},${f(cy - 4)}" stroke="#b3261e" stroke-width="2"><title>iteration ${p.ordinal}: failed</title></path>`;
-  }
-  return html`<circle cx="${f(x(p.ordinal))}" cy="${f(y(p.objective))}" r="4" fill="#2f5bd3"><title>iteration ${p.ordinal}: ${p.objective.toFixed(3)}</title></circle>`;
-})}
+${points.map(mark)}
 </svg>
-<div class="legend muted"><span class="key dot"></span> objective of the iteration <span class="key best"></span> best so far <span class="key base"></span> baseline (1.0; lower is faster) <span class="key fail">×</span> failed</div>`;
+<div class="legend muted"><span class="key dot"></span> trial's objective, with its 95 % interval <span class="key best"></span> best so far (not verified) <span class="key square"></span> baseline window (runtime over the first's: the drift) <span class="key ring"></span> A/B window of the candidate <span class="key base"></span> 1.0, lower is better <span class="key fail">×</span> failed</div>`;
 }

@@ -2,6 +2,7 @@
 // iterations with their configuration diff against the baseline), the buttons that act on it
 // (stop, approve, revert), the form that starts one, and the earlier sessions.
 import type { ConfigChange } from '../sessions/space.ts';
+import { ENGINE_LIMITS } from '../sessions/engine.ts';
 import { SESSION_LIMITS } from '../sessions/params.ts';
 import type { iterationViews, sessionView } from '../sessions/views.ts';
 import { ACTIVE_SESSION_STATES, type DatabaseSummary, type Session, type TuningSessionRecord } from '../storage/storage.ts';
@@ -22,6 +23,7 @@ export interface SessionSectionInput {
 const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: string }> = {
   baseline: { text: 'measuring the baseline', badge: 'warn' },
   iterating: { text: 'tuning', badge: 'warn' },
+  verifying: { text: 'verifying the best (A/B rounds)', badge: 'warn' },
   awaiting_approval: { text: 'awaiting approval', badge: 'ok' },
   applying_best: { text: 'applying the best', badge: 'warn' },
   done: { text: 'done', badge: 'ok' },
@@ -30,7 +32,7 @@ const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: s
   failed: { text: 'failed', badge: 'bad' },
 };
 
-const ITERATION_BADGE: Record<string, string> = { applying: 'warn', measuring: 'warn', ok: 'ok', failed: 'bad', cancelled: 'off' };
+const ITERATION_BADGE: Record<string, string> = { applying: 'warn', measuring: 'warn', ok: 'ok', failed: 'bad', cancelled: 'off', contaminated: 'warn' };
 const ACTIVE = new Set(ACTIVE_SESSION_STATES);
 
 const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(3));
@@ -55,30 +57,63 @@ function actionButton(input: SessionSectionInput, sessionId: string, action: 'st
   ${csrfField(input.session)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
 }
 
-/** Past the planned iterations come re-measurements of a best measured only once. */
-function progressText(p: { ok: number; failed: number; cancelled: number }, planned: number): string {
+type View = NonNullable<SessionSectionInput['shown']>['view'];
+type IterationView = NonNullable<SessionSectionInput['shown']>['iterations'][number];
+
+function progressText(p: NonNullable<View['progress']>, v: View): string {
   const measured = p.ok + p.failed;
-  const confirming = Math.max(0, measured - planned);
   return (
-    `${Math.min(measured, planned)} of ${planned} iterations measured${confirming ? `, then ${confirming} confirming the best` : ''}` +
-    ` (${p.ok} ok, ${p.failed} failed${p.cancelled ? `, ${p.cancelled} cancelled` : ''})`
+    `${Math.min(measured, v.iterations)} of ${v.iterations} trials measured (${p.ok} ok, ${p.failed} failed${p.cancelled ? `, ${p.cancelled} cancelled` : ''})` +
+    `, ${p.baselineWindows} baseline window${p.baselineWindows === 1 ? '' : 's'} between them` +
+    (p.abRounds ? `, ${p.abRounds} A/B round${p.abRounds === 1 ? '' : 's'} (${v.abRoundsMin}–${v.abRoundsMax})` : '') +
+    (p.contaminated ? `, ${p.contaminated} contaminated window${p.contaminated === 1 ? '' : 's'} measured again` : '')
   );
 }
+
+const pct = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(x * 100).toFixed(1)} %`;
+
+/** The baseline's drift over the session and the noise of one window, as measured. */
+function driftText(v: View): Html {
+  const drift = v.drift;
+  const noise = v.noise;
+  if (!drift && noise === null) return html`<span class="muted">measured once so far</span>`;
+  return html`${drift ? `${pct(drift.total)} over ${drift.windows} baseline windows (${pct(drift.perHour)} an hour)` : ''}${noise !== null && noise !== undefined ? `; noise of one window ${(noise * 100).toFixed(1)} %` : ''}`;
+}
+
+function verificationText(v: View): Html {
+  const verification = v.verification;
+  if (!verification) return html`<span class="muted">after the search: the best against the baseline, ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds, recommended only if the whole ${v.confidencePercent} % interval shows a gain of at least ${v.minEffectPercent} %</span>`;
+  const verdict =
+    verification.decision === 'recommend'
+      ? html`<span class="badge ok">recommended</span>`
+      : verification.decision === 'no_significant_improvement'
+        ? html`<span class="badge off">no significant improvement</span>`
+        : html`<span class="badge warn">measuring</span>`;
+  return html`${verdict} iteration ${verification.candidate.iteration}: ${verification.summary ?? 'no complete round yet'}${verification.note ? html`<div class="muted small">${verification.note}</div>` : ''}`;
+}
+
+const objectiveText = (it: IterationView): Html => {
+  if (it.kind === 'baseline') return it.baselineRatio === null ? html`–` : html`<span class="muted" title="runtime over the first baseline window's: the drift">×${ratio(it.baselineRatio)}</span>`;
+  if (it.objective === null) return html`–`;
+  return html`${ratio(it.objective)}${it.objectiveInterval ? html`<div class="muted small" title="95 % interval from the measured noise of one window">${ratio(it.objectiveInterval.low)}–${ratio(it.objectiveInterval.high)}</div>` : ''}`;
+};
+
+const kindText = (it: IterationView): string => (it.phase === 'verify' ? `A/B ${it.round ?? '?'}: ${it.kind}` : it.kind);
 
 function iterationsTable(iterations: NonNullable<SessionSectionInput['shown']>): Html {
   if (iterations.iterations.length === 0) return html`<p class="empty">No iteration yet.</p>`;
   const rows = iterations.iterations.map(
     (it) => html`<tr>
   <td class="num">${it.ordinal}</td>
-  <td>${it.kind}<div class="muted small">${it.reason}</div></td>
+  <td>${kindText(it)}<div class="muted small">${it.reason}</div></td>
   <td><span class="badge ${ITERATION_BADGE[it.state] ?? 'off'}">${it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}</td>
-  <td class="num">${ratio(it.objective)}</td>
+  <td class="num">${objectiveText(it)}</td>
   <td class="num">${ratio(it.bestSoFar)}</td>
   <td class="num">${it.stats ? formatNumber(it.stats.throughput, 1) : '–'}</td>
   <td>${diffList(it.diff)}</td>
 </tr>`,
   );
-  return html`<table id="session-iterations"><thead><tr><th class="num">#</th><th>Kind</th><th>State</th><th class="num">Objective</th><th class="num">Best so far</th><th class="num" title="top-level statements completed per second">Stmts/s</th><th>Changes from the baseline</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<table id="session-iterations"><thead><tr><th class="num">#</th><th>Kind</th><th>State</th><th class="num" title="runtime over the baseline's at the same time (1.0 = as fast, lower is better), with its 95 % interval">Objective</th><th class="num" title="the search's best so far, not verified">Best so far</th><th class="num" title="top-level statements completed per second">Stmts/s</th><th>Changes from the baseline</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 function shownSession(input: SessionSectionInput): Html {
@@ -88,13 +123,21 @@ function shownSession(input: SessionSectionInput): Html {
   const active = ACTIVE.has(v.state);
   const latest = input.sessions[0]?.id === v.id;
   const points = shown.iterations
-    .filter((it) => it.state === 'ok' || it.state === 'failed')
-    .map((it) => ({ ordinal: it.ordinal, objective: it.state === 'ok' ? it.objective : null, failed: it.state === 'failed', bestSoFar: it.bestSoFar }));
+    .filter((it) => it.state === 'ok' || it.state === 'failed' || it.state === 'contaminated')
+    .map((it) => ({
+      ordinal: it.ordinal,
+      kind: it.kind === 'baseline' ? ('baseline' as const) : it.phase === 'verify' ? ('candidate' as const) : ('trial' as const),
+      value: it.kind === 'baseline' ? it.baselineRatio : it.state === 'ok' ? it.objective : null,
+      interval: it.objectiveInterval,
+      failed: it.state === 'failed',
+      contaminated: it.state === 'contaminated',
+      bestSoFar: it.bestSoFar,
+    }));
   const progress = v.progress;
   const baseline = v.baseline.stats;
   return html`<div class="session" id="session" data-session-id="${v.id}">
 <div class="session-head">
-  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} iterations of ${v.warmupSeconds} s warm-up + ${v.windowSeconds} s · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}</span></div>
+  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${v.windowSeconds} s · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}</span></div>
   <div class="actions">
     ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', 'Approve and apply the best', '', null) : ''}
     ${active ? actionButton(input, v.id, 'stop', 'Stop', 'secondary', 'Stop the tuning session? A trial configuration is reverted to known-good.') : ''}
@@ -104,12 +147,14 @@ function shownSession(input: SessionSectionInput): Html {
 ${v.message ? html`<p id="session-message">${v.message}</p>` : ''}
 ${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice warn">Windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests.</div>` : ''}
 <dl class="kv">
-  <dt>Progress</dt><dd id="session-progress">${progress ? progressText(progress, v.iterations) : '–'}</dd>
+  <dt>Progress</dt><dd id="session-progress">${progress ? progressText(progress, v) : '–'}</dd>
   <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s, ${formatNumber(baseline.tps, 1)} transactions/s, over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
-  ${v.best ? html`<dt>Best</dt><dd id="session-best">iteration ${v.best.iteration}: objective ${ratio(v.best.objective)} (${v.best.measurements} measurement${v.best.measurements === 1 ? '' : 's'})${diffList(v.best.diff, true)}</dd>` : ''}
+  <dt>Drift</dt><dd id="session-drift">${driftText(v)}</dd>
+  <dt>Verification</dt><dd id="session-verification">${verificationText(v)}</dd>
+  ${v.best ? html`<dt>Recommended</dt><dd id="session-best">iteration ${v.best.iteration}, verified in ${v.best.measurements} A/B rounds${diffList(v.best.diff, true)}</dd>` : ''}
   ${v.endedAt ? html`<dt>Ended</dt><dd title="${formatTime(new Date(v.endedAt))}">${formatRelative(new Date(v.endedAt))}</dd>` : ''}
 </dl>
-${points.length > 0 ? sessionChart(points, v.iterations) : ''}
+${points.length > 0 ? sessionChart(points) : ''}
 ${iterationsTable(shown)}
 </div>`;
 }
@@ -120,12 +165,18 @@ function startForm(input: SessionSectionInput): Html {
   return html`<form class="stack" method="post" action="/databases/${input.database.id}/sessions" id="session-start">
   ${csrfField(input.session)}
   <h3>Start a tuning session</h3>
-  <p class="muted">The session measures the baseline for one window, then tries one configuration per iteration as a trial (the agent's guardrails watch it and revert it on their own), and recommends the fastest.</p>
+  <p class="muted">The session measures the baseline, then tries one configuration per trial (the agent's guardrails watch it and revert it on their own), measuring the baseline again every ${ENGINE_LIMITS.baselineEvery} trials. Then it verifies the best against the baseline in A/B rounds, and recommends it only if the whole confidence interval shows at least the minimum effect.</p>
   <div class="row">
-    <label>Iterations<input type="number" name="iterations" min="1" max="${SESSION_LIMITS.maxIterations}" value="30"></label>
+    <label>Trials<input type="number" name="iterations" min="1" max="${SESSION_LIMITS.maxIterations}" value="30"></label>
     <label>Window (s)<span class="hint">Each configuration is measured this long</span><input type="number" name="windowSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" value="600"></label>
     <label>Warm-up (s)<span class="hint">After each apply, before measuring</span><input type="number" name="warmupSeconds" min="0" max="${SESSION_LIMITS.maxWarmupSeconds}" value="60"></label>
     <label>Mode<select name="mode"><option value="reload-only">reload-only</option>${restartPossible ? html`<option value="restart">restart (the agent may restart the database)</option>` : ''}</select></label>
+  </div>
+  <div class="row">
+    <label>A/B rounds, at least<span class="hint">Baseline and best alternate</span><input type="number" name="abRoundsMin" min="${SESSION_LIMITS.minAbRounds}" max="${SESSION_LIMITS.maxAbRounds}" value="3"></label>
+    <label>A/B rounds, at most<span class="hint">While the interval is too wide</span><input type="number" name="abRoundsMax" min="${SESSION_LIMITS.minAbRounds}" max="${SESSION_LIMITS.maxAbRounds}" value="8"></label>
+    <label>Minimum effect (%)<span class="hint">Smaller gains are not recommended</span><input type="number" name="minEffectPercent" min="0" max="${SESSION_LIMITS.maxMinEffectPercent}" step="any" value="5"></label>
+    <label>Confidence (%)<span class="hint">Of the verification's interval</span><input type="number" name="confidencePercent" min="${SESSION_LIMITS.minConfidencePercent}" max="${SESSION_LIMITS.maxConfidencePercent}" step="any" value="95"></label>
   </div>
   <label class="check"><input type="checkbox" name="requireApproval" value="true" checked> Require approval before the best configuration is kept</label>
   <button type="submit">Start tuning</button>
@@ -136,7 +187,7 @@ function earlierSessions(input: SessionSectionInput): Html {
   const others = input.sessions.filter((s) => s.id !== input.shown?.view.id);
   if (others.length === 0) return html``;
   return html`<h3>Other sessions</h3><table id="session-list"><tbody>${others.map(
-    (s) => html`<tr><td><a href="/databases/${input.database.id}?session=${s.id}#session">${formatTime(s.createdAt)}</a></td><td>${stateBadge(s.state)}</td><td class="num">${s.best ? `best ${ratio(s.best.objective)}` : ''}</td><td class="muted">${s.message ?? ''}</td></tr>`,
+    (s) => html`<tr><td><a href="/databases/${input.database.id}?session=${s.id}#session">${formatTime(s.createdAt)}</a></td><td>${stateBadge(s.state)}</td><td class="muted">${s.message ?? ''}</td></tr>`,
   )}</tbody></table>`;
 }
 

@@ -1,0 +1,82 @@
+// The baseline measured again and again (design.md, "The measure"): a live database drifts, so
+// each trial is judged against the baseline windows nearest in time, the drift is estimated from
+// them, and so is the noise of one window, which the optimizer is given as its noise level.
+// Runtimes are compared as ratios, so everything here works on their logarithms. Pure functions.
+
+/** One baseline window: when (its middle, epoch ms) and its baseline-mix-weighted runtime. */
+export interface BaselinePoint {
+  at: number;
+  runtimeMs: number;
+}
+
+/** The baseline's log runtime at `at`: linear in time between the baseline windows around it,
+ * the nearest one's outside them. `weights` are the windows' shares in it (for its variance). */
+export function baselineAt(baselines: readonly BaselinePoint[], at: number): { logRuntime: number; weights: number[] } | null {
+  const sorted = [...baselines].sort((a, b) => a.at - b.at);
+  if (sorted.length === 0) return null;
+  const first = sorted[0]!;
+  const last = sorted.at(-1)!;
+  if (at <= first.at) return { logRuntime: Math.log(first.runtimeMs), weights: [1] };
+  if (at >= last.at) return { logRuntime: Math.log(last.runtimeMs), weights: [1] };
+  const i = sorted.findIndex((b) => b.at > at);
+  const before = sorted[i - 1]!;
+  const after = sorted[i]!;
+  const w = (at - before.at) / (after.at - before.at);
+  return { logRuntime: (1 - w) * Math.log(before.runtimeMs) + w * Math.log(after.runtimeMs), weights: [1 - w, w] };
+}
+
+/** Baseline windows before the noise of one window is estimated from them. */
+export const MIN_BASELINES_FOR_NOISE = 3;
+
+/**
+ * The standard deviation of one window's log runtime, from successive baseline windows (the
+ * mean square successive difference over 2: slow drift between neighbours barely counts, and
+ * what does count is drift a trial's own window suffers too). Null with too few baselines.
+ */
+export function windowNoise(baselines: readonly BaselinePoint[]): number | null {
+  if (baselines.length < MIN_BASELINES_FOR_NOISE) return null;
+  const logs = [...baselines].sort((a, b) => a.at - b.at).map((b) => Math.log(b.runtimeMs));
+  let sum = 0;
+  for (let i = 1; i < logs.length; i++) sum += (logs[i]! - logs[i - 1]!) ** 2;
+  return Math.sqrt(sum / (2 * (logs.length - 1)));
+}
+
+export interface Drift {
+  /** The baseline's runtime change per hour, by a least-squares line through its logs (0.05 = +5 % an hour). */
+  perHour: number;
+  /** The last baseline window's runtime over the first's, minus 1. */
+  total: number;
+  windows: number;
+}
+
+export function drift(baselines: readonly BaselinePoint[]): Drift | null {
+  if (baselines.length < 2) return null;
+  const sorted = [...baselines].sort((a, b) => a.at - b.at);
+  const hours = sorted.map((b) => (b.at - sorted[0]!.at) / 3_600_000);
+  const logs = sorted.map((b) => Math.log(b.runtimeMs));
+  const mh = hours.reduce((a, b) => a + b, 0) / hours.length;
+  const ml = logs.reduce((a, b) => a + b, 0) / logs.length;
+  let sxy = 0;
+  let sxx = 0;
+  hours.forEach((h, i) => {
+    sxy += (h - mh) * (logs[i]! - ml);
+    sxx += (h - mh) ** 2;
+  });
+  const slope = sxx > 0 ? sxy / sxx : 0;
+  return { perHour: Math.expm1(slope), total: sorted.at(-1)!.runtimeMs / sorted[0]!.runtimeMs - 1, windows: sorted.length };
+}
+
+export interface Judged {
+  /** The window's runtime over the baseline's at the same time: 1.0 = as fast, lower is faster. */
+  objective: number;
+  /** Standard deviation of log(objective): the window's noise and the baseline estimate's; null while the noise is unknown. */
+  sd: number | null;
+}
+
+/** A trial window judged against the baseline windows nearest in time. */
+export function judge(trial: BaselinePoint, baselines: readonly BaselinePoint[], noise: number | null): Judged | null {
+  const base = baselineAt(baselines, trial.at);
+  if (!base || !(trial.runtimeMs > 0)) return null;
+  const sd = noise === null ? null : noise * Math.sqrt(1 + base.weights.reduce((s, w) => s + w * w, 0));
+  return { objective: Math.exp(Math.log(trial.runtimeMs) - base.logRuntime), sd };
+}
