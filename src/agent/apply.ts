@@ -212,13 +212,19 @@ export async function restore(ctx: ApplyContext, which: 'baseline' | 'knownGood'
   return writeVerified(ctx, id, to, true);
 }
 
-/** On start: a change cut off by a crash, or a configuration never accepted, goes back to known-good. */
-export async function recoverOnStart(ctx: ApplyContext): Promise<ApplyOutcome | null> {
+/** Why the database must go back to known-good on start, or null when it need not. */
+export function recoveryReason(ctx: ApplyContext): string | null {
   if (!ctx.journal.needsRecovery()) return null;
   const inFlight = ctx.journal.data.inFlight;
-  const reason = inFlight
+  return inFlight
     ? `an unfinished change (${inFlight.id}, begun ${inFlight.startedAt}) was found in ${ctx.journal.path}`
     : `the applied configuration was never accepted (${ctx.journal.path})`;
+}
+
+/** On start: a change cut off by a crash, or a configuration never accepted, goes back to known-good. */
+export async function recoverOnStart(ctx: ApplyContext): Promise<ApplyOutcome | null> {
+  const reason = recoveryReason(ctx);
+  if (!reason) return null;
   ctx.log.warn(`${reason}: returning the database to its last known-good configuration`);
   return restore(ctx, 'knownGood', 'recovery');
 }

@@ -1,18 +1,20 @@
 // The agent's main loop: take a lease, then every interval collect → report → carry out the
 // command the service returns → acknowledge it. The database stays on its known-good
 // configuration whatever happens to the service: when the service is away, the agent keeps
-// collecting, queues a bounded number of reports, and retries with jittered backoff; while a
-// trial configuration is applied, guardrails watch it and revert it by themselves.
+// collecting on schedule, queues a bounded number of reports (and counts those it had to drop),
+// and retries with jittered backoff; while a trial configuration is applied, guardrails watch it
+// and revert it by themselves. However the loop ends (a signal, the service rejecting the agent,
+// a fatal error), it returns the database to known-good first, or says loudly why it could not.
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROTOCOL_VERSION, type AgentEvent, type Command, type CommandAckRequest, type ReportRequest } from '../protocol/v1.ts';
-import { applyChange, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
+import { applyChange, recoverOnStart, recoveryReason, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
 import { errorMessage } from './log.ts';
-import { LeaseExpiredError, RequestRefusedError, ServiceUnavailableError, backoffMs, type ServiceClient } from './service-client.ts';
+import { LeaseExpiredError, RequestRefusedError, ServiceRejectedError, ServiceUnavailableError, backoffMs, type ServiceClient } from './service-client.ts';
 import { catalogSettings, describeSystem } from './system.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -32,8 +34,8 @@ export interface LoopOptions {
   service: ServiceClient;
   databaseId: string;
   cwd: string;
-  /** Aborted on SIGTERM/SIGINT: the loop finishes what it is doing, returns to known-good if the
-   * applied configuration was a trial, releases its lease and returns. */
+  /** Aborted to stop (a signal, an uncaught error): the loop finishes what it is doing, returns
+   * to known-good if the applied configuration was a trial, releases its lease and returns. */
   signal: AbortSignal;
   /** Guardrail tick; shorter in tests. */
   guardIntervalMs?: number;
@@ -65,7 +67,14 @@ type CollectedReport = Omit<ReportRequest, 'leaseId' | 'seq' | 'sentAt'>;
 /** The outcome of a command as acknowledged; the lease is added when it goes out. */
 type Acknowledgement = Omit<CommandAckRequest, 'leaseId'>;
 
-export function runLoop(options: LoopOptions): Promise<void> {
+export interface LoopEnd {
+  /** The database is on its known-good configuration (false: the log says why not). */
+  atKnownGood: boolean;
+}
+
+/** Runs until stopped; throws what retrying cannot fix (the service rejecting the agent, say),
+ * but only after the database was returned to known-good. */
+export function runLoop(options: LoopOptions): Promise<LoopEnd> {
   return new AgentLoop(options).run();
 }
 
@@ -83,6 +92,8 @@ class AgentLoop {
   readonly #events: AgentEvent[] = [];
   readonly #outcomes = new Map<string, Acknowledgement>();
   #failures = 0;
+  /** While the service is away: when to try sending again. */
+  #nextAttemptAt = 0;
   #dropped = 0;
   #previous: Snapshot | null = null;
   #baselineMix: BaselineMix | undefined;
@@ -99,23 +110,51 @@ class AgentLoop {
     this.#collector = createCollector(this.#ctx.db, { includeQueries: this.#ctx.config.postgresql.includeQueries });
   }
 
-  async run(): Promise<void> {
+  async run(): Promise<LoopEnd> {
+    let failure: Error | null = null;
+    try {
+      await this.#recoverAtStart();
+      await this.#loop();
+    } catch (err) {
+      failure = err instanceof Error ? err : new Error(String(err));
+    }
+    const atKnownGood = await this.#shutdown(failure);
+    if (failure !== null) throw failure;
+    return { atKnownGood };
+  }
+
+  /** Collects every interval, whatever the service does; sends when the service can take it. */
+  async #loop(): Promise<void> {
     const { signal } = this.#options;
     this.#lease = await this.#takeLease();
     this.#previous = await this.#collector.collect().catch(() => null);
+    let nextCollectAt = Date.now() + (this.#lease?.intervalSeconds ?? 0) * 1000;
     while (this.#lease && !signal.aborted) {
-      if (!(await this.#watch(this.#nextWaitMs(this.#lease)))) break;
-      await this.#finishInterrupted();
-      if (this.#failures === 0 || this.#queue.length === 0) this.#enqueue(await this.#collect());
-      await this.#deliver();
+      const wakeAt = this.#failures === 0 ? nextCollectAt : Math.min(nextCollectAt, this.#nextAttemptAt);
+      if (!(await this.#watch(wakeAt - Date.now()))) break;
+      await this.#returnUnwatchedToKnownGood();
+      if (Date.now() >= nextCollectAt) {
+        this.#enqueue(await this.#collect());
+        nextCollectAt = Date.now() + this.#lease.intervalSeconds * 1000;
+      }
+      if (this.#failures === 0 || Date.now() >= this.#nextAttemptAt) await this.#deliver();
     }
-    await this.#shutdown();
   }
 
-  /** The report interval, or less while the service is away (jittered backoff). */
-  #nextWaitMs(lease: Lease): number {
-    const interval = lease.intervalSeconds * 1000;
-    return this.#failures === 0 ? interval : Math.min(backoffMs(this.#failures - 1), interval);
+  /** A change cut off by a crash, or a trial the agent died with, goes back to known-good before
+   * anything else; the service hears of it with the first report. */
+  async #recoverAtStart(): Promise<void> {
+    const ctx = this.#ctx;
+    const reason = recoveryReason(ctx);
+    if (!reason) return;
+    const outcome = await recoverOnStart(ctx).catch((err: unknown) => {
+      ctx.log.error(`recovery did not complete: ${errorMessage(err)}; trying again once the database answers`);
+      return null;
+    });
+    if (!outcome) return;
+    if (outcome.status !== 'applied') ctx.log.error(`recovery did not complete: ${outcome.errors.join('; ')}`);
+    const done = outcome.status === 'applied' ? 'the database was returned to its known-good configuration' : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
+    this.#event(outcome.status === 'applied' ? 'warn' : 'error', 'recovered', `at start, ${reason}: ${done}`);
   }
 
   #event(level: AgentEvent['level'], code: string, message: string, commandId?: string): void {
@@ -159,7 +198,7 @@ class AgentLoop {
         if (!(err instanceof ServiceUnavailableError) && !isDatabaseDown(err)) throw err;
         const wait = backoffMs(attempt);
         log.warn(`${errorMessage(err)}; trying again in ${(wait / 1000).toFixed(1)} s`);
-        if (!(await pause(wait, signal))) return null;
+        if (!(await this.#watch(wait))) return null;
       }
     }
     return null;
@@ -213,6 +252,7 @@ class AgentLoop {
       await this.#flush();
       if (this.#failures > 0) log.info('the tuning service is reachable again');
       this.#failures = 0;
+      this.#nextAttemptAt = 0;
     } catch (err) {
       if (err instanceof LeaseExpiredError) {
         log.warn(`the lease lapsed (${errorMessage(err)}): starting again`);
@@ -223,8 +263,10 @@ class AgentLoop {
         log.error(`${errorMessage(err)}; the report was dropped`);
         this.#queue.shift();
       } else if (err instanceof ServiceUnavailableError) {
+        const wait = backoffMs(this.#failures);
         this.#failures++;
-        log.warn(`${errorMessage(err)}; ${this.#queue.length} report(s) queued, collecting goes on`);
+        this.#nextAttemptAt = Date.now() + wait;
+        log.warn(`${errorMessage(err)}; ${this.#queue.length} report(s) queued, collecting goes on; sending again in ${(wait / 1000).toFixed(1)} s`);
       } else {
         throw err;
       }
@@ -266,10 +308,15 @@ class AgentLoop {
       ack = { status: 'failed', effective: {}, errors: [errorMessage(err)], restarted: false, restored: false };
     }
     ctx.log.info(`command ${command.id} (${command.kind}): ${ack.status}${ack.errors.length ? `: ${ack.errors.join('; ')}` : ''}`);
-    // A trial is watched by the guardrails until it is replaced, accepted or reverted.
+    // A trial is watched by the guardrails until it is replaced, accepted or reverted. A change
+    // that did not go through leaves the trial before it in place, and under watch.
     const isTrial = command.kind === 'apply' && !command.keep && ack.status === 'applied';
-    this.#trial = isTrial ? { commandId: command.id, guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix) } : null;
-    if (isTrial) this.#intervalHadTrial = true;
+    if (isTrial) {
+      this.#trial = { commandId: command.id, guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix) };
+      this.#intervalHadTrial = true;
+    } else if (ack.status === 'applied' || !ctx.journal.needsRecovery()) {
+      this.#trial = null;
+    }
     return ack;
   }
 
@@ -281,7 +328,8 @@ class AgentLoop {
     const until = Date.now() + ms;
     for (;;) {
       const left = until - Date.now();
-      if (!this.#trial) return left <= 0 || pause(left, signal);
+      if (left <= 0) return !signal.aborted;
+      if (!this.#trial) return pause(left, signal);
       if (!(await pause(Math.min(left, this.#guardIntervalMs), signal))) return false;
       const watched = this.#trial;
       const breaches = await watched.guard.tick(await ctx.target.metrics().catch(() => [])).catch((err: unknown) => {
@@ -299,32 +347,48 @@ class AgentLoop {
     }
   }
 
-  /** A change cut off mid-way (the database went away) goes back to known-good once it answers. */
-  async #finishInterrupted(): Promise<void> {
-    const ctx = this.#ctx;
-    if (!ctx.journal.data.inFlight) return;
-    await restore(ctx, 'knownGood', 'a change was interrupted').then(
-      (outcome) => this.#event('warn', 'recovered', `an interrupted change was undone: ${outcome?.status ?? 'nothing to undo'}`),
-      (err: unknown) => ctx.log.warn(`undoing an interrupted change failed, trying again later: ${errorMessage(err)}`),
+  /** A change cut off mid-way (the database went away), or a configuration that is neither
+   * accepted nor watched, goes back to known-good as soon as the database answers. */
+  async #returnUnwatchedToKnownGood(): Promise<void> {
+    const { journal, log } = this.#ctx;
+    if (!journal.data.inFlight && (this.#trial || !journal.needsRecovery())) return;
+    const reason = journal.data.inFlight ? 'a change was interrupted' : 'a configuration that was not accepted is no longer watched';
+    await restore(this.#ctx, 'knownGood', reason).then(
+      (outcome) => {
+        if (!journal.needsRecovery()) this.#trial = null;
+        this.#event('warn', 'recovered', `${reason}; returning to known-good: ${outcome?.status ?? 'nothing to undo'}`);
+      },
+      (err: unknown) => log.warn(`${reason}; returning to known-good failed, trying again later: ${errorMessage(err)}`),
     );
   }
 
-  /** On SIGTERM: a trial configuration does not outlive the agent; then the lease is released. */
-  async #shutdown(): Promise<void> {
+  /** However the loop ended: a trial configuration does not outlive the agent, and the lease is
+   * released (unless the service rejected the agent). Returns whether the database is at known-good. */
+  async #shutdown(failure: Error | null): Promise<boolean> {
     const { service, cwd } = this.#options;
     const ctx = this.#ctx;
-    if (ctx.journal.needsRecovery()) {
-      await restore(ctx, 'knownGood', 'stopping with a configuration that was not accepted').catch((err: unknown) => {
-        ctx.log.error(`could not return to known-good while stopping: ${errorMessage(err)}; the next start will`);
+    const { journal, log } = ctx;
+    if (failure !== null) log.warn('stopping on the error below: returning to known-good first');
+    if (journal.needsRecovery()) {
+      const outcome = await restore(ctx, 'knownGood', 'stopping with a configuration that was not accepted').catch((err: unknown) => {
+        log.error(`could not return to known-good while stopping: ${errorMessage(err)}`);
+        return null;
       });
+      if (outcome && outcome.status !== 'applied') log.error(`could not return to known-good while stopping: ${outcome.errors.join('; ')}`);
     }
-    if (this.#lease) {
+    const atKnownGood = !journal.needsRecovery();
+    if (!atKnownGood) {
+      log.error(`THE DATABASE MAY STILL RUN A CONFIGURATION THAT WAS NOT ACCEPTED (${journal.notAtKnownGood().join(', ')}): ` +
+        `start the agent again, or run tuner-agent --${ctx.target.kind} --revert, to return it to known-good (${journal.path} records what to return to)`);
+    }
+    if (this.#lease && !(failure instanceof ServiceRejectedError)) {
       await service.stop({ leaseId: this.#lease.leaseId }).then(
         () => rmSync(join(cwd, LEASE_FILE_NAME), { force: true }),
-        (err: unknown) => ctx.log.warn(`could not release the lease: ${errorMessage(err)}`),
+        (err: unknown) => log.warn(`could not release the lease: ${errorMessage(err)}`),
       );
     }
-    ctx.log.info('stopped');
+    log.info('stopped');
+    return atKnownGood;
   }
 }
 
