@@ -1,5 +1,6 @@
 // Runs the real tuner-agent bin as a child process, the way an operator would.
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
 import { join } from 'node:path';
 
 export const AGENT_BIN = join(import.meta.dirname, '..', '..', 'bin', 'tuner-agent.js');
@@ -28,4 +29,25 @@ export function runAgent(args: string[], options: { cwd: string; env?: NodeJS.Pr
       },
     );
   });
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  pid: number;
+  /** Everything it printed so far, stdout and stderr interleaved. */
+  output(): string;
+  /** Its exit code, or 128 + the signal number when a signal ended it. */
+  exited: Promise<number>;
+}
+
+/** Starts the real tuner-agent bin and leaves it running (`runAgent` waits for it to finish). */
+export function startAgent(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): AgentProcess {
+  const child = spawn(process.execPath, [AGENT_BIN, ...args], { cwd: options.cwd, env: cleanEnv(options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+  const exited = new Promise<number>((resolve) => {
+    child.on('close', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)));
+  });
+  return { child, pid: child.pid!, output: () => text, exited };
 }
