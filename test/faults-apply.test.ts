@@ -50,7 +50,7 @@ test('the postmaster stopped (SIGSTOP) across an apply: the ack tells the truth 
   const { db, agent } = await runningAgent('sigstop');
   const outcome = await withPostmasterStopped(lab.cluster, async () => {
     const id = await db.issue(TRIAL);
-    await until('the trial to reach postgresql.auto.conf', async () => autoConfValue(lab.cluster, 'random_page_cost') === '1.7');
+    await until('the trial to reach postgresql.auto.conf', () => Promise.resolve(autoConfValue(lab.cluster, 'random_page_cost') === '1.7'));
     // The reload cannot happen while the postmaster is stopped: the agent's wait for it times out.
     const done = await db.outcome(id, 90_000);
     if (done.outcome?.restored) {
@@ -71,7 +71,7 @@ test("the agent's backend terminated during the reload wait: the ack tells the t
   assert.ok(backend, 'the agent has a session');
   const outcome = await withPostmasterStopped(lab.cluster, async () => {
     const id = await db.issue(TRIAL);
-    await until('the trial to reach postgresql.auto.conf', async () => autoConfValue(lab.cluster, 'random_page_cost') === '1.7');
+    await until('the trial to reach postgresql.auto.conf', () => Promise.resolve(autoConfValue(lab.cluster, 'random_page_cost') === '1.7'));
     // What pg_terminate_backend() does (the postmaster is stopped, so it cannot be asked to): the
     // agent's session ends, and no new one can start until the postmaster runs again.
     process.kill(backend.pid, 'SIGTERM');
@@ -91,7 +91,7 @@ test('the agent SIGKILLed mid-apply, then started again: it returns to known-goo
   const { db, agent } = await runningAgent('sigkill');
   await withPostmasterStopped(lab.cluster, async () => {
     await db.issue(TRIAL);
-    await until('the trial to reach postgresql.auto.conf', async () => autoConfValue(lab.cluster, 'random_page_cost') === '1.7');
+    await until('the trial to reach postgresql.auto.conf', () => Promise.resolve(autoConfValue(lab.cluster, 'random_page_cost') === '1.7'));
     agent.child.kill('SIGKILL');
     await agent.exited;
   });

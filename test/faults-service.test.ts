@@ -101,7 +101,7 @@ test('the service down for several report intervals with a trial applied: the gu
     // Only the agent is left to notice that queries got slow.
     await untilKnownGood(lab.cluster, 60_000);
     // A few more intervals of outage, with nothing left to watch.
-    await until('five report intervals of outage', async () => Date.now() - outageStart > 5_000);
+    await until('five report intervals of outage', () => Promise.resolve(Date.now() - outageStart > 5_000));
     const outageEnd = Date.now();
     await lab.startService();
 
@@ -183,7 +183,7 @@ test('an oversized answer from the service is refused after a bounded read, and 
   const agent = await runningAgent(db);
   const before = peakRss(agent.pid);
   proxy.oversizeNextReport();
-  await until('the oversized answer to be sent', async () => proxy.oversizedSent() > 0);
+  await until('the oversized answer to be sent', () => Promise.resolve(proxy.oversizedSent() > 0));
   const refusedAt = Date.now();
   await db.reportAfter(refusedAt, 60_000);
   const grown = peakRss(agent.pid) - before;
