@@ -176,6 +176,24 @@ test('a secret of the wrong type is never echoed, and loaded secrets are masked 
   assert.equal(redact(`key ${API_KEY} and password ${PASSWORD}`), 'key **** and password ****');
 });
 
+test('redact masks a password in every form a user might type it, known or not', () => {
+  const cases: Array<[string, string]> = [
+    ['postgresql://agent_user:s3cret-pw@db:5432/app', 'postgresql://agent_user:****@db:5432/app'],
+    ['got "postgresql://agent_user:pass word@db:5432:x/app"', 'got "postgresql://agent_user:****@db:5432:x/app"'],
+    ['postgresql://agent_user:p@ss@db/app', 'postgresql://agent_user:****@db/app'],
+    ['host=db user=agent_user password=kw-secret dbname=app', 'host=db user=agent_user password=**** dbname=app'],
+    ["host=db password='with spaces' dbname=app", 'host=db password=**** dbname=app'],
+    ["host=db password = 'it\\'s' dbname=app", 'host=db password = **** dbname=app'],
+    ['postgresql://agent_user@db/app?sslmode=require&password=q-secret', 'postgresql://agent_user@db/app?sslmode=require&password=****'],
+    ['PGPASSWORD=env-secret psql', 'PGPASSWORD=**** psql'],
+  ];
+  for (const [text, masked] of cases) assert.equal(redact(text), masked, text);
+  // Ordinary text is left alone.
+  for (const text of ['the tuning service at http://127.0.0.1:9 cannot be reached', 'check the password of agent_user', 'postgresql://agent_user@db:5432/app']) {
+    assert.equal(redact(text), text);
+  }
+});
+
 test('a section that is not a mapping says how to write it', () => {
   const [line] = problems(() => load(dirWith('postgresql: postgresql://a@b/c\n')));
   assert.match(line!, /section postgresql must be a mapping of keys/);

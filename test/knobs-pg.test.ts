@@ -105,7 +105,9 @@ describe('the parser agrees with PostgreSQL', () => {
     for (const v of ['4.5', '5.5', '3']) cases.push([catalogKnob('max_parallel_workers'), v]);
     for (const v of ['t', 'of', 'ON', '1', 'yes', 'tr', 'No', 'FALSE']) cases.push([catalogKnob('jit'), v]);
     for (const v of ['on', 'PGLZ', 'true', '1', 'zstd', 'lz4', 'off', 'no']) cases.push([catalogKnob('wal_compression'), v]);
-    const ms = probe('statement_timeout', 'integer', 'ms');
+    // lock_timeout, not statement_timeout: a value such as 0.5ms would also cancel the very
+    // query that reads it back on a loaded machine. Nothing here waits for a lock.
+    const ms = probe('lock_timeout', 'integer', 'ms');
     for (const v of ['100us', '1500us', '2500us', '1.5s', '5min', '0.5ms', '1.5ms', '2.5ms', '1h', '0.001d', '200']) cases.push([ms, v]);
     // (Linux caps TCP_KEEPIDLE at 32767 s and the server shows the socket's value: stay below.)
     const s = probe('tcp_keepalives_idle', 'integer', 's');
@@ -152,7 +154,7 @@ describe('the parser agrees with PostgreSQL', () => {
       for (const [knob, text] of cases) {
         // SET fails for a sighup knob for another reason; set_config would too: use a
         // session-settable knob with the same unit for the server's opinion.
-        const probeName = knob.name === 'bgwriter_delay' ? 'statement_timeout' : knob.name;
+        const probeName = knob.name === 'bgwriter_delay' ? 'lock_timeout' : knob.name;
         await assert.rejects(client.query(`SET ${probeName} = ${formatLiteral(text)}`), `PostgreSQL accepted ${probeName} = '${text}'`);
         assert.equal(parseValue(knob, text).ok, false, `we accepted ${knob.name} = '${text}'`);
       }

@@ -288,12 +288,26 @@ test('a refused second batch (InvalidParameterValue): the first batch is put bac
   fake!.inject('rds:ModifyDBParameterGroup', { code: 'InvalidParameterValue', skip: 1, message: 'Value: 3 is outside of range for parameter: bgwriter_lru_multiplier' });
   const run = await agent(agentDir({ allowRestart: true }), ['--managed-a', ...applyArgs(ALL_KNOBS)]);
   assert.equal(run.code, 1, run.stderr);
-  assert.match(run.stderr, /failed: the previous values were put back:\n\s+writing the change failed, nothing of it was kept: rds:ModifyDBParameterGroup failed \(InvalidParameterValue\): Value: 3 is outside of range .*; the 20 parameter\(s\) written by earlier calls were put back/);
+  assert.match(run.stderr, /failed: the previous values were put back:\n\s+writing the change failed: rds:ModifyDBParameterGroup failed \(InvalidParameterValue\): Value: 3 is outside of range .*; the 20 parameter\(s\) written by earlier calls were put back.*\n\s+read back: nothing of the change was kept/);
   await fake!.cloud.settle();
   assert.deepEqual(userValues(group), { random_page_cost: '2' }, 'the group is as it was');
   assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 0);
   assert.equal(await setting('work_mem'), before.work_mem);
   assert.equal(await setting('random_page_cost'), before.random_page_cost);
+});
+
+test('a call carried out whose answer is lost: the agent reads the group back and puts it back', async () => {
+  await newFake();
+  const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });
+  await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
+  const workMem = await setting('work_mem');
+  fake!.inject('rds:ModifyDBParameterGroup', { code: 'InvalidParameterCombination', afterApplying: true, message: 'the answer was lost (injected after the change was made)' });
+  const run = await agent(agentDir(), ['--managed-a', '--apply', 'work_mem=8MB']);
+  assert.equal(run.code, 1, run.stderr);
+  assert.match(run.stderr, /the answer was lost .*; the 1 parameter\(s\) the groups held of the change were put back/);
+  await fake!.cloud.settle();
+  assert.deepEqual(userValues(group), {}, 'the group is as it was');
+  assert.equal(await setting('work_mem'), workMem);
 });
 
 test('throttling and a busy group are retried: the change goes through', async () => {
@@ -331,7 +345,7 @@ test('AccessDenied names the action: --check fails on a read the policy lacks, -
   const workMem = await setting('work_mem');
   const apply = await agent(dir, ['--managed-a', '--apply', 'work_mem=8MB']);
   assert.equal(apply.code, 1, apply.stderr);
-  assert.match(apply.stderr, /writing the change failed, nothing of it was kept: rds:ModifyDBParameterGroup was refused \(AccessDenied\)/);
+  assert.match(apply.stderr, /writing the change failed: rds:ModifyDBParameterGroup was refused \(AccessDenied\).*\n\s+read back: nothing of the change was kept/);
   assert.deepEqual(userValues(group), {});
   assert.equal(await setting('work_mem'), workMem);
 });

@@ -290,6 +290,16 @@ test('a parameter that turns out to wait for a restart: the whole change is undo
   assert.ok(!azure.requests.some((r) => r.path.endsWith('/restart')), 'the agent never restarts Cloud B');
 });
 
+test('a write carried out but reported as failed: the agent reads the server back and puts it back', async () => {
+  const before = await setting('work_mem');
+  azure.failNextWriteAfterApplying();
+  const run = await agent(agentDir(), ['--apply', 'work_mem=12MB']);
+  assert.equal(run.code, 1, run.stdout + run.stderr);
+  assert.match(run.stderr, /InternalServerError.*; work_mem was put back/);
+  assert.equal(await setting('work_mem'), before);
+  assert.equal((await azure.server.parameter('work_mem')).source, 'system-default');
+});
+
 test('an unknown SKU: a warning, vCPUs from its name and memory on the small side, and changes still work', async () => {
   azure.server.sku = { name: 'Standard_D6zz_v9', tier: 'GeneralPurpose' };
   const dir = agentDir();

@@ -10,7 +10,7 @@ import { sameOverride, type Journal } from './journal.ts';
 import type { Logger } from './log.ts';
 import { errorMessage } from './log.ts';
 import { readSettings, sameSetting, type Settings } from './settings.ts';
-import { UndoFailedError, type Overrides, type Target } from './targets/target.ts';
+import type { Overrides, Target } from './targets/target.ts';
 
 export interface ApplyContext {
   db: Db;
@@ -78,35 +78,97 @@ async function writeVerified(ctx: ApplyContext, id: string, to: Overrides, accep
   journal.beginChange(id, from, to, settingsNow);
   const expected = Object.fromEntries(names.map((n) => [n, expectedSetting(journal, n, to[n]!, before)]));
 
-  let restarted: boolean;
+  let problems: string[];
   try {
-    restarted = (await target.writeOverrides(to, { allowRestart })).restarted;
-  } catch (err) {
-    const effective = (await readBack(db, settingsNow).catch(() => ({ effective: {} }))).effective;
-    if (err instanceof UndoFailedError) {
-      // The journal keeps the change in flight: the next recovery returns to known-good.
-      return { status: 'failed', id, errors: [`writing the change failed, and so did putting back what was written: ${errorMessage(err)}`], restored: false, effective };
+    const { restarted } = await target.writeOverrides(to, { allowRestart });
+    const check = await readBack(db, expected);
+    if (check.problems.length === 0) {
+      journal.finishChange(accept);
+      return { status: 'applied', id, effective: check.effective, restarted };
     }
-    journal.abortChange();
-    return { status: 'failed', id, errors: [`writing the change failed, nothing of it was kept: ${errorMessage(err)}`], restored: true, effective };
-  }
-
-  const check = await readBack(db, expected);
-  if (check.problems.length === 0) {
-    journal.finishChange(accept);
-    return { status: 'applied', id, effective: check.effective, restarted };
-  }
-
-  log.warn(`change ${id} did not read back as intended (${check.problems.join('; ')}): putting the previous values back`);
-  try {
-    await target.writeOverrides(from, { allowRestart });
-    const undo = await readBack(db, settingsNow);
-    journal.abortChange();
-    return { status: 'failed', id, errors: check.problems, restored: undo.problems.length === 0, effective: undo.effective };
+    problems = check.problems;
+    log.warn(`change ${id} did not read back as intended (${problems.join('; ')}): putting the previous values back`);
   } catch (err) {
-    // The journal keeps the change in flight, so the next start tries again.
-    return { status: 'failed', id, errors: [...check.problems, `putting the previous values back failed: ${errorMessage(err)}`], restored: false, effective: check.effective };
+    // A write, a reload or a restart cut off half-way (a timeout, a terminated session, a server
+    // that went away): where the code was says nothing about what the server now holds.
+    problems = [`writing the change failed: ${errorMessage(err)}`];
+    log.warn(`change ${id} failed (${errorMessage(err)}): reading back what the server holds`);
   }
+  return undoFailedChange(ctx, id, { from, to, settingsNow }, problems, allowRestart);
+}
+
+interface Change {
+  /** The override layer before the change, and the change itself. */
+  from: Overrides;
+  to: Overrides;
+  /** pg_settings before the change: what the server runs again once it is undone. */
+  settingsNow: Record<string, string>;
+}
+
+/** What the server holds of `change`, read back: each parameter whose override layer holds the
+ * new value or whose pg_settings value is not the one from before, or why that cannot be known.
+ * Empty when nothing of the change remains. */
+async function whatRemains(ctx: ApplyContext, change: Change): Promise<{ remains: string[]; effective: Record<string, string> }> {
+  const names = Object.keys(change.to);
+  const remains: string[] = [];
+  try {
+    const held = await ctx.target.readOverrides(names);
+    for (const name of names) {
+      const wanted = change.to[name]!;
+      if (!sameOverride(wanted, change.from[name]) && sameOverride(held[name], wanted)) remains.push(`${name}: the override layer holds ${showOverride(wanted)}`);
+    }
+  } catch (err) {
+    // Nothing can be concluded; a server that cannot be reached would only make the next read wait too.
+    return { remains: [`the override layer could not be read back: ${errorMessage(err)}`], effective: {} };
+  }
+  const effective: Record<string, string> = {};
+  try {
+    const settings = await readSettings(ctx.db);
+    for (const name of names) {
+      const live = settings[name]?.setting;
+      if (live === undefined) continue;
+      effective[name] = live;
+      const was = change.settingsNow[name] ?? '';
+      if (!sameSetting(live, was)) remains.push(`${name}: pg_settings shows ${live}, was ${was}`);
+    }
+  } catch (err) {
+    remains.push(`pg_settings could not be read back: ${errorMessage(err)}`);
+  }
+  return { remains, effective };
+}
+
+function showOverride(o: Overrides[string]): string {
+  return o.set ? `'${o.value}'` : 'no entry';
+}
+
+/**
+ * After any failure in a write: decides from what the server holds, read back, whether anything of
+ * the change remains; puts the previous values back if it does, and reads back again. Only a
+ * server read back at its previous values ends the change in the journal as undone; otherwise the
+ * change stays in flight, so that the loop, shutdown or the next start returns the database to
+ * known-good as soon as it answers.
+ */
+async function undoFailedChange(ctx: ApplyContext, id: string, change: Change, problems: string[], allowRestart: boolean): Promise<ApplyOutcome> {
+  const { target, journal, log } = ctx;
+  let held = await whatRemains(ctx, change);
+  if (held.remains.length === 0) {
+    journal.abortChange();
+    return { status: 'failed', id, errors: [...problems, 'read back: nothing of the change was kept'], restored: true, effective: held.effective };
+  }
+  log.warn(`change ${id}: the server holds part of it (${held.remains.join('; ')}): putting the previous values back`);
+  const undoError = await target.writeOverrides(change.from, { allowRestart }).then(() => null, (err: unknown) => err);
+  held = await whatRemains(ctx, change);
+  if (held.remains.length === 0) {
+    journal.abortChange();
+    return { status: 'failed', id, errors: [...problems, 'the previous values were put back and read back'], restored: true, effective: held.effective };
+  }
+  const errors = [
+    ...problems,
+    ...(undoError === null ? [] : [`putting the previous values back failed: ${errorMessage(undoError)}`]),
+    `the server still holds part of the change or cannot be read (${held.remains.join('; ')}): it stays in the journal, and the agent returns to known-good as soon as the server answers`,
+  ];
+  log.error(`change ${id}: ${errors.at(-1)}`);
+  return { status: 'failed', id, errors, restored: false, effective: held.effective };
 }
 
 export interface ApplyOptions {
@@ -150,13 +212,19 @@ export async function restore(ctx: ApplyContext, which: 'baseline' | 'knownGood'
   return writeVerified(ctx, id, to, true);
 }
 
-/** On start: a change cut off by a crash, or a configuration never accepted, goes back to known-good. */
-export async function recoverOnStart(ctx: ApplyContext): Promise<ApplyOutcome | null> {
+/** Why the database must go back to known-good on start, or null when it need not. */
+export function recoveryReason(ctx: ApplyContext): string | null {
   if (!ctx.journal.needsRecovery()) return null;
   const inFlight = ctx.journal.data.inFlight;
-  const reason = inFlight
+  return inFlight
     ? `an unfinished change (${inFlight.id}, begun ${inFlight.startedAt}) was found in ${ctx.journal.path}`
     : `the applied configuration was never accepted (${ctx.journal.path})`;
+}
+
+/** On start: a change cut off by a crash, or a configuration never accepted, goes back to known-good. */
+export async function recoverOnStart(ctx: ApplyContext): Promise<ApplyOutcome | null> {
+  const reason = recoveryReason(ctx);
+  if (!reason) return null;
   ctx.log.warn(`${reason}: returning the database to its last known-good configuration`);
   return restore(ctx, 'knownGood', 'recovery');
 }

@@ -1,5 +1,6 @@
 // tuner-agent's command line: parse, load the configuration, connect, and run one command.
 // Exit codes are part of the interface (docs/cli.md): scripts and supervisors rely on them.
+import { constants as osConstants } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { TargetKind } from '../knobs/index.ts';
 import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
@@ -8,6 +9,7 @@ import { connectDb, type Db } from './db.ts';
 import { agentConnectionContext } from './db-tls.ts';
 import { InitError, initInstance } from './init.ts';
 import { Journal, JournalError } from './journal.ts';
+import { redact } from './redact.ts';
 import { createLogger, errorMessage, type Logger } from './log.ts';
 import { runLoop } from './loop.ts';
 import { formatChecks, preflightPassed, runPreflight } from './preflight.ts';
@@ -206,7 +208,9 @@ function printOutcome(io: Io, outcome: ApplyOutcome, done = 'applied'): number {
   return EXIT.failure;
 }
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(), io: Io = defaultIo): Promise<number> {
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(), printer: Io = defaultIo): Promise<number> {
+  // Everything the agent prints passes through the one masking function, whatever made it.
+  const io: Io = { out: (text) => printer.out(redact(text)), err: (text) => printer.err(redact(text)) };
   let invocation: Invocation;
   try {
     invocation = parseInvocation(argv);
@@ -255,7 +259,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       for (const p of err.problems) io.err(`tuner-agent: ${p}\n`);
       return EXIT.usage;
     }
-    throw err;
+    io.err(`tuner-agent: reading the configuration failed: ${errorMessage(err)}\n`);
+    return EXIT.failure;
   }
 
   if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
@@ -301,11 +306,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       }
       case 'run': {
         log.info(`tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode, connection ${describeSecurity(db.security)}`);
-        const recovered = await recoverOnStart(ctx);
-        if (recovered && recovered.status !== 'applied') log.error(`recovery did not complete: ${recovered.errors.join('; ')}`);
         const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId! });
-        await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stopSignal() });
-        return EXIT.ok;
+        const stop = stopWhenAsked(log);
+        try {
+          const end = await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stop.signal });
+          return end.atKnownGood && !stop.failed() ? EXIT.ok : EXIT.failure;
+        } finally {
+          stop.dispose();
+        }
       }
       case 'revert': {
         await recoverOnStart(ctx);
@@ -340,14 +348,40 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   }
 }
 
-/** Aborted by the first SIGTERM or SIGINT; a second one ends the process at once. */
-function stopSignal(): AbortSignal {
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/**
+ * What stops the run: the first SIGTERM, SIGINT or SIGHUP (a closed terminal), or an error that
+ * escaped everything else. Each lets the loop return the database to known-good before the
+ * process exits; a second signal ends the process at once.
+ */
+function stopWhenAsked(log: Logger): { signal: AbortSignal; failed: () => boolean; dispose: () => void } {
   const controller = new AbortController();
+  let failed = false;
   const onSignal = (name: NodeJS.Signals) => {
-    if (controller.signal.aborted) process.exit(128 + (name === 'SIGINT' ? 2 : 15));
+    if (controller.signal.aborted) {
+      log.error(`${name} again: exiting at once; the next start returns the database to known-good`);
+      process.exit(128 + osConstants.signals[name]);
+    }
+    log.info(`${name}: stopping`);
     controller.abort();
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  return controller.signal;
+  const onError = (err: unknown) => {
+    failed = true;
+    log.error(`unexpected error: ${errorMessage(err)}; stopping`);
+    if (err instanceof Error && err.stack) log.debug(err.stack);
+    controller.abort();
+  };
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  process.on('uncaughtException', onError);
+  process.on('unhandledRejection', onError);
+  return {
+    signal: controller.signal,
+    failed: () => failed,
+    dispose: () => {
+      for (const name of STOP_SIGNALS) process.off(name, onSignal);
+      process.off('uncaughtException', onError);
+      process.off('unhandledRejection', onError);
+    },
+  };
 }

@@ -88,8 +88,15 @@ export class Journal {
   /** True when the database may not be at the known-good configuration: a change was cut off, or
    * the last applied configuration was never accepted. */
   needsRecovery(): boolean {
-    if (this.#data.inFlight) return true;
-    return Object.entries(this.#data.applied).some(([name, o]) => !sameOverride(o, this.#data.knownGood[name]));
+    return this.notAtKnownGood().length > 0;
+  }
+
+  /** The parameters that may not be at their known-good configuration: those of a change cut
+   * off, and those applied but never accepted. */
+  notAtKnownGood(): string[] {
+    const d = this.#data;
+    const unaccepted = Object.keys(d.applied).filter((name) => !sameOverride(d.applied[name], d.knownGood[name]));
+    return [...new Set([...Object.keys(d.inFlight?.to ?? {}), ...unaccepted])];
   }
 
   /** Records the intended change before anything is written. `from` is the override layer now;

@@ -1,18 +1,20 @@
 // The agent's main loop: take a lease, then every interval collect → report → carry out the
 // command the service returns → acknowledge it. The database stays on its known-good
 // configuration whatever happens to the service: when the service is away, the agent keeps
-// collecting, queues a bounded number of reports, and retries with jittered backoff; while a
-// trial configuration is applied, guardrails watch it and revert it by themselves.
+// collecting on schedule, queues a bounded number of reports (and counts those it had to drop),
+// and retries with jittered backoff; while a trial configuration is applied, guardrails watch it
+// and revert it by themselves. However the loop ends (a signal, the service rejecting the agent,
+// a fatal error), it returns the database to known-good first, or says loudly why it could not.
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROTOCOL_VERSION, type AgentEvent, type Command, type CommandAckRequest, type ReportRequest } from '../protocol/v1.ts';
-import { applyChange, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
+import { applyChange, recoverOnStart, recoveryReason, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
 import { errorMessage } from './log.ts';
-import { LeaseExpiredError, RequestRefusedError, ServiceUnavailableError, backoffMs, type ServiceClient } from './service-client.ts';
+import { LeaseExpiredError, RequestRefusedError, ServiceRejectedError, ServiceUnavailableError, backoffMs, type ServiceClient } from './service-client.ts';
 import { catalogSettings, describeSystem } from './system.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -32,8 +34,8 @@ export interface LoopOptions {
   service: ServiceClient;
   databaseId: string;
   cwd: string;
-  /** Aborted on SIGTERM/SIGINT: the loop finishes what it is doing, returns to known-good if the
-   * applied configuration was a trial, releases its lease and returns. */
+  /** Aborted to stop (a signal, an uncaught error): the loop finishes what it is doing, returns
+   * to known-good if the applied configuration was a trial, releases its lease and returns. */
   signal: AbortSignal;
   /** Guardrail tick; shorter in tests. */
   guardIntervalMs?: number;
@@ -60,48 +62,123 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   }
 }
 
-export async function runLoop(options: LoopOptions): Promise<void> {
-  const { ctx, service, signal } = options;
-  const { log, db, target, config } = ctx;
-  const leaseFile = join(options.cwd, LEASE_FILE_NAME);
-  const guardIntervalMs = options.guardIntervalMs ?? GUARD_INTERVAL_MS;
-  const collector = createCollector(db, { includeQueries: config.postgresql.includeQueries });
+/** A report as collected; the lease, its sequence number and the send time are added when it goes out. */
+type CollectedReport = Omit<ReportRequest, 'leaseId' | 'seq' | 'sentAt'>;
+/** The outcome of a command as acknowledged; the lease is added when it goes out. */
+type Acknowledgement = Omit<CommandAckRequest, 'leaseId'>;
 
-  // The loop's state, all of it.
-  let lease: Lease | null = null;
-  let seq = 0;
-  const queue: ReportRequest[] = [];
-  const events: AgentEvent[] = [];
-  const outcomes = new Map<string, CommandAckRequest>();
-  let failures = 0;
-  let dropped = 0;
-  let previous: Snapshot | null = null;
-  let baselineMix: BaselineMix | undefined;
-  let knownGood: KnownGoodFigures | null = null;
-  let trial: Trial | null = null;
+export interface LoopEnd {
+  /** The database is on its known-good configuration (false: the log says why not). */
+  atKnownGood: boolean;
+}
+
+/** Runs until stopped; throws what retrying cannot fix (the service rejecting the agent, say),
+ * but only after the database was returned to known-good. */
+export function runLoop(options: LoopOptions): Promise<LoopEnd> {
+  return new AgentLoop(options).run();
+}
+
+/** The loop's state, all of it, and one method per step. */
+class AgentLoop {
+  readonly #options: LoopOptions;
+  readonly #ctx: ApplyContext;
+  readonly #leaseFile: string;
+  readonly #guardIntervalMs: number;
+  readonly #collector: ReturnType<typeof createCollector>;
+
+  #lease: Lease | null = null;
+  #seq = 0;
+  readonly #queue: CollectedReport[] = [];
+  readonly #events: AgentEvent[] = [];
+  readonly #outcomes = new Map<string, Acknowledgement>();
+  #failures = 0;
+  /** While the service is away: when to try sending again. */
+  #nextAttemptAt = 0;
+  #dropped = 0;
+  #previous: Snapshot | null = null;
+  #baselineMix: BaselineMix | undefined;
+  #knownGood: KnownGoodFigures | null = null;
+  #trial: Trial | null = null;
   /** A trial was applied at some point in the current interval: its figures are not known-good. */
-  let intervalHadTrial = false;
+  #intervalHadTrial = false;
 
-  const event = (level: AgentEvent['level'], code: string, message: string, commandId?: string) => {
-    events.push({ at: new Date().toISOString(), level, code, message: message.slice(0, 2000), ...(commandId && { commandId }) });
-    if (events.length > MAX_EVENTS) events.splice(0, events.length - MAX_EVENTS);
-  };
+  constructor(options: LoopOptions) {
+    this.#options = options;
+    this.#ctx = options.ctx;
+    this.#leaseFile = join(options.cwd, LEASE_FILE_NAME);
+    this.#guardIntervalMs = options.guardIntervalMs ?? GUARD_INTERVAL_MS;
+    this.#collector = createCollector(this.#ctx.db, { includeQueries: this.#ctx.config.postgresql.includeQueries });
+  }
 
-  const readLeaseFile = (): string | undefined => {
-    if (!existsSync(leaseFile)) return undefined;
+  async run(): Promise<LoopEnd> {
+    let failure: Error | null = null;
     try {
-      const data = JSON.parse(readFileSync(leaseFile, 'utf8')) as { databaseId?: unknown; leaseId?: unknown };
-      return data.databaseId === options.databaseId && typeof data.leaseId === 'string' ? data.leaseId : undefined;
+      await this.#recoverAtStart();
+      await this.#loop();
+    } catch (err) {
+      failure = err instanceof Error ? err : new Error(String(err));
+    }
+    const atKnownGood = await this.#shutdown(failure);
+    if (failure !== null) throw failure;
+    return { atKnownGood };
+  }
+
+  /** Collects every interval, whatever the service does; sends when the service can take it. */
+  async #loop(): Promise<void> {
+    const { signal } = this.#options;
+    this.#lease = await this.#takeLease();
+    this.#previous = await this.#collector.collect().catch(() => null);
+    let nextCollectAt = Date.now() + (this.#lease?.intervalSeconds ?? 0) * 1000;
+    while (this.#lease && !signal.aborted) {
+      const wakeAt = this.#failures === 0 ? nextCollectAt : Math.min(nextCollectAt, this.#nextAttemptAt);
+      if (!(await this.#watch(wakeAt - Date.now()))) break;
+      await this.#returnUnwatchedToKnownGood();
+      if (Date.now() >= nextCollectAt) {
+        this.#enqueue(await this.#collect());
+        nextCollectAt = Date.now() + this.#lease.intervalSeconds * 1000;
+      }
+      if (this.#failures === 0 || Date.now() >= this.#nextAttemptAt) await this.#deliver();
+    }
+  }
+
+  /** A change cut off by a crash, or a trial the agent died with, goes back to known-good before
+   * anything else; the service hears of it with the first report. */
+  async #recoverAtStart(): Promise<void> {
+    const ctx = this.#ctx;
+    const reason = recoveryReason(ctx);
+    if (!reason) return;
+    const outcome = await recoverOnStart(ctx).catch((err: unknown) => {
+      ctx.log.error(`recovery did not complete: ${errorMessage(err)}; trying again once the database answers`);
+      return null;
+    });
+    if (!outcome) return;
+    if (outcome.status !== 'applied') ctx.log.error(`recovery did not complete: ${outcome.errors.join('; ')}`);
+    const done = outcome.status === 'applied' ? 'the database was returned to its known-good configuration' : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
+    this.#event(outcome.status === 'applied' ? 'warn' : 'error', 'recovered', `at start, ${reason}: ${done}`);
+  }
+
+  #event(level: AgentEvent['level'], code: string, message: string, commandId?: string): void {
+    this.#events.push({ at: new Date().toISOString(), level, code, message: message.slice(0, 2000), ...(commandId && { commandId }) });
+    if (this.#events.length > MAX_EVENTS) this.#events.splice(0, this.#events.length - MAX_EVENTS);
+  }
+
+  #readLeaseFile(): string | undefined {
+    if (!existsSync(this.#leaseFile)) return undefined;
+    try {
+      const data = JSON.parse(readFileSync(this.#leaseFile, 'utf8')) as { databaseId?: unknown; leaseId?: unknown };
+      return data.databaseId === this.#options.databaseId && typeof data.leaseId === 'string' ? data.leaseId : undefined;
     } catch {
       return undefined;
     }
-  };
+  }
 
   /** Takes the lease, retrying while the service is away; throws only what retrying cannot fix. */
-  const takeLease = async (): Promise<Lease | null> => {
+  async #takeLease(): Promise<Lease | null> {
+    const { service, signal, databaseId } = this.#options;
+    const { log, db, target, config } = this.#ctx;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
-        const resumeLeaseId = readLeaseFile();
+        const resumeLeaseId = this.#readLeaseFile();
         const response = await service.start({
           agentVersion: AGENT_VERSION,
           protocolVersion: PROTOCOL_VERSION,
@@ -114,21 +191,22 @@ export async function runLoop(options: LoopOptions): Promise<void> {
           system: await describeSystem(db, target),
           ...(resumeLeaseId && { resumeLeaseId }),
         });
-        writeFileSync(leaseFile, `${JSON.stringify({ databaseId: options.databaseId, leaseId: response.leaseId })}\n`, { mode: 0o600 });
+        writeFileSync(this.#leaseFile, `${JSON.stringify({ databaseId, leaseId: response.leaseId })}\n`, { mode: 0o600 });
         log.info(`connected to the tuning service: lease ${response.leaseId}, reporting every ${response.reportIntervalSeconds} s`);
         return { leaseId: response.leaseId, intervalSeconds: response.reportIntervalSeconds };
       } catch (err) {
         if (!(err instanceof ServiceUnavailableError) && !isDatabaseDown(err)) throw err;
         const wait = backoffMs(attempt);
         log.warn(`${errorMessage(err)}; trying again in ${(wait / 1000).toFixed(1)} s`);
-        if (!(await pause(wait, signal))) return null;
+        if (!(await this.#watch(wait))) return null;
       }
     }
     return null;
-  };
+  }
 
   /** One interval's report; collection failures become events, never a crash. */
-  const collect = async (): Promise<ReportRequest> => {
+  async #collect(): Promise<CollectedReport> {
+    const { log, db, target, config } = this.#ctx;
     let metrics: ReportRequest['metrics'] = null;
     let settings: ReportRequest['settings'] = [];
     const targetMetrics = await target.metrics().catch((err: unknown) => {
@@ -136,26 +214,89 @@ export async function runLoop(options: LoopOptions): Promise<void> {
       return [];
     });
     try {
-      const current = await collector.collect();
-      if (previous) {
-        const delta = diffSnapshots(previous, current);
-        baselineMix ??= baselineMixFrom(delta);
-        metrics = buildMetricsReport(delta, { includeQueries: config.postgresql.includeQueries, baselineMix });
-        if (!intervalHadTrial && !trial) knownGood = knownGoodFigures(metrics);
+      const current = await this.#collector.collect();
+      if (this.#previous) {
+        const delta = diffSnapshots(this.#previous, current);
+        this.#baselineMix ??= baselineMixFrom(delta);
+        metrics = buildMetricsReport(delta, { includeQueries: config.postgresql.includeQueries, baselineMix: this.#baselineMix });
+        if (!this.#intervalHadTrial && !this.#trial) this.#knownGood = knownGoodFigures(metrics);
       }
-      previous = current;
+      this.#previous = current;
       settings = await catalogSettings(db, target);
     } catch (err) {
       // The database may be restarting; the session reconnects on the next call.
-      event('warn', 'collect_failed', `collection failed: ${errorMessage(err)}`);
+      this.#event('warn', 'collect_failed', `collection failed: ${errorMessage(err)}`);
       log.warn(`collection failed: ${errorMessage(err)}`);
     }
-    intervalHadTrial = trial !== null;
-    return { leaseId: '', seq: 0, sentAt: '', metrics, settings, targetMetrics, events: events.splice(0) };
-  };
+    this.#intervalHadTrial = this.#trial !== null;
+    return { metrics, settings, targetMetrics, events: this.#events.splice(0) };
+  }
 
-  const execute = async (command: Command): Promise<CommandAckRequest> => {
-    let ack: CommandAckRequest;
+  /** Queues a report; beyond the bound the oldest are dropped, and the gap reported. */
+  #enqueue(report: CollectedReport): void {
+    this.#queue.push(report);
+    if (this.#queue.length > MAX_QUEUED_REPORTS) {
+      this.#dropped += this.#queue.length - MAX_QUEUED_REPORTS;
+      this.#queue.splice(0, this.#queue.length - MAX_QUEUED_REPORTS);
+    }
+  }
+
+  /** Sends what is queued, and sorts what went wrong into what the loop does about it. */
+  async #deliver(): Promise<void> {
+    const { log } = this.#ctx;
+    try {
+      if (this.#dropped > 0) {
+        this.#event('warn', 'reports_dropped', `${this.#dropped} report(s) were dropped while the tuning service was unreachable`);
+        this.#dropped = 0;
+      }
+      await this.#flush();
+      if (this.#failures > 0) log.info('the tuning service is reachable again');
+      this.#failures = 0;
+      this.#nextAttemptAt = 0;
+    } catch (err) {
+      if (err instanceof LeaseExpiredError) {
+        log.warn(`the lease lapsed (${errorMessage(err)}): starting again`);
+        this.#lease = await this.#takeLease();
+        this.#seq = 0;
+      } else if (err instanceof RequestRefusedError) {
+        // The service refused this body (a bug or a version mismatch): drop it, keep going.
+        log.error(`${errorMessage(err)}; the report was dropped`);
+        this.#queue.shift();
+      } else if (err instanceof ServiceUnavailableError) {
+        const wait = backoffMs(this.#failures);
+        this.#failures++;
+        this.#nextAttemptAt = Date.now() + wait;
+        log.warn(`${errorMessage(err)}; ${this.#queue.length} report(s) queued, collecting goes on; sending again in ${(wait / 1000).toFixed(1)} s`);
+      } else {
+        throw err;
+      }
+    }
+  }
+
+  /** Sends queued reports oldest first; carries out the command of each answer. */
+  async #flush(): Promise<void> {
+    const { service } = this.#options;
+    while (this.#queue.length > 0 && this.#lease) {
+      const lease = this.#lease;
+      const response = await service.report({ ...this.#queue[0]!, leaseId: lease.leaseId, seq: this.#seq, sentAt: new Date().toISOString() });
+      this.#queue.shift();
+      this.#seq++;
+      lease.intervalSeconds = response.nextReportInSeconds;
+      const command = response.command;
+      if (!command) continue;
+      let ack = this.#outcomes.get(command.id);
+      if (!ack) {
+        ack = await this.#execute(command);
+        this.#outcomes.set(command.id, ack);
+        if (this.#outcomes.size > REMEMBERED_OUTCOMES) this.#outcomes.delete(this.#outcomes.keys().next().value!);
+      }
+      await service.ack(command.id, { ...ack, leaseId: lease.leaseId });
+    }
+  }
+
+  async #execute(command: Command): Promise<Acknowledgement> {
+    const ctx = this.#ctx;
+    let ack: Acknowledgement;
     try {
       const outcome = command.kind === 'apply'
         ? await applyChange(ctx, command.values, { id: command.id, accept: command.keep, allowRestart: command.allowRestart })
@@ -164,111 +305,95 @@ export async function runLoop(options: LoopOptions): Promise<void> {
     } catch (err) {
       // The database went away mid-command, say. The journal still holds the change in flight,
       // and the loop returns to known-good as soon as the database answers again.
-      ack = { leaseId: '', status: 'failed', effective: {}, errors: [errorMessage(err)], restarted: false, restored: false };
+      ack = { status: 'failed', effective: {}, errors: [errorMessage(err)], restarted: false, restored: false };
     }
-    log.info(`command ${command.id} (${command.kind}): ${ack.status}${ack.errors.length ? `: ${ack.errors.join('; ')}` : ''}`);
-    // A trial is watched by the guardrails until it is replaced, accepted or reverted.
+    ctx.log.info(`command ${command.id} (${command.kind}): ${ack.status}${ack.errors.length ? `: ${ack.errors.join('; ')}` : ''}`);
+    // A trial is watched by the guardrails until it is replaced, accepted or reverted. A change
+    // that did not go through leaves the trial before it in place, and under watch.
     const isTrial = command.kind === 'apply' && !command.keep && ack.status === 'applied';
-    trial = isTrial ? { commandId: command.id, guard: createGuard(db, knownGood ?? NO_FIGURES, baselineMix) } : null;
-    if (isTrial) intervalHadTrial = true;
-    return ack;
-  };
-
-  /** Sends queued reports oldest first; carries out the command of each answer. */
-  const flush = async (): Promise<void> => {
-    while (queue.length > 0 && lease) {
-      const response = await service.report({ ...queue[0]!, leaseId: lease.leaseId, seq, sentAt: new Date().toISOString() });
-      queue.shift();
-      seq++;
-      lease.intervalSeconds = response.nextReportInSeconds;
-      const command = response.command;
-      if (!command) continue;
-      let ack = outcomes.get(command.id);
-      if (!ack) {
-        ack = await execute(command);
-        outcomes.set(command.id, ack);
-        if (outcomes.size > REMEMBERED_OUTCOMES) outcomes.delete(outcomes.keys().next().value!);
-      }
-      await service.ack(command.id, { ...ack, leaseId: lease.leaseId });
+    if (isTrial) {
+      this.#trial = { commandId: command.id, guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix) };
+      this.#intervalHadTrial = true;
+    } else if (ack.status === 'applied' || !ctx.journal.needsRecovery()) {
+      this.#trial = null;
     }
-  };
+    return ack;
+  }
 
   /** Waits `ms`; while a trial is applied, judges it every guard interval and reverts it to
    * known-good on a breach. Returns false when the agent is stopping. */
-  const watch = async (ms: number): Promise<boolean> => {
+  async #watch(ms: number): Promise<boolean> {
+    const { signal } = this.#options;
+    const ctx = this.#ctx;
     const until = Date.now() + ms;
     for (;;) {
       const left = until - Date.now();
-      if (!trial) return left <= 0 || pause(left, signal);
-      if (!(await pause(Math.min(left, guardIntervalMs), signal))) return false;
-      const watched = trial;
-      const breaches = await watched.guard.tick(await target.metrics().catch(() => [])).catch((err: unknown) => {
-        log.warn(`guardrail check failed: ${errorMessage(err)}`);
+      if (left <= 0) return !signal.aborted;
+      if (!this.#trial) return pause(left, signal);
+      if (!(await pause(Math.min(left, this.#guardIntervalMs), signal))) return false;
+      const watched = this.#trial;
+      const breaches = await watched.guard.tick(await ctx.target.metrics().catch(() => [])).catch((err: unknown) => {
+        ctx.log.warn(`guardrail check failed: ${errorMessage(err)}`);
         return [];
       });
-      if (breaches.length > 0 && trial === watched) {
-        trial = null;
+      if (breaches.length > 0 && this.#trial === watched) {
+        this.#trial = null;
         const message = `guardrail: ${breaches.join('; ')}`;
-        log.warn(`${message}: reverting trial ${watched.commandId}`);
+        ctx.log.warn(`${message}: reverting trial ${watched.commandId}`);
         const outcome = await restore(ctx, 'knownGood', message);
-        event('warn', 'guardrail_breach', `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`, watched.commandId);
+        this.#event('warn', 'guardrail_breach', `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`, watched.commandId);
       }
       if (Date.now() >= until) return true;
     }
-  };
-
-  /** A change cut off mid-way (the database went away) goes back to known-good once it answers. */
-  const finishInterrupted = async (): Promise<void> => {
-    if (!ctx.journal.data.inFlight) return;
-    await restore(ctx, 'knownGood', 'a change was interrupted').then(
-      (outcome) => event('warn', 'recovered', `an interrupted change was undone: ${outcome?.status ?? 'nothing to undo'}`),
-      (err: unknown) => log.warn(`undoing an interrupted change failed, trying again later: ${errorMessage(err)}`),
-    );
-  };
-
-  lease = await takeLease();
-  previous = await collector.collect().catch(() => null);
-  while (lease && !signal.aborted) {
-    const waitMs = failures === 0 ? lease.intervalSeconds * 1000 : Math.min(backoffMs(failures - 1), lease.intervalSeconds * 1000);
-    if (!(await watch(waitMs))) break;
-    await finishInterrupted();
-    if (failures === 0 || queue.length === 0) {
-      queue.push(await collect());
-      if (queue.length > MAX_QUEUED_REPORTS) {
-        dropped += queue.length - MAX_QUEUED_REPORTS;
-        queue.splice(0, queue.length - MAX_QUEUED_REPORTS);
-      }
-    }
-    try {
-      if (dropped > 0) {
-        event('warn', 'reports_dropped', `${dropped} report(s) were dropped while the tuning service was unreachable`);
-        dropped = 0;
-      }
-      await flush();
-      if (failures > 0) log.info('the tuning service is reachable again');
-      failures = 0;
-    } catch (err) {
-      if (err instanceof LeaseExpiredError) {
-        log.warn(`the lease lapsed (${errorMessage(err)}): starting again`);
-        lease = await takeLease();
-        seq = 0;
-      } else if (err instanceof RequestRefusedError) {
-        // The service refused this body (a bug or a version mismatch): drop it, keep going.
-        log.error(`${errorMessage(err)}; the report was dropped`);
-        queue.shift();
-      } else if (err instanceof ServiceUnavailableError) {
-        failures++;
-        log.warn(`${errorMessage(err)}; ${queue.length} report(s) queued, collecting goes on`);
-      } else {
-        throw err;
-      }
-    }
   }
-  await shutdown(options, lease);
+
+  /** A change cut off mid-way (the database went away), or a configuration that is neither
+   * accepted nor watched, goes back to known-good as soon as the database answers. */
+  async #returnUnwatchedToKnownGood(): Promise<void> {
+    const { journal, log } = this.#ctx;
+    if (!journal.data.inFlight && (this.#trial || !journal.needsRecovery())) return;
+    const reason = journal.data.inFlight ? 'a change was interrupted' : 'a configuration that was not accepted is no longer watched';
+    await restore(this.#ctx, 'knownGood', reason).then(
+      (outcome) => {
+        if (!journal.needsRecovery()) this.#trial = null;
+        this.#event('warn', 'recovered', `${reason}; returning to known-good: ${outcome?.status ?? 'nothing to undo'}`);
+      },
+      (err: unknown) => log.warn(`${reason}; returning to known-good failed, trying again later: ${errorMessage(err)}`),
+    );
+  }
+
+  /** However the loop ended: a trial configuration does not outlive the agent, and the lease is
+   * released (unless the service rejected the agent). Returns whether the database is at known-good. */
+  async #shutdown(failure: Error | null): Promise<boolean> {
+    const { service, cwd } = this.#options;
+    const ctx = this.#ctx;
+    const { journal, log } = ctx;
+    if (failure !== null) log.warn('stopping on the error below: returning to known-good first');
+    if (journal.needsRecovery()) {
+      const outcome = await restore(ctx, 'knownGood', 'stopping with a configuration that was not accepted').catch((err: unknown) => {
+        log.error(`could not return to known-good while stopping: ${errorMessage(err)}`);
+        return null;
+      });
+      if (outcome && outcome.status !== 'applied') log.error(`could not return to known-good while stopping: ${outcome.errors.join('; ')}`);
+    }
+    const atKnownGood = !journal.needsRecovery();
+    if (!atKnownGood) {
+      log.error(`THE DATABASE MAY STILL RUN A CONFIGURATION THAT WAS NOT ACCEPTED (${journal.notAtKnownGood().join(', ')}): ` +
+        `start the agent again, or run tuner-agent --${ctx.target.kind} --revert, to return it to known-good (${journal.path} records what to return to)`);
+    }
+    if (this.#lease && !(failure instanceof ServiceRejectedError)) {
+      await service.stop({ leaseId: this.#lease.leaseId }).then(
+        () => rmSync(join(cwd, LEASE_FILE_NAME), { force: true }),
+        (err: unknown) => log.warn(`could not release the lease: ${errorMessage(err)}`),
+      );
+    }
+    log.info('stopped');
+    return atKnownGood;
+  }
 }
 
-function toAck(outcome: ApplyOutcome | null): CommandAckRequest {
-  const none = { leaseId: '', effective: {}, errors: [], restarted: false, restored: false };
+function toAck(outcome: ApplyOutcome | null): Acknowledgement {
+  const none = { effective: {}, errors: [], restarted: false, restored: false };
   if (!outcome) return { ...none, status: 'applied' };
   switch (outcome.status) {
     case 'applied':
@@ -278,23 +403,6 @@ function toAck(outcome: ApplyOutcome | null): CommandAckRequest {
     case 'failed':
       return { ...none, status: 'failed', effective: outcome.effective, errors: outcome.errors, restored: outcome.restored };
   }
-}
-
-/** On SIGTERM: a trial configuration does not outlive the agent; then the lease is released. */
-async function shutdown(options: LoopOptions, lease: Lease | null): Promise<void> {
-  const { ctx, service } = options;
-  if (ctx.journal.needsRecovery()) {
-    await restore(ctx, 'knownGood', 'stopping with a configuration that was not accepted').catch((err: unknown) => {
-      ctx.log.error(`could not return to known-good while stopping: ${errorMessage(err)}; the next start will`);
-    });
-  }
-  if (lease) {
-    await service.stop({ leaseId: lease.leaseId }).then(
-      () => rmSync(join(options.cwd, LEASE_FILE_NAME), { force: true }),
-      (err: unknown) => ctx.log.warn(`could not release the lease: ${errorMessage(err)}`),
-    );
-  }
-  ctx.log.info('stopped');
 }
 
 function isDatabaseDown(err: unknown): boolean {

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import {
   AgentStartResponseSchema,
   ErrorResponseSchema,
+  MAX_BODY_BYTES,
   ReportResponseSchema,
   routes,
   type AgentStartRequest,
@@ -18,6 +19,9 @@ import { redact } from './redact.ts';
 import { AGENT_VERSION } from './version.ts';
 
 const REQUEST_TIMEOUT_MS = 30_000;
+/** The largest answer the agent reads: the protocol's own bound on a body. A longer one (a broken
+ * proxy, a hostile server) is refused after that many bytes, so that it cannot fill the memory. */
+export const MAX_ANSWER_BYTES = MAX_BODY_BYTES;
 
 /** The service will not accept this agent as configured (API key, database id, another agent):
  * retrying cannot help; the agent exits with a clear message. */
@@ -80,7 +84,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       throw new ServiceUnavailableError(`the tuning service at ${base} cannot be reached: ${redact(cause?.code ?? cause?.message ?? (err as Error).message)}`);
     }
-    const text = await response.text().catch(() => '');
+    const text = await readAnswer(response, path);
     if (response.ok) {
       if (!schema) return undefined;
       let json: unknown;
@@ -119,6 +123,37 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     ack: async (commandId, body) => void (await call(routes.ack(options.databaseId, commandId), body, null)),
     stop: async (body) => void (await call(routes.agentStop(options.databaseId), body, null)),
   };
+}
+
+/** The answer's text, read up to MAX_ANSWER_BYTES. */
+async function readAnswer(response: Response, path: string): Promise<string> {
+  const tooLarge = (size: string) =>
+    new ServiceUnavailableError(`the tuning service answered ${path} with a body larger than ${MAX_ANSWER_BYTES} bytes (${size}); the agent refused it`);
+  const declared = Number(response.headers.get('content-length') ?? NaN);
+  if (declared > MAX_ANSWER_BYTES) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge(`${declared} bytes announced`);
+  }
+  if (!response.body) return '';
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_ANSWER_BYTES) {
+        await reader.cancel().catch(() => undefined);
+        throw tooLarge('the rest was not read');
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof ServiceUnavailableError) throw err;
+    throw new ServiceUnavailableError(`the tuning service's answer to ${path} broke off: ${redact((err as Error).message)}`);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function safeJson(text: string): unknown {

@@ -3,7 +3,7 @@
 // pg_monitor. Whoever creates one owns it and may reload, restart and break it freely.
 // With `tls`, the cluster accepts TCP connections over TLS only, as the managed clouds do.
 import { execFile, execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,9 +110,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const logFile = join(dataDir, 'server.log');
 
   await runAsPostgres(join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
-  const port = await freePort();
   const conf = [
-    `port = ${port}`,
     `listen_addresses = '127.0.0.1'`,
     `unix_socket_directories = '${dataDir}'`,
     options.noPreload ? '' : `shared_preload_libraries = 'pg_stat_statements'`,
@@ -133,7 +131,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   writeFileSync(join(dataDir, 'pg_hba.conf'), [...hba, ''].join('\n'));
 
   const ctl = (args: string[]) => runAsPostgres(pgCtl, ['-D', dataDir, '-l', logFile, '-w', '-t', '60', ...args]);
-  await ctl(['start']);
+  const port = await startOnFreePort(dataDir, logFile, () => ctl(['start']));
 
   const host = '127.0.0.1';
   const adminAt = (db: string) => options.tls
@@ -198,6 +196,24 @@ function serverCertificate(dataDir: string, tls: NonNullable<ClusterOptions['tls
   }
   // The CA also verifies client certificates, for pg_hba.conf lines with `cert` that a test adds.
   return ['ssl = on', `ssl_cert_file = '${certFile}'`, `ssl_key_file = '${keyFile}'`, `ssl_ca_file = '${caFile}'`];
+}
+
+/** Starts the server on a port that was free a moment ago; another process may take it first
+ * (tests run in parallel), so a start that cannot bind tries again on another port. */
+async function startOnFreePort(dataDir: string, logFile: string, start: () => Promise<void>): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    // The last `port` line of postgresql.conf wins.
+    appendFileSync(join(dataDir, 'postgresql.conf'), `port = ${port}\n`);
+    const logBefore = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0;
+    try {
+      await start();
+      return port;
+    } catch (err) {
+      const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(logBefore) : '';
+      if (attempt >= 5 || !/could not bind|Address already in use/i.test(log)) throw err;
+    }
+  }
 }
 
 function idOf(flag: '-u' | '-g', name: string): number {

@@ -152,6 +152,7 @@ export const ErrorCodeSchema = z.enum([
   'not_found',
   'agent_conflict',
   'lease_expired',
+  'conflict',
   'payload_too_large',
   'unsupported_media_type',
   'rate_limited',

@@ -23,7 +23,7 @@ const noSuchDatabase = (id: string) => notFound(`no database ${id} in your accou
 export async function createDatabase(ctx: ServiceContext, user: User, input: NewDatabaseInput): Promise<{ database: DatabaseEntry; key: CreatedApiKey }> {
   const existing = await ctx.storage.listDatabases(user.accountId);
   if (existing.length >= LIMITS.databasesPerAccount) {
-    throw new HttpError(409, 'bad_request', `an account holds at most ${LIMITS.databasesPerAccount} databases`);
+    throw new HttpError(409, 'conflict', `an account holds at most ${LIMITS.databasesPerAccount} databases`);
   }
   const database = await ctx.storage.createDatabase(user.accountId, { id: randomUUID(), name: input.name, target: input.target });
   const key = await createApiKey(ctx, user, database.id, 'first key');
@@ -33,7 +33,7 @@ export async function createDatabase(ctx: ServiceContext, user: User, input: New
 export async function createApiKey(ctx: ServiceContext, user: User, databaseId: string, label: string): Promise<CreatedApiKey> {
   if (!(await ctx.storage.getDatabase(user.accountId, databaseId))) throw noSuchDatabase(databaseId);
   if ((await ctx.storage.countLiveApiKeys(databaseId)) >= LIMITS.liveKeysPerDatabase) {
-    throw new HttpError(409, 'bad_request', `a database has at most ${LIMITS.liveKeysPerDatabase} live API keys: revoke one first`);
+    throw new HttpError(409, 'conflict', `a database has at most ${LIMITS.liveKeysPerDatabase} live API keys: revoke one first`);
   }
   const generated = generateApiKey();
   const info = await ctx.storage.createApiKey(user.accountId, {
@@ -57,7 +57,7 @@ export async function revokeApiKey(ctx: ServiceContext, user: User, databaseId: 
 export async function issueCommand(ctx: ServiceContext, user: User, databaseId: string, input: CommandInput): Promise<CommandRecord> {
   if (!(await ctx.storage.getDatabase(user.accountId, databaseId))) throw noSuchDatabase(databaseId);
   if ((await ctx.storage.countOpenCommands(databaseId)) >= LIMITS.openCommandsPerDatabase) {
-    throw new HttpError(409, 'bad_request', `${LIMITS.openCommandsPerDatabase} commands are waiting for the agent already: wait for it to acknowledge them`);
+    throw new HttpError(409, 'conflict', `${LIMITS.openCommandsPerDatabase} commands are waiting for the agent already: wait for it to acknowledge them`);
   }
   const id = randomUUID();
   const command: Command =
@@ -80,7 +80,7 @@ export async function createUser(ctx: ServiceContext, actor: User, input: NewUse
     const user = await ctx.storage.createUser(input.username, await hashPassword(password), input.isAdmin);
     return { user, password: input.password ? null : password };
   } catch (err) {
-    if (err instanceof UsernameTakenError) throw new HttpError(409, 'bad_request', `username "${input.username}" is taken`);
+    if (err instanceof UsernameTakenError) throw new HttpError(409, 'conflict', `username "${input.username}" is taken`);
     throw err;
   }
 }

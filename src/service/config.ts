@@ -1,5 +1,6 @@
 // tuner-service's configuration: command-line flags, then environment variables, then defaults
 // (a flag wins over its variable). Validated with messages that name the flag or variable.
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -16,8 +17,9 @@ export interface ServiceConfig {
   adminUsername: string;
   /** The address agents and browsers use; also decides Secure cookies when it is https. */
   publicUrl: string | undefined;
-  /** Behind a reverse proxy: trust X-Forwarded-Proto/For (https detection, client address). */
-  trustProxy: boolean;
+  /** Behind reverse proxies: which of them to trust for X-Forwarded-Proto/For (https detection,
+   * the client address): none (false), the nearest N, or those at these addresses/CIDR ranges. */
+  trustProxy: false | number | string[];
   reportIntervalSeconds: number;
   leaseMinSeconds: number;
   retentionDays: number;
@@ -36,7 +38,26 @@ export class ConfigError extends Error {
 const integer = (min: number, max: number) =>
   z.coerce.number({ error: 'expected a whole number' }).int('expected a whole number').min(min, `expected at least ${min}`).max(max, `expected at most ${max}`);
 
-const boolean = z.enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'expected true or false' }).transform((v) => v === 'true' || v === '1' || v === 'yes');
+/** An address or a CIDR range, e.g. 10.0.0.5 or 10.0.0.0/8 or fd00::/8. */
+function isAddressOrRange(text: string): boolean {
+  const [address = '', prefix, ...rest] = text.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
+
+/** Only proxies the operator names are trusted: `true` means the one in front of the service,
+ * whose own entry is the last of X-Forwarded-For (what comes before it, the client may forge). */
+const trustProxy = z.string().trim().transform((value, ctx): false | number | string[] => {
+  const lower = value.toLowerCase();
+  if (['false', 'no', '0'].includes(lower)) return false;
+  if (['true', 'yes'].includes(lower)) return 1;
+  if (/^\d{1,2}$/.test(value) && Number(value) <= 10) return Number(value);
+  const ranges = value.split(',').map((part) => part.trim());
+  if (ranges.every(isAddressOrRange)) return ranges;
+  ctx.addIssue({ code: 'custom', message: 'expected false, true (one proxy in front of the service), the number of proxies in front (1 to 10), or their addresses or CIDR ranges separated by commas' });
+  return z.NEVER;
+});
 
 const listen = z
   .string()
@@ -68,7 +89,7 @@ const SETTINGS = {
   adminPassword: { flag: null, env: 'TUNER_ADMIN_PASSWORD', schema: z.string().min(12, 'expected at least 12 characters').max(200), default: undefined },
   adminUsername: { flag: null, env: 'TUNER_ADMIN_USERNAME', schema: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'expected 1 to 64 letters, digits or ._@-'), default: 'admin' },
   publicUrl: { flag: 'public-url', env: 'TUNER_PUBLIC_URL', schema: httpUrl, default: undefined },
-  trustProxy: { flag: null, env: 'TUNER_TRUST_PROXY', schema: boolean, default: 'false' },
+  trustProxy: { flag: null, env: 'TUNER_TRUST_PROXY', schema: trustProxy, default: 'false' },
   reportIntervalSeconds: { flag: null, env: 'TUNER_REPORT_INTERVAL_SECONDS', schema: integer(1, 3600), default: '60' },
   leaseMinSeconds: { flag: null, env: 'TUNER_LEASE_MIN_SECONDS', schema: integer(1, 3600), default: '30' },
   retentionDays: { flag: null, env: 'TUNER_RETENTION_DAYS', schema: integer(1, 3650), default: '30' },

@@ -24,6 +24,8 @@ export interface StartOptions {
   announce?: (text: string) => void;
   /** Where log lines go (stdout by default). */
   logStream?: { write(line: string): void };
+  /** How long a client may take to send a whole request (30 s; shorter in tests). */
+  requestTimeoutMs?: number;
 }
 
 /** Creates the first admin on an empty storage; its password is the configured one or generated. */
@@ -41,7 +43,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   try {
     await ensureAdmin(storage, config, options.announce ?? ((text) => process.stdout.write(text)));
     const ctx: ServiceContext = { storage, config, leasePolicy: leasePolicyOf(config) };
-    app = buildApp(ctx, { ...(options.logStream && { logStream: options.logStream }) });
+    app = buildApp(ctx, { ...(options.logStream && { logStream: options.logStream }), ...(options.requestTimeoutMs && { requestTimeoutMs: options.requestTimeoutMs }) });
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await app?.close().catch(() => undefined);

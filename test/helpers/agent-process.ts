@@ -1,8 +1,9 @@
 // Runs the real tuner-agent as a child process, the way an operator would: bin/tuner-agent.js
 // under this Node, or, when TUNER_AGENT_BIN names one, the single-file binary (npm run
 // build:agent; CI runs the agent tests against it), with no Node on its PATH.
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { constants } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 
 export const AGENT_BIN = join(import.meta.dirname, '..', '..', 'bin', 'tuner-agent.js');
@@ -49,4 +50,27 @@ export function runAgent(args: string[], options: { cwd: string; env?: NodeJS.Pr
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  pid: number;
+  /** Everything it printed so far, stdout and stderr interleaved. */
+  output(): string;
+  /** Its exit code, or 128 + the signal number when a signal ended it. */
+  exited: Promise<number>;
+}
+
+/** Starts the real tuner-agent bin and leaves it running (`runAgent` waits for it to finish). */
+export function startAgent(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; binary?: string | null }): AgentProcess {
+  const binary = options.binary === undefined ? AGENT_BINARY : options.binary;
+  const [file, fileArgs] = agentCommand(args, binary);
+  const child = spawn(file, fileArgs, { cwd: options.cwd, env: cleanEnv(options.env ?? {}, binary), stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+  const exited = new Promise<number>((resolve) => {
+    child.on('close', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)));
+  });
+  return { child, pid: child.pid!, output: () => text, exited };
 }

@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import pg from 'pg';
 import { routes } from '../../src/protocol/v1.ts';
 import { parseServiceArgs, type ServiceConfig } from '../../src/service/config.ts';
-import { startService, type RunningService } from '../../src/service/server.ts';
+import { startService, type RunningService, type StartOptions } from '../../src/service/server.ts';
 
 export type StorageKind = 'pglite' | 'postgres';
 export const STORAGE_KINDS: readonly StorageKind[] = ['pglite', 'postgres'];
@@ -76,7 +76,7 @@ export interface TestService extends RunningService {
 }
 
 /** Starts the service the way the bin does: configuration from flags and environment. */
-export async function startTestService(store: ServiceStore, env: Record<string, string> = {}, listen = '127.0.0.1:0'): Promise<TestService> {
+export async function startTestService(store: ServiceStore, env: Record<string, string> = {}, listen = '127.0.0.1:0', options: Pick<StartOptions, 'requestTimeoutMs'> = {}): Promise<TestService> {
   const request = parseServiceArgs(['--listen', listen, '--data-dir', store.dataDir], {
     TUNER_ADMIN_PASSWORD: ADMIN_PASSWORD,
     TUNER_LOG_LEVEL: 'warn',
@@ -86,7 +86,7 @@ export async function startTestService(store: ServiceStore, env: Record<string, 
   if (request.kind !== 'run') throw new Error('expected a run configuration');
   const announced: string[] = [];
   const logs: string[] = [];
-  const service = await startService(request.config, { announce: (text) => announced.push(text), logStream: { write: (line) => void logs.push(line) } });
+  const service = await startService(request.config, { ...options, announce: (text) => announced.push(text), logStream: { write: (line) => void logs.push(line) } });
   return { ...service, config: request.config, announced, logs };
 }
 

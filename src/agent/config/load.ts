@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { TargetKind } from '../../knobs/index.ts';
-import { redact, registerSecret } from '../redact.ts';
+import { redact, registerConnectionString, registerSecret } from '../redact.ts';
 import { KEYS, SECTIONS, keyPath, type KeySpec, type ValueKind } from './keys.ts';
 
 export const CONFIG_FILE_NAME = 'agent.yaml';
@@ -129,10 +129,20 @@ function levenshtein(a: string, b: string): number {
   return row[b.length]!;
 }
 
-/** Reads agent.yaml into plain `section -> key -> value`, reporting syntax and shape problems. */
-function readFile(path: string, problems: string[], warnings: string[]): Map<string, unknown> {
+/** Reads agent.yaml into plain `section -> key -> value`, reporting syntax and shape problems;
+ * null when the file cannot be read or parsed at all. */
+function readFile(path: string, problems: string[], warnings: string[]): Map<string, unknown> | null {
   const values = new Map<string, unknown>();
-  const text = readFileSync(path, 'utf8');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problems.push(code === 'EISDIR'
+      ? `${path}: is a directory, not a file: give the path of the configuration file (agent.yaml)`
+      : `${path}: cannot be read (${code ?? (err as Error).message}): check that the agent's user may read it`);
+    return null;
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
   if (doc.errors.length > 0) {
@@ -140,7 +150,7 @@ function readFile(path: string, problems: string[], warnings: string[]): Map<str
       const at = lineCounter.linePos(e.pos[0]);
       problems.push(`${path} line ${at.line}, column ${at.col}: invalid YAML: ${e.message.split('\n')[0]}`);
     }
-    return values;
+    return null;
   }
   if (doc.contents === null) return values;
   if (!isMap(doc.contents)) {
@@ -188,13 +198,18 @@ export function loadConfig(options: LoadOptions): LoadResult {
   }
   if (options.file && !fileExists) problems.push(`${file}: no such file`);
 
-  const fromFile = fileExists ? readFile(file, problems, warnings) : new Map<string, unknown>();
+  const read = fileExists ? readFile(file, problems, warnings) : new Map<string, unknown>();
+  // A file that cannot be read says so; every key it would have set is then unknown, not missing.
+  const fileUnreadable = read === null;
+  const fromFile = read ?? new Map<string, unknown>();
 
   // Secrets are registered before any message is built, so that none can leak into one.
   for (const spec of KEYS) {
-    const raw = options.env[spec.env] ?? fromFile.get(keyPath(spec));
-    if (spec.secret && typeof raw === 'string') registerSecret(raw);
-    if (spec.kind === 'postgres-url' && typeof raw === 'string') registerUrlPassword(raw);
+    for (const raw of [options.env[spec.env], fromFile.get(keyPath(spec))]) {
+      if (typeof raw !== 'string') continue;
+      if (spec.secret) registerSecret(raw);
+      if (spec.kind === 'postgres-url' || spec.kind === 'http-url') registerConnectionString(raw);
+    }
   }
 
   for (const name of Object.keys(options.env)) {
@@ -210,7 +225,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
     const raw: unknown = fromEnvironment ? fromEnv(spec.kind, envRaw) : fromFile.get(keyPath(spec));
     const where = fromEnvironment ? spec.env : keyPath(spec);
     if (raw === undefined || raw === null) {
-      if (isRequired(spec, options)) {
+      if (isRequired(spec, options) && !fileUnreadable) {
         const also = spec.section ? `set ${keyPath(spec)} in ${CONFIG_FILE_NAME} or ${spec.env}` : `set ${spec.env}`;
         problems.push(`${keyPath(spec)} is missing${requiredReason(spec, options)}: ${also} (${spec.help})`);
       }
@@ -220,6 +235,11 @@ export function loadConfig(options: LoadOptions): LoadResult {
     if (!parsed.success) {
       const hint = spec.kind === 'string' && typeof raw === 'number' ? ' (put the value in quotes)' : '';
       problems.push(`${where}: expected ${EXPECTED[spec.kind]}, got ${show(spec, raw)}${hint}`);
+      continue;
+    }
+    const credentials = spec.kind === 'http-url' ? credentialsProblem(parsed.data as string) : null;
+    if (credentials) {
+      problems.push(`${where}: ${credentials}, got ${show(spec, raw)}`);
       continue;
     }
     resolved.set(spec.key, parsed.data);
@@ -269,17 +289,11 @@ function requiredReason(spec: KeySpec, options: LoadOptions): string {
   return '';
 }
 
-function registerUrlPassword(url: string): void {
-  try {
-    const parsed = new URL(url);
-    const password = parsed.password;
-    if (password) registerSecret(decodeURIComponent(password));
-    registerSecret(password);
-    // libpq's sslpassword unlocks the client key: as secret as the password.
-    registerSecret(parsed.searchParams.get('sslpassword') ?? undefined);
-  } catch {
-    // Not a URL: the validation reports it, with URL passwords masked by pattern.
-  }
+/** The tuning service is reached with the API key alone: a URL with a user name or password
+ * would be refused by every request (and could leak the password into logs). */
+function credentialsProblem(url: string): string | null {
+  const parsed = new URL(url);
+  return parsed.username || parsed.password ? 'must not carry a user name or password (the agent authenticates with tuner.api_key)' : null;
 }
 
 /** Drops undefined members, so optional fields are absent rather than present-but-undefined. */

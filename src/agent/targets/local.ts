@@ -151,18 +151,19 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
       const names = Object.keys(overrides);
       for (const name of names) assertWritable(name);
       const before = await readOverrides(names);
-      const written: string[] = [];
+      const attempted: string[] = [];
       try {
         for (const name of names) {
+          attempted.push(name);
           await alterSystem(name, overrides[name]!);
-          written.push(name);
         }
       } catch (err) {
-        // All or nothing: put back what was written before the failure.
+        // All or nothing: put back what was written before the failure, and the statement that
+        // failed too (its session may have been cut off after the server wrote the file).
         try {
-          for (const name of written.reverse()) await alterSystem(name, before[name]!);
+          for (const name of attempted.reverse()) await alterSystem(name, before[name]!);
         } catch (undoErr) {
-          throw new UndoFailedError(`${errorMessage(err)}; putting back ${written.join(', ')} failed: ${errorMessage(undoErr)}`, { cause: err });
+          throw new UndoFailedError(`${errorMessage(err)}; putting back ${attempted.join(', ')} failed: ${errorMessage(undoErr)}`, { cause: err });
         }
         throw err;
       }

@@ -184,7 +184,8 @@ export class ParameterApplier {
     return pending;
   }
 
-  /** All batches, or none: when a call fails, the batches written before it are put back. */
+  /** All batches, or none: when a call fails, what the groups now hold of the change (read
+   * again: a call that failed, a time-out say, may still have been carried out) is put back. */
   async #writeAll(plan: readonly Planned[]): Promise<void> {
     const written: Planned[] = [];
     for (const batch of batches(plan)) {
@@ -192,15 +193,26 @@ export class ParameterApplier {
       try {
         await this.#d.groups.writeBatch(batch.group, batch.items);
       } catch (err) {
-        if (written.length === 0) throw err;
-        const undoFailure = await this.#writeBack(written).then(() => null, (undoErr: unknown) => undoErr);
+        const attempted = [...written, ...batch.items];
+        const held = await this.#changedSinceBefore(attempted).catch(() => attempted);
+        if (held.length === 0) throw err;
+        const what = held.every((p) => written.includes(p)) ? 'written by earlier calls' : 'the groups held of the change';
+        const undoFailure = await this.#writeBack(held).then(() => null, (undoErr: unknown) => undoErr);
         if (undoFailure !== null) {
-          throw new Error(`${errorMessage(err)}; putting back the ${written.length} parameter(s) written by earlier calls failed too: ${errorMessage(undoFailure)}`, { cause: err });
+          throw new Error(`${errorMessage(err)}; putting back the ${held.length} parameter(s) ${what} failed too: ${errorMessage(undoFailure)}`, { cause: err });
         }
-        throw new Error(`${errorMessage(err)}; the ${written.length} parameter(s) written by earlier calls were put back, so nothing of the change was kept`, { cause: err });
+        throw new Error(`${errorMessage(err)}; the ${held.length} parameter(s) ${what} were put back, so nothing of the change was kept`, { cause: err });
       }
       written.push(...batch.items);
     }
+  }
+
+  /** The entries of `plan` whose group holds something else than before the change, read now. */
+  async #changedSinceBefore(plan: readonly Planned[]): Promise<Planned[]> {
+    const byGroup = new Map(plan.map((p) => [groupKey(p.group), p.group]));
+    const values = new Map<string, Map<string, string>>();
+    for (const [key, group] of byGroup) values.set(key, await this.#d.groups.userValues(group));
+    return plan.filter((p) => (values.get(groupKey(p.group))?.get(p.name) ?? null) !== p.before);
   }
 
   /** Writes the `before` values of `plan` (no undo of the undo). */

@@ -85,8 +85,17 @@ export async function writeServerParameters({ api, db, log }: WriteDeps, overrid
     return api.writeParameter(name, desired.value, USER_OVERRIDE);
   };
 
-  /** Puts back what was written, last first; says what was, or could not be, put back. */
-  const undo = async (written: string[]): Promise<{ ok: boolean; text: string }> => {
+  /** Puts back, last first, each attempted parameter that the server now holds otherwise than
+   * before: read again, because a write that failed (a time-out, say) may still have been
+   * applied. Says what was, or could not be, put back. */
+  const undo = async (attempted: string[]): Promise<{ ok: boolean; text: string }> => {
+    let written = attempted;
+    try {
+      const now = await api.listParameters();
+      written = attempted.filter((name) => !alreadyAs(overrideOf(params.get(name)), now.get(name) ?? { name }));
+    } catch (err) {
+      log.warn(`Cloud B: the server parameters cannot be read back (${errorMessage(err)}): putting back every parameter the change wrote`);
+    }
     const failed: string[] = [];
     for (const name of [...written].reverse()) {
       try {
@@ -111,7 +120,7 @@ export async function writeServerParameters({ api, db, log }: WriteDeps, overrid
       results.set(name, await write(name, o));
       written.push(name);
     } catch (err) {
-      const undone = await undo(written);
+      const undone = await undo([...written, name]);
       if (!undone.ok) throw new UndoFailedError(`${errorMessage(err)}; ${undone.text}`, { cause: err });
       if (err instanceof CloudBError) throw new CloudBError(`${err.problem}; ${undone.text}`, err.fix, err);
       throw new Error(`${errorMessage(err)}; ${undone.text}`, { cause: err });

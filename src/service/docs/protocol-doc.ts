@@ -219,9 +219,10 @@ to be >=0\` (at most five problems, then a count).
 | \`not_found\` | 404 | no such route, or no such command for this database |
 | \`agent_conflict\` | 409 | another agent holds the database's lease; the message names it |
 | \`lease_expired\` | 409 | the lease is not live (lapsed, released, or replaced): start again |
+| \`conflict\` | 409 | (people's API) the name is taken, or a limit of the account is reached |
 | \`payload_too_large\` | 413 | body over the limit, before or after decompression |
 | \`unsupported_media_type\` | 415 | not JSON, or an encoding other than gzip |
-| \`rate_limited\` | 429 | (people's API) too many failed logins |
+| \`rate_limited\` | 429 | (people's API) too many failed logins; Retry-After says when to try again |
 | \`internal\` | 500 | the service failed; nothing about the cause is shown, it is logged |
 
 All codes: ${ErrorCodeSchema.options.map((c) => `\`${c}\``).join(', ')}.

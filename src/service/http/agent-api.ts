@@ -18,7 +18,7 @@ import type { ServiceContext } from '../context.ts';
 import { DatabaseIdSchema } from '../inputs.ts';
 import type { AgentLease } from '../storage/storage.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
-import { refuseNul, storableTime } from './storable.ts';
+import { refuseUnstorableText, storableTime } from './storable.ts';
 import { reportBodyForStorage } from '../storage/report-body.ts';
 import { afterAck, afterReport } from '../sessions/advance.ts';
 import { HttpError, badRequest, errorBody, jsonErrorHandler, notFound, parseOr400 } from './errors.ts';
@@ -84,7 +84,7 @@ export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): voi
   app.post('/databases/:databaseId/agent/start', async (request, reply: FastifyReply) => {
     const database = databaseOf(request);
     const body = parseOr400(AgentStartRequestSchema, request.body, 'body');
-    refuseNul(rawBodyOf(request)?.text ?? null, body);
+    refuseUnstorableText(rawBodyOf(request)?.text ?? null, body);
     if (body.target !== database.target) {
       throw badRequest(`body.target: this database is set up for target ${database.target}, but the agent runs with --${body.target}: start it with --${database.target}, or create a database entry for ${body.target}`);
     }
@@ -112,9 +112,9 @@ export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): voi
     const parsed = parseOr400(ReportRequestSchema, request.body, 'body');
     const raw = rawBodyOf(request);
     if (!raw) throw badRequest('the body is missing');
-    // The report is kept whole as sent (compressed), so NUL characters are fine in it; they
-    // matter only in what goes into text columns: the events.
-    refuseNul(raw.text, parsed.events, 'body.events');
+    // The report is kept whole as sent (compressed), so any text is fine in it; what PostgreSQL
+    // cannot store matters only in what goes into text columns: the events.
+    refuseUnstorableText(raw.text, parsed.events, 'body.events');
     const body = {
       ...parsed,
       sentAt: storableTime(parsed.sentAt, 'body.sentAt'),
@@ -138,7 +138,7 @@ export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): voi
     const database = databaseOf(request);
     const { commandId } = parseOr400(AckParamsSchema, request.params, 'path');
     const body = parseOr400(CommandAckRequestSchema, request.body, 'body');
-    refuseNul(rawBodyOf(request)?.text ?? null, body);
+    refuseUnstorableText(rawBodyOf(request)?.text ?? null, body);
     const result = ServiceCommandIdSchema.safeParse(commandId).success ? await storage.recordAck(database.id, commandId, body) : { kind: 'unknown_command' as const };
     if (result.kind === 'lease_expired') throw leaseExpired(body.leaseId);
     if (result.kind === 'unknown_command') throw notFound(`no command ${commandId.slice(0, 100)} for this database`);

@@ -3,6 +3,8 @@
 // installer and binaries.
 import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { API_PREFIX, MAX_BODY_BYTES } from '../../protocol/v1.ts';
 import { errorBody } from './errors.ts';
 import type { ServiceContext } from '../context.ts';
@@ -15,9 +17,14 @@ import { LoginThrottle } from './sessions.ts';
 export interface AppOptions {
   /** Where log lines go (stdout by default). */
   logStream?: { write(line: string): void };
+  /** How long a client may take to send a whole request (30 s; shorter in tests). */
+  requestTimeoutMs?: number;
 }
 
+const REQUEST_TIMEOUT_MS = 30_000;
+
 export function buildApp(ctx: ServiceContext, options: AppOptions = {}): FastifyInstance {
+  const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const app = Fastify({
     logger: {
       level: ctx.config.logLevel,
@@ -29,10 +36,15 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     },
     // One line per request at 500 reports/s is noise and CPU; errors and agent events are logged.
     logController: new LogController({ disableRequestLogging: true }),
-    trustProxy: ctx.config.trustProxy,
+    trustProxy: trustProxyOption(ctx.config.trustProxy),
     bodyLimit: MAX_BODY_BYTES,
-    // Slow clients cannot hold connections open for ever.
-    requestTimeout: 30_000,
+    // Slow clients cannot hold connections open for ever: the headers must arrive within the
+    // timeout, checked every second (Node checks every 30 s by default, so the timeout fired at up
+    // to twice its value), and the body within the timeout after them (the onRequest hook below:
+    // Node's timeout stops at the headers); both are answered with the protocol's error body.
+    requestTimeout: requestTimeoutMs,
+    http: { connectionsCheckingInterval: Math.min(1000, requestTimeoutMs) },
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, requestTimeoutMs),
     connectionTimeout: 60_000,
     keepAliveTimeout: 65_000,
     return503OnClosing: true,
@@ -45,6 +57,17 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     },
   });
   const throttle = new LoginThrottle();
+
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.raw.complete) {
+      const timer = setTimeout(() => {
+        if (!request.raw.complete && !reply.sent) answerRaw(request.raw.socket, 408, tooSlow(requestTimeoutMs));
+      }, requestTimeoutMs).unref();
+      reply.raw.once('close', () => clearTimeout(timer));
+      request.raw.once('close', () => clearTimeout(timer));
+    }
+    done();
+  });
 
   void app.register(cookie);
   // For load balancers and orchestrators: 200 while the storage answers, 503 otherwise.
@@ -80,4 +103,30 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     done();
   });
   return app;
+}
+
+/** TUNER_TRUST_PROXY as Fastify takes it: a number of proxies as a function of the hop (Fastify's
+ * own number form trusts no proxy at all). */
+function trustProxyOption(trust: ServiceContext['config']['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
+}
+
+const tooSlow = (requestTimeoutMs: number) => `the request did not arrive whole within ${requestTimeoutMs / 1000} s`;
+
+/** Errors Node meets before a request reaches Fastify (headers too slow to arrive or too large, a
+ * malformed request), answered in the protocol's error body like every other error. */
+function answerClientError(err: Error & { code?: string }, socket: Socket, requestTimeoutMs: number): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') answerRaw(socket, 408, tooSlow(requestTimeoutMs));
+  else if (err.code === 'HPE_HEADER_OVERFLOW') answerRaw(socket, 431, 'the request headers are too large');
+  else answerRaw(socket, 400, 'the request is not valid HTTP');
+}
+
+/** Answers on the socket itself, for a request that cannot be answered through Fastify, then closes it. */
+function answerRaw(socket: Socket, status: number, message: string): void {
+  const body = JSON.stringify(errorBody('bad_request', message));
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }

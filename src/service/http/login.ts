@@ -7,17 +7,20 @@ import type { Session } from '../storage/storage.ts';
 import { HttpError } from './errors.ts';
 import { startSession, type LoginThrottle } from './sessions.ts';
 
+/** Checks a login against the throttle, then the password. `request.ip` is the client's address
+ * as the configured proxies tell it (TUNER_TRUST_PROXY), never what the client claims. */
 export async function logIn(ctx: ServiceContext, throttle: LoginThrottle, request: FastifyRequest, reply: FastifyReply, input: LoginInput): Promise<Session> {
-  const keys = [`${request.ip}|${input.username.toLowerCase()}`];
-  if (throttle.blocked(keys)) {
-    throw new HttpError(429, 'rate_limited', 'too many failed logins for this username: wait 15 minutes and try again');
+  const wait = throttle.retryAfterSeconds(request.ip, input.username);
+  if (wait > 0) {
+    void reply.header('retry-after', String(wait));
+    throw new HttpError(429, 'rate_limited', `too many failed logins from this address or for this username: try again in ${Math.ceil(wait / 60)} minute(s)`);
   }
   const found = await ctx.storage.findUserForLogin(input.username);
   const ok = found ? await verifyPassword(input.password, found.passwordHash) : await verifyAgainstNothing(input.password);
   if (!found || !ok) {
-    throttle.fail(keys);
+    throttle.fail(request.ip, input.username);
     throw new HttpError(401, 'unauthorized', 'wrong username or password');
   }
-  throttle.succeed(keys);
+  throttle.succeed(request.ip, input.username);
   return startSession(ctx, request, reply, found.user);
 }

@@ -20,10 +20,11 @@ import * as sessionActions from '../sessions/actions.ts';
 import { StartSessionInputSchema } from '../sessions/params.ts';
 import { iterationViews, sessionView } from '../sessions/views.ts';
 import { commandView, databaseView, reportView, userView } from '../views.ts';
-import { useJsonBodies } from './body.ts';
+import { rawBodyOf, useJsonBodies } from './body.ts';
 import { HttpError, errorBody, jsonErrorHandler, notFound, parseOr400 } from './errors.ts';
 import { logIn } from './login.ts';
 import { CSRF_HEADER, csrfMatches, endSession, loadSession, type LoginThrottle } from './sessions.ts';
+import { refuseUnstorableText } from './storable.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
 
@@ -48,6 +49,16 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.setErrorHandler(jsonErrorHandler);
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`));
+  });
+
+  // Text PostgreSQL cannot store is refused naming its field, in every body.
+  app.addHook('preHandler', (request, _reply, done) => {
+    try {
+      refuseUnstorableText(rawBodyOf(request)?.text ?? null, request.body);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
   });
 
   app.addHook('onRequest', async (request, reply) => {

@@ -35,6 +35,7 @@ import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
 import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './sessions.ts';
+import { refuseUnstorableText } from './storable.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';
 
@@ -99,6 +100,8 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   // Pages need a session, except the login page and the static files.
   app.addHook('preHandler', async (request, reply) => {
+    // Text PostgreSQL cannot store is refused naming its field, in every form.
+    if (request.method === 'POST') refuseUnstorableText(null, request.body, 'form');
     const url = request.routeOptions.url ?? '';
     if (request.is404 || url === '/login' || url === '/favicon.ico' || url.startsWith('/static/')) return;
     const session = await loadSession(ctx, request);

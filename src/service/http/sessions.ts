@@ -49,37 +49,71 @@ export function csrfMatches(session: Session, presented: unknown): boolean {
   return typeof presented === 'string' && sameSecret(presented, session.csrfToken);
 }
 
-/** Slows down password guessing: after 5 failed logins for a username (or from an address)
- * within 15 minutes, further attempts are refused until the window passes. In memory, per
- * replica: a bound on guessing speed, not an account lock-out. */
+/**
+ * Slows down password guessing, in memory and per replica: a bound on guessing speed, not an
+ * account lock-out. Within 15 minutes, a login is refused (429, with Retry-After) after
+ *   5 failures for its username from its address,
+ *   10 failures for its username from any address (guessing from many addresses), or
+ *   20 failures from its address for any username (one password sprayed over many usernames).
+ * A refused attempt costs no password hashing. At most MAX_TRACKED entries are kept: when full,
+ * the entry touched longest ago is forgotten first, one at a time, and an entry that keeps
+ * refusing attempts is touched by each of them.
+ */
 export class LoginThrottle {
-  private readonly failures = new Map<string, { count: number; since: number }>();
-  private static readonly MAX_FAILURES = 5;
-  private static readonly WINDOW_MS = 15 * 60_000;
-  private static readonly MAX_TRACKED = 10_000;
+  static readonly MAX_TRACKED = 10_000;
+  static readonly WINDOW_MS = 15 * 60_000;
+  static readonly LIMITS = { addressAndUsername: 5, username: 10, address: 20 } as const;
+  /** Ordered by last touch, oldest first (a Map keeps insertion order). */
+  readonly #failures = new Map<string, { count: number; since: number }>();
 
-  blocked(keys: readonly string[], now = Date.now()): boolean {
-    return keys.some((key) => {
-      const entry = this.failures.get(key);
-      if (!entry) return false;
-      if (now - entry.since > LoginThrottle.WINDOW_MS) {
-        this.failures.delete(key);
-        return false;
-      }
-      return entry.count >= LoginThrottle.MAX_FAILURES;
-    });
+  get size(): number {
+    return this.#failures.size;
   }
 
-  fail(keys: readonly string[], now = Date.now()): void {
-    if (this.failures.size > LoginThrottle.MAX_TRACKED) this.failures.clear();
-    for (const key of keys) {
-      const entry = this.failures.get(key);
-      if (!entry || now - entry.since > LoginThrottle.WINDOW_MS) this.failures.set(key, { count: 1, since: now });
-      else entry.count++;
+  /** Seconds until a login from `address` for `username` may be tried again; 0 when it may now. */
+  retryAfterSeconds(address: string, username: string, now = Date.now()): number {
+    let wait = 0;
+    for (const [key, limit] of this.#keys(address, username)) {
+      const entry = this.#live(key, now);
+      if (!entry || entry.count < limit) continue;
+      this.#touch(key, entry);
+      wait = Math.max(wait, Math.ceil((entry.since + LoginThrottle.WINDOW_MS - now) / 1000));
     }
+    return wait;
   }
 
-  succeed(keys: readonly string[]): void {
-    for (const key of keys) this.failures.delete(key);
+  fail(address: string, username: string, now = Date.now()): void {
+    for (const [key] of this.#keys(address, username)) {
+      const entry = this.#live(key, now);
+      this.#touch(key, entry ? { count: entry.count + 1, since: entry.since } : { count: 1, since: now });
+    }
+    while (this.#failures.size > LoginThrottle.MAX_TRACKED) this.#failures.delete(this.#failures.keys().next().value!);
+  }
+
+  /** A good password from this address clears the failures that name both it and the username. */
+  succeed(address: string, username: string): void {
+    const [pair, user] = this.#keys(address, username);
+    this.#failures.delete(pair[0]);
+    this.#failures.delete(user[0]);
+  }
+
+  #keys(address: string, username: string): [[string, number], [string, number], [string, number]] {
+    const user = username.toLowerCase();
+    const { addressAndUsername, username: perUsername, address: perAddress } = LoginThrottle.LIMITS;
+    return [[`pair ${address} ${user}`, addressAndUsername], [`user ${user}`, perUsername], [`address ${address}`, perAddress]];
+  }
+
+  #live(key: string, now: number): { count: number; since: number } | undefined {
+    const entry = this.#failures.get(key);
+    if (entry && now - entry.since > LoginThrottle.WINDOW_MS) {
+      this.#failures.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  #touch(key: string, entry: { count: number; since: number }): void {
+    this.#failures.delete(key);
+    this.#failures.set(key, entry);
   }
 }

@@ -46,6 +46,8 @@ interface Fault {
   /** Calls to let through before the first failure. */
   skip: number;
   times: number;
+  /** Carry the call out, then answer with the error: an answer lost after the change was made. */
+  afterApplying: boolean;
 }
 
 export interface FakeAwsOptions {
@@ -153,7 +155,7 @@ export class FakeAws {
   }
 
   /** Fails the next `times` calls of `action` (after letting `skip` through) with `code`. */
-  inject(action: string, fault: { code: string; status?: number; message?: string; times?: number; skip?: number }): void {
+  inject(action: string, fault: { code: string; status?: number; message?: string; times?: number; skip?: number; afterApplying?: boolean }): void {
     this.#faults.push({
       action,
       code: fault.code,
@@ -161,6 +163,7 @@ export class FakeAws {
       message: fault.message ?? (/throttl|limit/i.test(fault.code) ? 'Rate exceeded' : `${fault.code} (injected by the test)`),
       skip: fault.skip ?? 0,
       times: fault.times ?? 1,
+      afterApplying: fault.afterApplying ?? false,
     });
   }
 
@@ -174,6 +177,7 @@ export class FakeAws {
       message: `User: arn:aws:iam::123456789012:user/tuner-agent is not authorized to perform: ${action} on resource: * because no identity-based policy allows the ${action} action`,
       skip: 0,
       times: Infinity,
+      afterApplying: false,
     });
   }
 
@@ -191,6 +195,19 @@ export class FakeAws {
     await this.cloud.settle();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #dispatch(parsed: Parsed): RpcReply {
+    switch (parsed.service) {
+      case 'rds':
+        return { status: 200, headers: { 'content-type': 'text/xml' }, body: rdsResponse(parsed.operation, handleRds(this.cloud, parsed.operation, parsed.form!)) };
+      case 'ec2':
+        return { status: 200, headers: { 'content-type': 'text/xml;charset=UTF-8' }, body: ec2Response(parsed.operation, handleEc2(parsed.operation, parsed.form!)) };
+      case 'cloudwatch':
+        return rpcReply(parsed.protocol as RpcProtocol, handleCloudWatch(this.cloud, parsed.operation, parsed.input));
+      case 'pi':
+        return rpcReply(parsed.protocol as RpcProtocol, handlePerformanceInsights(this.cloud, parsed.operation, parsed.input));
+    }
   }
 
   async handle(req: IncomingMessage): Promise<RpcReply> {
@@ -213,23 +230,19 @@ export class FakeAws {
         throw new FakeAwsError(code, 'The security token included in the request is invalid.', status);
       }
       const fault = this.#faults.find((f) => f.action === action && f.times > 0);
+      let failAfter: FakeAwsError | undefined;
       if (fault) {
         if (fault.skip > 0) fault.skip--;
         else {
           fault.times--;
-          throw new FakeAwsError(fault.code, fault.message, fault.status);
+          const error = new FakeAwsError(fault.code, fault.message, fault.status);
+          if (!fault.afterApplying) throw error;
+          failAfter = error;
         }
       }
-      switch (parsed.service) {
-        case 'rds':
-          return { status: 200, headers: { 'content-type': 'text/xml' }, body: rdsResponse(parsed.operation, handleRds(this.cloud, parsed.operation, parsed.form!)) };
-        case 'ec2':
-          return { status: 200, headers: { 'content-type': 'text/xml;charset=UTF-8' }, body: ec2Response(parsed.operation, handleEc2(parsed.operation, parsed.form!)) };
-        case 'cloudwatch':
-          return rpcReply(parsed.protocol as RpcProtocol, handleCloudWatch(this.cloud, parsed.operation, parsed.input));
-        case 'pi':
-          return rpcReply(parsed.protocol as RpcProtocol, handlePerformanceInsights(this.cloud, parsed.operation, parsed.input));
-      }
+      const reply = this.#dispatch(parsed);
+      if (failAfter) throw failAfter;
+      return reply;
     } catch (err) {
       const error = err instanceof FakeAwsError ? err : new FakeAwsError('InternalFailure', err instanceof Error ? err.message : String(err), 500);
       call.error = error.code;

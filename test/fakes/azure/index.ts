@@ -68,6 +68,9 @@ export interface FakeAzure {
   allowAll(): void;
   /** The next configuration writes meet a busy server, one style each. */
   busy(...styles: BusyStyle[]): void;
+  /** The next configuration write is carried out, but its operation reports a failure: an
+   * answer that cannot be trusted to say what the server holds. */
+  failNextWriteAfterApplying(): void;
   /** Clean state between tests: server reset, nothing denied or busy, requests forgotten. */
   reset(): Promise<void>;
   close(): Promise<void>;
@@ -111,6 +114,7 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
   const requests: RecordedRequest[] = [];
   const denied = new Set<string>();
   const busyQueue: BusyStyle[] = [];
+  let failAfterApplying = false;
   const operations = new Map<string, Operation>();
   let metricFigures: MetricFigures = { ...DEFAULT_METRIC_FIGURES };
 
@@ -153,6 +157,10 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     }
     const outcome = await server.write(name, value, typeof source === 'string' ? source : 'user-override');
     if (!outcome.ok) return armError(outcome.status, outcome.code, outcome.message);
+    if (failAfterApplying) {
+      failAfterApplying = false;
+      return startOperation({ outcome: { status: 'Failed', error: { code: 'InternalServerError', message: 'An unexpected error occured while processing the request.' } } });
+    }
     return startOperation({ outcome: { status: 'Succeeded' }, resultPath: `configurations/${name}` });
   };
 
@@ -306,9 +314,11 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     deny: (action) => void denied.add(action),
     allowAll: () => denied.clear(),
     busy: (...styles) => void busyQueue.push(...styles),
+    failNextWriteAfterApplying: () => void (failAfterApplying = true),
     async reset() {
       denied.clear();
       busyQueue.length = 0;
+      failAfterApplying = false;
       requests.length = 0;
       metricFigures = { ...DEFAULT_METRIC_FIGURES };
       await server.reset();
