@@ -14,7 +14,7 @@ import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local.ts
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';
-import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload } from './helpers/wrecking-trial.ts';
+import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload, type RangeWorkload } from './helpers/wrecking-trial.ts';
 
 /** A window with only the fields the guardrails read filled in. */
 function window(w: { calls?: number; runtimeMs?: number | null; seconds?: number; commits?: number; rollbacks?: number; connections?: number; maxConnections?: number }): MetricsReport {
@@ -76,7 +76,7 @@ test('memory, rollbacks and connections each have their own breach', () => {
 let cluster: Cluster;
 let db: Db;
 let dir: string;
-let workload: { stop: () => Promise<void> } | undefined;
+let workload: RangeWorkload | undefined;
 
 before(async () => {
   cluster = await startCluster();
@@ -115,8 +115,9 @@ test('a trial that wrecks query runtime is reverted to known-good by the guard a
   await guard.tick([]);
   let breaches: string[] = [];
   // On a loaded machine a full scan may take long enough that a 1 s tick holds too few calls to
-  // judge; the guard's window then grows until it holds enough.
-  for (let tick = 0; tick < 20 && breaches.length === 0; tick++) {
+  // judge; the guard's window then grows until it holds enough, for as long as the workload runs.
+  const callsBefore = workload.calls;
+  while (breaches.length === 0 && workload.calls - callsBefore <= 100) {
     await new Promise((r) => setTimeout(r, 1000));
     breaches = await guard.tick([]);
   }

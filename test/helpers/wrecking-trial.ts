@@ -2,6 +2,7 @@
 // lookup on a range into a full scan of a 400,000-row table.
 import pg from 'pg';
 import type { Cluster } from '../../src/lab/cluster.ts';
+import { until } from './until.ts';
 
 export const WRECKING_TRIAL = { random_page_cost: 10, seq_page_cost: 0.1 } as const;
 
@@ -27,23 +28,46 @@ export async function rangeThatFlips(client: pg.Client): Promise<number> {
   throw new Error('no range width flips the plan; the test data no longer fits its purpose');
 }
 
+export interface RangeWorkload {
+  /** Queries completed so far. */
+  readonly calls: number;
+  stop(): Promise<void>;
+}
+
 /** Runs range counts on `g` in a loop until stop() is called; each one picks a plan afresh. */
-export async function startRangeWorkload(cluster: Cluster): Promise<{ stop: () => Promise<void> }> {
+export async function startRangeWorkload(cluster: Cluster): Promise<RangeWorkload> {
   const client = new pg.Client({ connectionString: cluster.adminUrl });
   await client.connect();
   const k = await rangeThatFlips(client);
   let stopping = false;
+  let calls = 0;
   const running = (async () => {
     for (let i = 0; !stopping; i++) {
       const from = (i * 7919) % 900000;
       await client.query(`SELECT count(*) FROM g WHERE x BETWEEN ${from} AND ${from + k}`);
+      calls++;
     }
     await client.end();
   })();
   return {
+    get calls() {
+      return calls;
+    },
     stop: async () => {
       stopping = true;
       await running;
     },
   };
+}
+
+/** Waits until the guardrails have reverted the trial (`reverted`), for as long as the workload
+ * gives them something to judge: the guard needs a window of enough calls, and on a loaded machine
+ * those take as long as they take. Fails once the workload ran `calls` more queries without it. */
+export async function untilRevertedWithin(workload: RangeWorkload, calls: number, reverted: () => Promise<boolean>): Promise<void> {
+  const from = workload.calls;
+  await until('the agent to revert the trial by itself', async () => {
+    if (await reverted()) return true;
+    if (workload.calls - from > calls) throw new Error(`the trial was not reverted while the workload ran ${workload.calls - from} queries under it`);
+    return false;
+  }, 10 * 60_000);
 }
