@@ -80,7 +80,9 @@ test('a wrecking trial is reverted by the agent alone while the service is down,
   service = undefined;
   const appliedAt = Date.now();
   // Judging takes a window of 20 calls: as long as the workload keeps running, they come.
-  await untilRevertedWithin(workload, 100, async () => (await setting('random_page_cost')) === '4' && (await setting('seq_page_cost')) === '1');
+  await untilRevertedWithin(workload, 100, async () => (await setting('random_page_cost')) === '4' && (await setting('seq_page_cost')) === '1').catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; the agent printed:\n${output}`);
+  });
   const revertedAfterMs = Date.now() - appliedAt;
   console.log(`reverted by the agent ${(revertedAfterMs / 1000).toFixed(1)} s after the service stopped`);
   assert.match(output, /guardrail: .*query runtime .* is \d+\.\d× the known-good.*reverting trial/);
