@@ -3,12 +3,13 @@
 // pg_monitor. Whoever creates one owns it and may reload, restart and break it freely.
 // With `tls`, the cluster accepts TCP connections over TLS only, as the managed clouds do.
 import { execFile, execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { findPgBinaries, type BinariesSource } from './postgres-binaries.ts';
 import type { TestCa } from './tls.ts';
 
 const run = promisify(execFile);
@@ -16,6 +17,8 @@ const run = promisify(execFile);
 export const AGENT_USER_PASSWORD_FOR_TESTS = 'agent-pw-7f3a9c1e';
 
 export interface ClusterOptions {
+  /** A PostgreSQL major (13-18) instead of the default binaries (src/lab/postgres-binaries.ts). */
+  major?: number;
   /** Extra postgresql.conf lines, e.g. `max_connections = 50`. */
   extraConf?: string[];
   /** Create pg_stat_statements at this version instead of the default (e.g. '1.8'). */
@@ -37,6 +40,9 @@ export interface Cluster {
   readonly host: string;
   readonly dataDir: string;
   readonly binDir: string;
+  /** The server's major version, and where its binaries came from. */
+  readonly major: number;
+  readonly binariesSource: BinariesSource;
   /** Superuser connection URL (trust auth over TCP on loopback; over the Unix socket with `tls`). */
   readonly adminUrl: string;
   /** `agent_user` (pg_monitor) connection URL with its password. */
@@ -53,19 +59,9 @@ export interface Cluster {
   destroy(): Promise<void>;
 }
 
-/** Directory with initdb/pg_ctl: $PG_BIN, else the newest /usr/lib/postgresql/<v>/bin. */
+/** Directory with initdb/pg_ctl: $PG_BIN, else Debian's newest, else an embedded build. */
 export function findPgBinDir(): string {
-  const fromEnv = process.env['PG_BIN'];
-  if (fromEnv) return fromEnv;
-  const root = '/usr/lib/postgresql';
-  const versions = existsSync(root)
-    ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a))
-    : [];
-  const newest = versions[0];
-  if (newest === undefined) {
-    throw new Error('no PostgreSQL server binaries: install Debian package "postgresql" or set PG_BIN to the directory holding initdb');
-  }
-  return join(root, newest, 'bin');
+  return findPgBinaries().binDir;
 }
 
 export async function freePort(): Promise<number> {
@@ -82,9 +78,23 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** initdb and pg_ctl refuse to run as root: as root, run them as `postgres`. */
+/**
+ * initdb and pg_ctl refuse to run as root: as root, the server runs as `postgres` (Debian's
+ * packages make it) or, on a machine without that user, as `nobody`. Otherwise as ourselves.
+ */
+export function serverOsUser(): string | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  try {
+    idOf('-u', 'postgres');
+    return 'postgres';
+  } catch {
+    return 'nobody';
+  }
+}
+
 function asPostgres(cmd: string, args: string[]): [string, string[]] {
-  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
+  const user = serverOsUser();
+  return user ? ['runuser', ['-u', user, '--', cmd, ...args]] : [cmd, args];
 }
 
 async function runAsPostgres(cmd: string, args: string[]): Promise<void> {
@@ -102,10 +112,10 @@ function shellQuote(s: string): string {
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
-  const binDir = findPgBinDir();
+  const { binDir, major, source: binariesSource } = findPgBinaries(options.major);
   const dataDir = mkdtempSync(join(tmpdir(), 'tuner-pg-'));
-  const isRoot = process.getuid?.() === 0;
-  if (isRoot) chownSync(dataDir, uidOf('postgres'), gidOf('postgres'));
+  const osUser = serverOsUser();
+  if (osUser) chownSync(dataDir, uidOf(osUser), gidOf(osUser));
   const pgCtl = join(binDir, 'pg_ctl');
   const logFile = join(dataDir, 'server.log');
 
@@ -118,6 +128,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // A throwaway cluster: durability buys nothing here, speed does (unless a benchmark asks).
     options.durable ? '' : `fsync = off`,
     `max_connections = 100`,
+    // pg_hba.conf asks for scram-sha-256, which PostgreSQL 13 does not store by default (md5).
+    `password_encryption = 'scram-sha-256'`,
     `logging_collector = off`,
     ...(options.tls ? serverCertificate(dataDir, options.tls) : []),
     ...(options.extraConf ?? []),
@@ -163,6 +175,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     host,
     dataDir,
     binDir,
+    major,
+    binariesSource,
     adminUrl,
     agentUrl,
     ca: options.tls?.ca,
@@ -191,8 +205,9 @@ function serverCertificate(dataDir: string, tls: NonNullable<ClusterOptions['tls
   copyFileSync(issued.keyFile, keyFile);
   copyFileSync(tls.ca.certFile, caFile);
   chmodSync(keyFile, 0o600);
-  if (process.getuid?.() === 0) {
-    for (const f of [certFile, keyFile, caFile]) chownSync(f, uidOf('postgres'), gidOf('postgres'));
+  const osUser = serverOsUser();
+  if (osUser) {
+    for (const f of [certFile, keyFile, caFile]) chownSync(f, uidOf(osUser), gidOf(osUser));
   }
   // The CA also verifies client certificates, for pg_hba.conf lines with `cert` that a test adds.
   return ['ssl = on', `ssl_cert_file = '${certFile}'`, `ssl_key_file = '${keyFile}'`, `ssl_ca_file = '${caFile}'`];
