@@ -1,6 +1,8 @@
 // The agent's own PostgreSQL session. Every statement it sends is tagged three ways so that it
 // never mistakes its own work for the workload's: `application_name` (pg_stat_activity), a
-// leading marker comment (pg_stat_statements keeps the first text it saw for a queryid), and a
+// marker comment at both ends of the text (pg_stat_statements keeps the first text it saw for a
+// queryid; from PostgreSQL 18 on it keeps it from the statement's first token, so a leading
+// comment alone is lost there, and the trailing one is what remains), and a
 // `statement_timeout` so that a slow catalog read can never pile up on a busy server.
 // The session survives server restarts: after the connection dies, the next call reconnects.
 // A failed statement is never retried here; callers decide what is safe to repeat.
@@ -10,12 +12,19 @@ import type pg from 'pg';
 import { connectClient, planConnection, type ConnectionContext, type ConnectionSecurity } from '../postgres/connect.ts';
 
 export const AGENT_APPLICATION_NAME = 'tuner-agent';
-/** Prefix of every statement the agent sends; collectors drop statements whose text starts with it. */
+/** Begins and ends every statement the agent sends; collectors drop statements whose text starts
+ * or ends with it. */
 export const AGENT_QUERY_MARKER = '/* tuner-agent */';
+
+/** The statement as the agent sends it: marked at both ends (the newline keeps the trailing marker
+ * out of a `--` comment that ends the text). */
+export function markStatement(text: string): string {
+  return `${AGENT_QUERY_MARKER} ${text}\n${AGENT_QUERY_MARKER}`;
+}
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
 
 export interface Db {
-  /** Runs one statement (marker prepended) and returns its rows. */
+  /** Runs one statement (marked, see markStatement) and returns its rows. */
   query<T extends object = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** The backend pid of the current session, to leave it out of activity counts. */
   readonly backendPid: number;
@@ -55,7 +64,7 @@ export async function connectDb(connectionUrl: string, options: DbOptions = {}):
     c.on('error', drop);
     c.on('end', drop);
     security = connected.security;
-    const rows = await c.query<{ pid: number }>(`${AGENT_QUERY_MARKER} SELECT pg_backend_pid() AS pid`);
+    const rows = await c.query<{ pid: number }>(markStatement('SELECT pg_backend_pid() AS pid'));
     backendPid = rows.rows[0]?.pid ?? 0;
     client = c;
     return c;
@@ -76,7 +85,7 @@ export async function connectDb(connectionUrl: string, options: DbOptions = {}):
     },
     async query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]> {
       const c = await current();
-      const result = await c.query<T>(`${AGENT_QUERY_MARKER} ${text}`, params ? [...params] : undefined);
+      const result = await c.query<T>(markStatement(text), params ? [...params] : undefined);
       return result.rows;
     },
     async waitUntilReachable(timeoutMs: number) {
@@ -84,7 +93,7 @@ export async function connectDb(connectionUrl: string, options: DbOptions = {}):
       for (;;) {
         try {
           const c = await current();
-          await c.query(`${AGENT_QUERY_MARKER} SELECT 1`);
+          await c.query(markStatement('SELECT 1'));
           return;
         } catch (err) {
           const dead = client;

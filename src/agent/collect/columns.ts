@@ -152,12 +152,12 @@ export function buildStatementCountersSql(shape: PgssShape): string {
 
 /**
  * Texts of the entries with the given queryids ($1 bigint[]). Whether an entry is the agent's
- * own is decided in the server ($2 is the marker), so that with `withText` false no text at all
+ * own is decided in the server ($2 is the marker, at either end: see markStatement), so that with `withText` false no text at all
  * leaves the database; with it, texts are cut to $3 characters.
  */
 export function buildStatementTextsSql(shape: PgssShape, withText: boolean): string {
   const c = shape.columns;
-  const own = 'left(query, length($2)) = $2';
+  const own = '(left(query, length($2)) = $2 OR right(query, length($2)) = $2)';
   const text = withText ? `, CASE WHEN ${own} THEN NULL ELSE left(query, $3) END AS text` : '';
   return `SELECT ${pick(c, 'userid', ['userid'])}, ${pick(c, 'dbid', ['dbid'])}, ${pick(c, 'queryid', ['queryid'])},
        ${pick(c, 'toplevel', ['toplevel'], 'NULL::boolean')}, COALESCE(${own}, false) AS own${text}

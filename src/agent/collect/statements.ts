@@ -52,7 +52,7 @@ export function parseStatementRow(row: Row): StatementEntry {
 }
 
 interface CachedText {
-  /** The agent's own statement (its text starts with the marker): never reported. */
+  /** The agent's own statement (its text starts or ends with the marker): never reported. */
   own: boolean;
   text?: string;
 }
