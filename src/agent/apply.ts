@@ -208,6 +208,20 @@ export async function restore(ctx: ApplyContext, which: 'baseline' | 'knownGood'
   }
   if (Object.keys(to).length === 0) return null;
   const id = randomUUID();
+  // What to write is decided from what the server holds: when its override layer is already
+  // where we return to (a change that failed and was undone, a crash after the write), nothing is
+  // written. Writing anyway would need rights the agent may lack (ALTER SYSTEM before 15 needs a
+  // superuser) for a change that changes nothing.
+  const held = await ctx.target.readOverrides(Object.keys(to));
+  if (Object.keys(to).every((name) => sameOverride(held[name], to[name]))) {
+    const journalBehind = d.inFlight !== null || Object.keys(to).some((n) => !sameOverride(d.applied[n], to[n]) || !sameOverride(d.knownGood[n], to[n]));
+    if (journalBehind) {
+      ctx.journal.beginChange(id, held, to, {});
+      ctx.journal.finishChange(true);
+    }
+    ctx.log.info(`${reason}: the server already holds the ${which === 'baseline' ? 'baseline' : 'last known-good configuration'}; nothing to write`);
+    return null;
+  }
   ctx.log.info(`${reason}: returning ${Object.keys(to).join(', ')} to the ${which === 'baseline' ? 'baseline' : 'last known-good configuration'} (change ${id})`);
   return writeVerified(ctx, id, to, true);
 }
