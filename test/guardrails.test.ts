@@ -3,18 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { applyChange, restore, type ApplyContext } from '../src/agent/apply.ts';
-import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
-import { loadConfig } from '../src/agent/config/load.ts';
 import { connectDb, type Db } from '../src/agent/db.ts';
-import { DEFAULT_THRESHOLDS, createGuard, judgeWindow, knownGoodFigures, type KnownGoodFigures } from '../src/agent/guardrails.ts';
-import { Journal } from '../src/agent/journal.ts';
-import { createLogger } from '../src/agent/log.ts';
-import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local.ts';
+import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/agent/guardrails.ts';
+import { localGrantsSql } from '../src/agent/targets/local.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';
-import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload, type RangeWorkload } from './helpers/wrecking-trial.ts';
+import { createWreckableTable, guardRevertsWreckingTrial, startRangeWorkload, type RangeWorkload } from './helpers/wrecking-trial.ts';
 
 /** A window with only the fields the guardrails read filled in. */
 function window(w: { calls?: number; runtimeMs?: number | null; seconds?: number; commits?: number; rollbacks?: number; connections?: number; maxConnections?: number }): MetricsReport {
@@ -95,36 +90,5 @@ after(async () => {
 
 test('a trial that wrecks query runtime is reverted to known-good by the guard alone', async () => {
   workload = await startRangeWorkload(cluster);
-
-  const { config } = loadConfig({ cwd: dir, env: { AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl }, target: 'local', needsService: false });
-  const lines: string[] = [];
-  const ctx: ApplyContext = { db, config, target: createLocalTarget({ db, config }), journal: Journal.open(dir, 'guard-test'), log: createLogger({ write: (l) => lines.push(l) }) };
-
-  // Known-good figures from a window under the configuration the agent found.
-  const collector = createCollector(db, { includeQueries: false });
-  const first = await collector.collect();
-  await new Promise((r) => setTimeout(r, 2000));
-  const baselineDelta = diffSnapshots(first, await collector.collect());
-  const mix = baselineMixFrom(baselineDelta);
-  const figures = knownGoodFigures(buildMetricsReport(baselineDelta, { includeQueries: false, baselineMix: mix }));
-  assert.ok(figures.callsPerSecond > 10, `the workload runs (${figures.callsPerSecond} calls/s)`);
-
-  const outcome = await applyChange(ctx, WRECKING_TRIAL, { accept: false });
-  assert.equal(outcome.status, 'applied');
-  const guard = createGuard(db, figures, mix);
-  await guard.tick([]);
-  let breaches: string[] = [];
-  // On a loaded machine a full scan may take long enough that a 1 s tick holds too few calls to
-  // judge; the guard's window then grows until it holds enough, for as long as the workload runs.
-  const callsBefore = workload.calls;
-  while (breaches.length === 0 && workload.calls - callsBefore <= 100) {
-    await new Promise((r) => setTimeout(r, 1000));
-    breaches = await guard.tick([]);
-  }
-  assert.match(breaches.join('\n'), /query runtime .* is \d+\.\d× the known-good/);
-  const reverted = await restore(ctx, 'knownGood', `guardrail: ${breaches.join('; ')}`);
-  assert.equal(reverted?.status, 'applied');
-  const rows = await cluster.sql<{ name: string; setting: string }>(`SELECT name, setting FROM pg_settings WHERE name IN ('random_page_cost', 'seq_page_cost') ORDER BY name`);
-  assert.deepEqual(rows, [{ name: 'random_page_cost', setting: '4' }, { name: 'seq_page_cost', setting: '1' }]);
-  assert.equal(ctx.journal.needsRecovery(), false);
+  await guardRevertsWreckingTrial(cluster, db, dir, workload);
 });

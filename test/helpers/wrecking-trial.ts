@@ -1,6 +1,15 @@
 // A trial that wrecks query runtime, for the guardrail tests: planner costs that turn an index
 // lookup on a range into a full scan of a 400,000-row table.
+import assert from 'node:assert/strict';
 import pg from 'pg';
+import { applyChange, restore, type ApplyContext } from '../../src/agent/apply.ts';
+import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots } from '../../src/agent/collect/index.ts';
+import { loadConfig } from '../../src/agent/config/load.ts';
+import type { Db } from '../../src/agent/db.ts';
+import { createGuard, knownGoodFigures } from '../../src/agent/guardrails.ts';
+import { Journal } from '../../src/agent/journal.ts';
+import { createLogger } from '../../src/agent/log.ts';
+import { createLocalTarget } from '../../src/agent/targets/local.ts';
 import type { Cluster } from '../../src/lab/cluster.ts';
 import { until } from './until.ts';
 
@@ -73,4 +82,43 @@ export async function untilRevertedWithin(workload: RangeWorkload, calls: number
     if (workload.calls - from > calls) throw new Error(`the trial was not reverted while the workload ran ${workload.calls - from} queries under it`);
     return false;
   }, 10 * 60_000);
+}
+
+/**
+ * The guardrails alone, on `cluster` as the agent's `db`: known-good figures from a window of the
+ * running `workload`, the wrecking trial applied, the guard ticking until it sees the breach,
+ * and the revert to known-good read back from pg_settings. `dir` holds the journal.
+ */
+export async function guardRevertsWreckingTrial(cluster: Cluster, db: Db, dir: string, workload: RangeWorkload): Promise<void> {
+  const { config } = loadConfig({ cwd: dir, env: { AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl }, target: 'local', needsService: false });
+  const lines: string[] = [];
+  const ctx: ApplyContext = { db, config, target: createLocalTarget({ db, config }), journal: Journal.open(dir, 'guard-test'), log: createLogger({ write: (l) => lines.push(l) }) };
+
+  // Known-good figures from a window under the configuration the agent found.
+  const collector = createCollector(db, { includeQueries: false });
+  const first = await collector.collect();
+  await new Promise((r) => setTimeout(r, 2000));
+  const baselineDelta = diffSnapshots(first, await collector.collect());
+  const mix = baselineMixFrom(baselineDelta);
+  const figures = knownGoodFigures(buildMetricsReport(baselineDelta, { includeQueries: false, baselineMix: mix }));
+  assert.ok(figures.callsPerSecond > 10, `the workload runs (${figures.callsPerSecond} calls/s)`);
+
+  const outcome = await applyChange(ctx, WRECKING_TRIAL, { accept: false });
+  assert.equal(outcome.status, 'applied', lines.join('\n'));
+  const guard = createGuard(db, figures, mix);
+  await guard.tick([]);
+  let breaches: string[] = [];
+  // On a loaded machine a full scan may take long enough that a 1 s tick holds too few calls to
+  // judge; the guard's window then grows until it holds enough, for as long as the workload runs.
+  const callsBefore = workload.calls;
+  while (breaches.length === 0 && workload.calls - callsBefore <= 100) {
+    await new Promise((r) => setTimeout(r, 1000));
+    breaches = await guard.tick([]);
+  }
+  assert.match(breaches.join('\n'), /query runtime .* is \d+\.\d× the known-good/);
+  const reverted = await restore(ctx, 'knownGood', `guardrail: ${breaches.join('; ')}`);
+  assert.equal(reverted?.status, 'applied');
+  const rows = await cluster.sql<{ name: string; setting: string }>(`SELECT name, setting FROM pg_settings WHERE name IN ('random_page_cost', 'seq_page_cost') ORDER BY name`);
+  assert.deepEqual(rows, [{ name: 'random_page_cost', setting: '4' }, { name: 'seq_page_cost', setting: '1' }]);
+  assert.equal(ctx.journal.needsRecovery(), false);
 }
