@@ -1,11 +1,13 @@
 // The load-generating workloads the demo, the tests and the benchmarks share: each makes the
-// tables it reads on a throwaway cluster and runs pgbench against it. One where no knob can
-// matter, one where work_mem clearly does, and pgbench's own.
-import { spawn, type ChildProcess } from 'node:child_process';
+// tables it reads on a throwaway cluster and runs a pgbench script against it, under pgbench
+// when the machine has it, else under the built-in driver (src/lab/load-driver.ts). One where no
+// knob can matter, one where work_mem clearly does, and a TPC-B-like one as pgbench runs.
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from './cluster.ts';
-import { pgbenchInit } from './pgbench.ts';
+import { startDriver } from './load-driver.ts';
+import { findPgbench } from './pgbench.ts';
 
 export interface Workload {
   name: string;
@@ -13,8 +15,10 @@ export interface Workload {
   description: string;
   /** Creates and fills the tables it reads. */
   setup(cluster: Cluster): Promise<void>;
-  /** pgbench's arguments (before the connection's); a script goes into `dir`. */
-  pgbenchArgs(dir: string): string[];
+  /** One transaction, in pgbench's script language (the subset the built-in driver runs too). */
+  script: string;
+  /** Variables the script reads (`-D name=value` to pgbench). */
+  variables?: Record<string, number>;
 }
 
 /** A point lookup and `SELECT 1`: nothing on the allow-list makes them faster. */
@@ -26,11 +30,7 @@ const SELECT_1: Workload = {
     await cluster.sql('ALTER TABLE lab_points ADD PRIMARY KEY (id)');
     await cluster.sql('ANALYZE lab_points');
   },
-  pgbenchArgs(dir) {
-    const script = join(dir, 'select-1.sql');
-    writeFileSync(script, '\\set id random(1, 1000)\nSELECT 1;\nSELECT v FROM lab_points WHERE id = :id;\n');
-    return ['-n', '-f', script];
-  },
+  script: '\\set id random(1, 1000)\nSELECT 1;\nSELECT v FROM lab_points WHERE id = :id;\n',
 };
 
 /**
@@ -51,29 +51,49 @@ const WORK_MEM: Workload = {
     await cluster.sql('ALTER TABLE lab_kv ADD PRIMARY KEY (id)');
     for (const table of ['lab_keys', 'lab_probes', 'lab_kv']) await cluster.sql(`ANALYZE ${table}`);
   },
-  pgbenchArgs(dir) {
-    const script = join(dir, 'work-mem.sql');
-    writeFileSync(
-      script,
-      [
-        '\\set id random(1, 1000)',
-        'SELECT count(*) FROM lab_probes WHERE key NOT IN (SELECT key FROM lab_keys);',
-        'SELECT v FROM lab_kv WHERE id = :id;',
-        'SELECT v FROM lab_kv WHERE id = :id + 0;',
-        'SELECT count(*) FROM lab_kv WHERE id < :id;',
-        '',
-      ].join('\n'),
-    );
-    return ['-n', '-f', script];
-  },
+  script: [
+    '\\set id random(1, 1000)',
+    'SELECT count(*) FROM lab_probes WHERE key NOT IN (SELECT key FROM lab_keys);',
+    'SELECT v FROM lab_kv WHERE id = :id;',
+    'SELECT v FROM lab_kv WHERE id = :id + 0;',
+    'SELECT count(*) FROM lab_kv WHERE id < :id;',
+    '',
+  ].join('\n'),
 };
 
-/** pgbench's TPC-B-like transactions (scale 10): bound by commits, little for the knobs to win. */
+const TPCB_SCALE = 10;
+
+/** TPC-B-like transactions (pgbench's tables at scale 10): bound by commits, little for the knobs
+ * to win. The tables are made here in SQL, so that no pgbench is needed. */
 const TPCB_LIKE: Workload = {
   name: 'tpcb-like',
-  description: "pgbench's TPC-B-like transactions at scale 10: bound by commits, so tuning wins little",
-  setup: (cluster) => pgbenchInit(cluster, 10),
-  pgbenchArgs: () => [],
+  description: 'TPC-B-like transactions on pgbench\'s tables at scale 10: bound by commits, so tuning wins little',
+  async setup(cluster) {
+    const s = TPCB_SCALE;
+    await cluster.sql('CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int, filler char(88)) WITH (fillfactor = 100)');
+    await cluster.sql('CREATE TABLE pgbench_tellers (tid int PRIMARY KEY, bid int, tbalance int, filler char(84)) WITH (fillfactor = 100)');
+    await cluster.sql('CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84)) WITH (fillfactor = 100)');
+    await cluster.sql('CREATE TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime timestamp, filler char(22))');
+    await cluster.sql(`INSERT INTO pgbench_branches SELECT b, 0 FROM generate_series(1, ${s}) b`);
+    await cluster.sql(`INSERT INTO pgbench_tellers SELECT t, (t - 1) / 10 + 1, 0 FROM generate_series(1, ${10 * s}) t`);
+    await cluster.sql(`INSERT INTO pgbench_accounts SELECT a, (a - 1) / 100000 + 1, 0, '' FROM generate_series(1, ${100_000 * s}) a`);
+    await cluster.sql('VACUUM ANALYZE');
+  },
+  variables: { scale: TPCB_SCALE },
+  script: [
+    '\\set aid random(1, 100000 * :scale)',
+    '\\set bid random(1, 1 * :scale)',
+    '\\set tid random(1, 10 * :scale)',
+    '\\set delta random(-5000, 5000)',
+    'BEGIN;',
+    'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;',
+    'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;',
+    'UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;',
+    'UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;',
+    'INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);',
+    'END;',
+    '',
+  ].join('\n'),
 };
 
 export const WORKLOADS = { 'select-1': SELECT_1, 'work-mem': WORK_MEM, 'tpcb-like': TPCB_LIKE } as const satisfies Record<string, Workload>;
@@ -86,18 +106,44 @@ export function workloadByName(name: string): Workload {
 }
 
 export interface RunningLoad {
-  child: ChildProcess;
-  /** Stops pgbench and waits for it to exit. */
+  /** What generates the load: pgbench, or the built-in driver on a machine without it. */
+  readonly generator: 'pgbench' | 'built-in driver';
+  /** Stops the load and waits for it to end. */
   stop(): Promise<void>;
 }
 
-/** Runs the workload under pgbench with `clients` clients for `seconds` (a long time by default), until stopped. */
-export function startLoad(cluster: Cluster, workload: Workload, options: { dir: string; clients: number; seconds?: number }): RunningLoad {
-  const args = [...workload.pgbenchArgs(options.dir), '-T', String(options.seconds ?? 86_400), '-c', String(options.clients), '-j', String(Math.min(options.clients, 2))];
-  const child = spawn(join(cluster.binDir, 'pgbench'), [...args, '-h', cluster.host, '-p', String(cluster.port), '-U', 'postgres', 'postgres'], { stdio: 'ignore' });
+export interface LoadOptions {
+  /** pgbench writes the script here. */
+  dir: string;
+  clients: number;
+  /** How long pgbench runs (a long time by default); the load also ends at stop(). */
+  seconds?: number;
+  /** Transactions per second over all clients (open loop); closed-loop without it. */
+  rate?: number;
+}
+
+/** Runs the workload with `clients` clients until stopped: under pgbench when there is one. */
+export async function startLoad(cluster: Cluster, workload: Workload, options: LoadOptions): Promise<RunningLoad> {
+  const pgbench = findPgbench(cluster);
+  if (pgbench === undefined) {
+    const driver = await startDriver(workload.script, { connectionString: cluster.adminUrl, clients: options.clients, rate: options.rate, variables: workload.variables });
+    return { generator: 'built-in driver', stop: () => driver.stop() };
+  }
+  const script = join(options.dir, `${workload.name}.sql`);
+  writeFileSync(script, workload.script);
+  const args = [
+    '-n',
+    '-f', script,
+    ...Object.entries(workload.variables ?? {}).flatMap(([name, value]) => ['-D', `${name}=${value}`]),
+    ...(options.rate === undefined ? [] : ['--rate', String(options.rate)]),
+    '-T', String(options.seconds ?? 86_400),
+    '-c', String(options.clients),
+    '-j', String(Math.min(options.clients, 2)),
+  ];
+  const child = spawn(pgbench, [...args, '-h', cluster.host, '-p', String(cluster.port), '-U', 'postgres', 'postgres'], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
-    child,
+    generator: 'pgbench',
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
