@@ -48,7 +48,7 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
   /** Runs `workload` and waits for a report that has it in it. */
   const runLoad = async (workload: Workload) => {
     await load?.stop();
-    load = startLoad(cluster, workload, { dir, clients: 2 });
+    load = await startLoad(cluster, workload, { dir, clients: 2 });
     const since = Date.now();
     await until(`a report with the ${workload.name} workload in it`, async () => {
       const latest = (await person.get<{ report: { receivedAt: string; metrics: { derived: { calls: number } } | null } | null }>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;

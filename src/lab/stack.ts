@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { localGrantsSql } from '../agent/targets/local.ts';
 import { parseServiceArgs } from '../service/config.ts';
 import { startService, type RunningService } from '../service/server.ts';
-import { freePort, startCluster, type Cluster } from './cluster.ts';
+import { freePort, serverOsUser, startCluster, type Cluster } from './cluster.ts';
 import { startLoad, type RunningLoad, type Workload } from './workloads.ts';
 
 const AGENT_BIN = join(import.meta.dirname, '..', '..', 'bin', 'tuner-agent.js');
@@ -88,9 +88,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   try {
     say(`== a throwaway PostgreSQL cluster under the ${workload.name} workload: ${workload.description}`);
     cluster = await startCluster({ durable: true });
-    for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    // Before 15 only a superuser may run ALTER SYSTEM; from 15 on, the least-privilege grants.
+    if (cluster.major < 15) await cluster.sql('ALTER ROLE agent_user SUPERUSER');
+    else for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
     await workload.setup(cluster);
-    load = startLoad(cluster, workload, { dir: work, clients: options.clients });
+    load = await startLoad(cluster, workload, { dir: work, clients: options.clients });
+    const osUser = serverOsUser();
+    say(
+      `   PostgreSQL ${cluster.major} (${cluster.binariesSource === 'embedded' ? 'the embedded build from node_modules' : cluster.binDir})` +
+        `${osUser ? `, run as the OS user ${osUser} since we are root` : ''}; load from ${load.generator}`,
+    );
 
     say('== the tuning service, embedded storage');
     const password = randomBytes(9).toString('base64url');
