@@ -29,7 +29,7 @@ export function parseScript(script: string): Step[] {
 
 /** `100000 * :scale`, `:id + 0`, `-5000`: integers and variables joined by + - *, with * first. */
 export function evaluate(expression: string, variables: ReadonlyMap<string, number>): number {
-  const tokens = expression.match(/:\w+|\d+|[+*-]/g) ?? [];
+  const tokens: string[] = [...(expression.match(/:\w+|\d+|[+*-]/g) ?? [])];
   if (tokens.join('') !== expression.replace(/\s+/g, '')) throw new Error(`cannot evaluate "${expression}": only integers, :variables and + - *`);
   // A leading minus negates the first term: `-5000` is `0 - 5000`.
   if (tokens[0] === '-') tokens.unshift('0');
