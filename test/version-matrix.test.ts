@@ -17,6 +17,7 @@ import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { availableMajors, SUPPORTED_MAJORS } from '../src/lab/postgres-binaries.ts';
 import { MetricsReportSchema } from '../src/protocol/report.ts';
 import { runAgent } from './helpers/agent-process.ts';
+import { until } from './helpers/until.ts';
 import { createWreckableTable, guardRevertsWreckingTrial, startRangeWorkload } from './helpers/wrecking-trial.ts';
 
 const available = availableMajors();
@@ -118,6 +119,27 @@ for (const major of SUPPORTED_MAJORS) {
       const report = MetricsReportSchema.parse(buildMetricsReport(delta, { includeQueries: true }));
       assert.equal(report.statements.pgssVersion, expected.pgss);
       assert.ok(report.statements.top.some((s) => s.calls === 7));
+    });
+
+    test("checkpoints and WAL come from this version's views, with the columns it has", async () => {
+      const collector = createCollector(db, { includeQueries: false });
+      const first = await collector.collect();
+      await cluster.sql(`CREATE TABLE matrix_wal AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 20000) g`);
+      await cluster.sql('CHECKPOINT');
+      // Before 15 the statistics travel through the stats collector, up to half a second late.
+      const report = await until('the checkpoint in the statistics', async () => {
+        const r = MetricsReportSchema.parse(buildMetricsReport(diffSnapshots(first, await collector.collect()), { includeQueries: false }));
+        return (r.checkpointer?.checkpointsRequested ?? 0) >= 1 && r;
+      }, 15_000);
+      assert.equal(report.checkpointer?.source, expected.checkpointer ? 'pg_stat_checkpointer' : 'pg_stat_bgwriter');
+      assert.ok((report.checkpointer?.checkpointsRequested ?? 0) >= 1, 'the CHECKPOINT is counted as requested');
+      assert.equal(report.checkpointer?.buffersBackend === null, major >= 17, 'buffers_backend is gone from 17 on');
+      if (!expected.wal) {
+        assert.equal(report.wal, null);
+        return;
+      }
+      assert.ok(report.wal && report.wal.bytes > 0 && report.wal.records > 0, JSON.stringify(report.wal));
+      assert.equal(report.wal.write === null, major >= 18, 'wal_write is gone from 18 on (moved to pg_stat_io)');
     });
 
     test("the knob catalog against this server's pg_settings: each knob fits, or the agent refuses it here", async () => {
