@@ -12,6 +12,7 @@ import { Journal, JournalError } from './journal.ts';
 import { redact } from './redact.ts';
 import { createLogger, errorMessage, type Logger } from './log.ts';
 import { runLoop } from './loop.ts';
+import { configureOutbound, OutboundError, routeChecks, type Outbound, type Peer } from './outbound.ts';
 import { formatChecks, preflightPassed, runPreflight } from './preflight.ts';
 import { ServiceRejectedError, createServiceClient } from './service-client.ts';
 import { collectOnce } from './once.ts';
@@ -161,6 +162,23 @@ export function parseInvocation(argv: string[]): Invocation {
   return { target, command, apply, intervalSeconds, configPath: values.config, initDir: positionals[0] === 'init' ? positionals[1] : undefined };
 }
 
+/** Whom the agent talks to besides the database, for the preflight's route lines. */
+function peersOf(kind: TargetKind, config: AgentConfig, env: Record<string, string | undefined>): Peer[] {
+  const peers: Peer[] = [];
+  if (config.tuner.serverUrl) peers.push({ name: 'the tuning service', url: config.tuner.serverUrl });
+  if (kind === 'managed-a' || kind === 'managed-a-cluster') {
+    const rds = env['AWS_ENDPOINT_URL_RDS'] ?? env['AWS_ENDPOINT_URL'] ?? `https://rds.${config.managedA.region ?? 'us-east-1'}.amazonaws.com`;
+    peers.push({ name: "Cloud A's RDS API", url: rds }, { name: 'instance metadata (credentials)', url: 'http://169.254.169.254/' });
+  }
+  if (kind === 'managed-b-flex') {
+    peers.push(
+      { name: "Cloud B's Resource Manager", url: config.managedBFlex.resourceManagerEndpoint ?? 'https://management.azure.com' },
+      { name: 'instance metadata (managed identity)', url: 'http://169.254.169.254/' },
+    );
+  }
+  return peers;
+}
+
 async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target> {
   switch (kind) {
     case 'local':
@@ -263,6 +281,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
     return EXIT.failure;
   }
 
+  let outbound: Outbound;
+  try {
+    outbound = configureOutbound(config.tuner);
+  } catch (err) {
+    if (!(err instanceof OutboundError)) throw err;
+    io.err(`tuner-agent: ${err.message}\n`);
+    return EXIT.usage;
+  }
+
   if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
     io.err(`tuner-agent: ${(await cloudB()).RESTART_MODE_UNSUPPORTED}\n`);
     return EXIT.usage;
@@ -285,12 +312,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   log.debug(`connected: ${describeSecurity(db.security)}`);
   let target: Target | undefined;
   try {
-    target = await createTarget(kind, { db, config, log });
+    target = await createTarget(kind, { db, config, log, outbound });
     const journal = Journal.open(cwd, target.identity);
     const ctx: ApplyContext = { db, target, journal, config, log };
     switch (invocation.command) {
       case 'check': {
-        const checks = await runPreflight(db, target, journal);
+        const checks = [...(await runPreflight(db, target, journal)), ...routeChecks(outbound, peersOf(kind, config, env))];
         io.out(formatChecks(`tuner-agent --${kind} --check: ${target.identity} (${tuningMode(config)})`, checks));
         return preflightPassed(checks) ? EXIT.ok : EXIT.preflightFailed;
       }
@@ -306,7 +333,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       }
       case 'run': {
         log.info(`tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode, connection ${describeSecurity(db.security)}`);
-        const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId! });
+        log.info(`the tuning service at ${config.tuner.serverUrl!} is reached ${outbound.describe(config.tuner.serverUrl!)}`);
+        const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId!, dispatcher: outbound.dispatcher });
         const stop = stopWhenAsked(log);
         try {
           const end = await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stop.signal });

@@ -2,6 +2,7 @@
 // failure sorted into what the loop must do about it.
 import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
+import { fetch, type Dispatcher, type Response } from 'undici';
 import {
   AgentStartResponseSchema,
   ErrorResponseSchema,
@@ -61,6 +62,8 @@ export interface ServiceClientOptions {
   serverUrl: string;
   apiKey: string;
   databaseId: string;
+  /** The route to the service: proxy and CAs (src/agent/outbound.ts); Node's default without. */
+  dispatcher?: Dispatcher;
 }
 
 export function createServiceClient(options: ServiceClientOptions): ServiceClient {
@@ -70,6 +73,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     let response: Response;
     try {
       response = await fetch(`${base}${path}`, {
+        ...(options.dispatcher && { dispatcher: options.dispatcher }),
         method: 'POST',
         headers: {
           authorization: `Bearer ${options.apiKey}`,

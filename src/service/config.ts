@@ -1,6 +1,8 @@
 // tuner-service's configuration: command-line flags, then environment variables, then defaults
 // (a flag wins over its variable). Validated with messages that name the flag or variable.
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -29,6 +31,8 @@ export interface ServiceConfig {
   /** Where the tuner-agent binaries and their SHA256SUMS are (served under /downloads/). */
   downloadsDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Serve HTTPS with this certificate and key (PEM, read at start), without a reverse proxy. */
+  tls?: { cert: string; key: string; certFile: string };
 }
 
 export class ConfigError extends Error {
@@ -96,6 +100,8 @@ const SETTINGS = {
   retentionReportsPerDatabase: { flag: null, env: 'TUNER_RETENTION_REPORTS', schema: integer(100, 10_000_000), default: '20000' },
   agentImage: { flag: null, env: 'TUNER_AGENT_IMAGE', schema: z.string().regex(/^[A-Za-z0-9._/:@<>-]{1,200}$/, 'expected an image reference such as registry.example.com/tuner-agent:latest'), default: '<REGISTRY>/tuner-agent:latest' },
   downloadsDir: { flag: 'downloads-dir', env: 'TUNER_DOWNLOADS_DIR', schema: z.string().min(1), default: DEFAULT_DOWNLOADS_DIR },
+  tlsCert: { flag: 'tls-cert', env: 'TUNER_TLS_CERT', schema: z.string().min(1), default: undefined },
+  tlsKey: { flag: 'tls-key', env: 'TUNER_TLS_KEY', schema: z.string().min(1), default: undefined },
   logLevel: { flag: null, env: 'TUNER_LOG_LEVEL', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info' },
 } as const;
 
@@ -103,6 +109,7 @@ export const HELP = `tuner-service: the tuning service that tuner-agents report 
 
 Usage:
   tuner-service [--listen HOST:PORT] [--data-dir DIR] [--public-url URL] [--downloads-dir DIR]
+                [--tls-cert FILE --tls-key FILE]
 
 Options (each also an environment variable; a flag wins):
   --listen HOST:PORT    TUNER_LISTEN, default 127.0.0.1:8080
@@ -110,6 +117,8 @@ Options (each also an environment variable; a flag wins):
   --public-url URL      TUNER_PUBLIC_URL, the address agents use (shown in agent.yaml)
   --downloads-dir DIR   TUNER_DOWNLOADS_DIR, the tuner-agent binaries and SHA256SUMS that
                         /install.sh installs (default: the package's dist/, npm run build:agent)
+  --tls-cert FILE       TUNER_TLS_CERT, serve HTTPS with this PEM certificate (chain)
+  --tls-key FILE        TUNER_TLS_KEY, and this PEM private key (HSTS and Secure cookies follow)
   --help, --version
 
 Environment only:
@@ -131,6 +140,8 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
         'data-dir': { type: 'string' },
         'public-url': { type: 'string' },
         'downloads-dir': { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
         help: { type: 'boolean' },
         version: { type: 'boolean' },
       },
@@ -162,7 +173,36 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
       problems.push(`${source}: ${parsed.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }
+  const { tlsCert, tlsKey } = resolved as { tlsCert?: string; tlsKey?: string };
+  const tls = tlsCert || tlsKey ? readTls(tlsCert, tlsKey, problems) : undefined;
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
-  const { listen: address, ...rest } = resolved as { listen: { host: string; port: number } } & Omit<ServiceConfig, 'host' | 'port'>;
-  return { kind: 'run', config: { ...rest, host: address.host, port: address.port } };
+  const { listen: address, tlsCert: _cert, tlsKey: _key, ...rest } = resolved as { listen: { host: string; port: number }; tlsCert?: string; tlsKey?: string } & Omit<ServiceConfig, 'host' | 'port' | 'tls'>;
+  return { kind: 'run', config: { ...rest, host: address.host, port: address.port, ...(tls && { tls }) } };
+}
+
+/** The certificate and key, both given, readable, PEM, and belonging together. */
+function readTls(certFile: string | undefined, keyFile: string | undefined, problems: string[]): ServiceConfig['tls'] {
+  if (!certFile || !keyFile) {
+    problems.push(`${certFile ? '--tls-key (TUNER_TLS_KEY)' : '--tls-cert (TUNER_TLS_CERT)'} is missing: HTTPS needs both a certificate and its key`);
+    return undefined;
+  }
+  const read = (file: string, what: string): string | undefined => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      problems.push(`${what}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      return undefined;
+    }
+  };
+  const cert = read(certFile, '--tls-cert');
+  const key = read(keyFile, '--tls-key');
+  if (cert === undefined || key === undefined) return undefined;
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    // The message names the cause (no PEM, key mismatch); it never holds the key itself.
+    problems.push(`--tls-cert ${certFile} / --tls-key ${keyFile}: ${(err as Error).message}`);
+    return undefined;
+  }
+  return { cert, key, certFile };
 }

@@ -12,7 +12,7 @@ import type { Storage } from './storage/storage.ts';
 const PRUNE_EVERY_MS = 10 * 60_000;
 
 export interface RunningService {
-  /** http://host:port, as listening (the port chosen by the system when 0 was asked). */
+  /** http(s)://host:port, as listening (the port chosen by the system when 0 was asked). */
   url: string;
   app: FastifyInstance;
   storage: Storage;
@@ -78,7 +78,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host}:${port}`,
+    url: `${config.tls ? 'https' : 'http'}://${host}:${port}`,
     app: listening,
     storage,
     close: () =>

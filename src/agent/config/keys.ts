@@ -4,7 +4,7 @@
 // keys the spec does not name are ours and marked `ours` for the docs.
 import type { TargetKind } from '../../knobs/index.ts';
 
-export type ValueKind = 'string' | 'boolean' | 'postgres-url' | 'http-url' | 'positive-integer';
+export type ValueKind = 'string' | 'boolean' | 'postgres-url' | 'http-url' | 'proxy-url' | 'positive-integer';
 
 export interface KeySpec {
   /** agent.yaml section; `null` for environment-only keys. */
@@ -42,6 +42,8 @@ export const KEYS: readonly KeySpec[] = [
   { section: 'tuner', key: 'server_url', env: 'AGENT_TUNER_SERVER_URL', kind: 'http-url', secret: false, requiredFor: ['service'], help: 'address of the tuning service, e.g. https://tuner.example.com' },
   { section: 'tuner', key: 'api_key', env: 'AGENT_TUNER_API_KEY', kind: 'string', secret: true, requiredFor: ['service'], help: 'API key from the agent setup page of the tuning service' },
   { section: 'tuner', key: 'database_id', env: 'AGENT_TUNER_DATABASE_ID', kind: 'string', secret: false, requiredFor: ['service'], help: 'database id from the agent setup page of the tuning service' },
+  { section: 'tuner', key: 'proxy_url', env: 'AGENT_TUNER_PROXY_URL', kind: 'proxy-url', secret: false, requiredFor: [], ours: true, help: 'egress proxy for the tuning service and the clouds\' APIs, e.g. http://user:<password>@proxy.internal:3128 (default: HTTPS_PROXY / HTTP_PROXY / NO_PROXY; never used for instance metadata)' },
+  { section: 'tuner', key: 'ca_file', env: 'AGENT_TUNER_CA_FILE', kind: 'string', secret: false, requiredFor: [], ours: true, help: 'PEM file of CA certificates trusted besides the system\'s, for the tuning service, the proxy and custom cloud endpoints' },
   { section: 'tuner', key: 'debug', env: 'AGENT_TUNER_DEBUG', kind: 'boolean', secret: false, requiredFor: [], help: 'debug logging (default false)' },
 ];
 

@@ -24,7 +24,7 @@ export interface AgentConfig {
     clientSecret?: string;
     tenantId?: string;
   };
-  tuner: { serverUrl?: string; apiKey?: string; databaseId?: string; debug: boolean };
+  tuner: { serverUrl?: string; apiKey?: string; databaseId?: string; proxyUrl?: string; caFile?: string; debug: boolean };
 }
 
 export interface LoadOptions {
@@ -60,6 +60,7 @@ const EXPECTED: Record<ValueKind, string> = {
   boolean: 'true or false',
   'postgres-url': 'a URL of the form postgresql://agent_user:<password>@<host>:5432/<dbname>',
   'http-url': 'an http:// or https:// URL such as https://tuner.example.com',
+  'proxy-url': 'an http:// or https:// proxy URL such as http://proxy.internal:3128',
   'positive-integer': 'a whole number greater than 0',
 };
 
@@ -83,6 +84,7 @@ const SCHEMAS: Record<ValueKind, z.ZodType<Value>> = {
   boolean: z.boolean(),
   'postgres-url': z.string().refine(isPostgresUrl),
   'http-url': z.string().refine(isHttpUrl),
+  'proxy-url': z.string().refine(isHttpUrl),
   'positive-integer': z.number().int().positive(),
 };
 
@@ -208,7 +210,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
     for (const raw of [options.env[spec.env], fromFile.get(keyPath(spec))]) {
       if (typeof raw !== 'string') continue;
       if (spec.secret) registerSecret(raw);
-      if (spec.kind === 'postgres-url' || spec.kind === 'http-url') registerConnectionString(raw);
+      if (spec.kind === 'postgres-url' || spec.kind === 'http-url' || spec.kind === 'proxy-url') registerConnectionString(raw);
     }
   }
 
@@ -273,7 +275,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
       clientSecret: str('CLOUDB_CLIENT_SECRET'),
       tenantId: str('CLOUDB_TENANT_ID'),
     }),
-    tuner: { ...compact({ serverUrl: str('server_url'), apiKey: str('api_key'), databaseId: str('database_id') }), debug: bool('debug', false) },
+    tuner: { ...compact({ serverUrl: str('server_url'), apiKey: str('api_key'), databaseId: str('database_id'), proxyUrl: str('proxy_url'), caFile: str('ca_file') }), debug: bool('debug', false) },
   };
   const source = [fileExists ? file : null, envSet.length > 0 ? `${envSet.length} environment variable(s)` : null].filter(Boolean).join(' + ');
   return { config, warnings, source };

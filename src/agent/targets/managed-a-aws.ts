@@ -10,6 +10,7 @@ import { EC2Client } from '@aws-sdk/client-ec2';
 import { PIClient } from '@aws-sdk/client-pi';
 import { RDSClient } from '@aws-sdk/client-rds';
 import type { AgentConfig } from '../config/load.ts';
+import type { Outbound } from '../outbound.ts';
 import type { AwsAction } from './managed-a-permissions.ts';
 
 /** The SDK retries throttling and transient errors itself, with backoff, up to this many tries. */
@@ -26,7 +27,7 @@ export interface AwsClients {
   destroy(): void;
 }
 
-export function createAwsClients(settings: AgentConfig['managedA']): AwsClients {
+export function createAwsClients(settings: AgentConfig['managedA'], outbound?: Outbound): AwsClients {
   const { region, accessKeyId, secretAccessKey } = settings;
   if (!region) {
     throw new Error('managed_a.REGION is missing: set it in agent.yaml or AGENT_CLOUDA_REGION (the region of the database, e.g. us-east-1)');
@@ -41,7 +42,9 @@ export function createAwsClients(settings: AgentConfig['managedA']): AwsClients 
     );
   }
   const credentials = accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined;
-  const common = { region, maxAttempts: SDK_MAX_ATTEMPTS, ...(credentials && { credentials }) };
+  // The request handler carries the proxy route and the CAs (src/agent/outbound.ts). The SDK's
+  // credential providers (IMDS, ECS task role) make their own direct connections.
+  const common = { region, maxAttempts: SDK_MAX_ATTEMPTS, ...(credentials && { credentials }), ...(outbound && { requestHandler: outbound.awsRequestHandler() }) };
   const rds = new RDSClient(common);
   const ec2 = new EC2Client(common);
   const cloudwatch = new CloudWatchClient(common);

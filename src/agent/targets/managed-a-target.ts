@@ -36,14 +36,14 @@ export function blockedReason({ instance, cluster }: Placement): string | null {
   return null;
 }
 
-export function createManagedATargetNow({ db, config, log, cluster, timings: timingOverrides }: ManagedADeps): Target {
+export function createManagedATargetNow({ db, config, log, outbound, cluster, timings: timingOverrides }: ManagedADeps): Target {
   const kind: TargetKind = cluster ? 'managed-a-cluster' : 'managed-a';
   const identifier = config.managedA.databaseIdentifier;
   if (!identifier) {
     throw new Error(`managed_a.DATABASE_IDENTIFIER is missing (required with --${kind}): set it in agent.yaml or AGENT_MANAGEDA_DATABASE_IDENTIFIER`);
   }
   const timings = { ...DEFAULT_TIMINGS, ...timingOverrides };
-  const clients = createAwsClients(config.managedA);
+  const clients = createAwsClients(config.managedA, outbound);
   log.debug(`Cloud A: region ${clients.region}, credentials from ${clients.credentialSource}`);
   const topology = new Topology({ rds: clients.rds, region: clients.region, identifier, cluster, log });
   const groups = new ParameterGroups(clients.rds, timings);

@@ -7,6 +7,7 @@ import type { TargetMetric } from '../../protocol/v1.ts';
 import type { AgentConfig } from '../config/load.ts';
 import type { Db } from '../db.ts';
 import type { Logger } from '../log.ts';
+import type { Outbound } from '../outbound.ts';
 
 /** A parameter's state in the target's override layer: unset (the server's own default or
  * postgresql.conf applies) or set to a value in the target's own spelling (for RDS this may be
@@ -64,6 +65,9 @@ export interface TargetDeps {
   db: Db;
   config: AgentConfig;
   log: Logger;
+  /** How the cloud APIs are reached: proxy and CAs (src/agent/outbound.ts); the SDKs' own
+   * defaults without it. */
+  outbound?: Outbound;
 }
 
 /** Thrown by writeOverrides when a write failed and putting back what it had written failed too:

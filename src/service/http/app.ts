@@ -43,7 +43,10 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     // to twice its value), and the body within the timeout after them (the onRequest hook below:
     // Node's timeout stops at the headers); both are answered with the protocol's error body.
     requestTimeout: requestTimeoutMs,
-    http: { connectionsCheckingInterval: Math.min(1000, requestTimeoutMs) },
+    // With a certificate, HTTPS without a reverse proxy (--tls-cert/--tls-key).
+    ...(ctx.config.tls
+      ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, connectionsCheckingInterval: Math.min(1000, requestTimeoutMs) } }
+      : { http: { connectionsCheckingInterval: Math.min(1000, requestTimeoutMs) } }),
     clientErrorHandler: (err, socket) => answerClientError(err, socket, requestTimeoutMs),
     connectionTimeout: 60_000,
     keepAliveTimeout: 65_000,
@@ -68,6 +71,14 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     }
     done();
   });
+
+  if (ctx.config.tls) {
+    // Served over HTTPS itself: browsers keep to HTTPS for this host from now on (a year).
+    app.addHook('onSend', (_request, reply, payload, done) => {
+      void reply.header('strict-transport-security', 'max-age=31536000');
+      done(null, payload);
+    });
+  }
 
   void app.register(cookie);
   // For load balancers and orchestrators: 200 while the storage answers, 503 otherwise.

@@ -21,6 +21,15 @@ export interface SetupPageInput {
   error?: string | undefined;
 }
 
+/** True when agents would send their API key in clear text across a network: plain HTTP to an
+ * address that is not this host's loopback. */
+export function keysTravelInClear(serverUrl: string): boolean {
+  const url = new URL(serverUrl);
+  if (url.protocol !== 'http:') return false;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return !(host === 'localhost' || host === '::1' || /^127\./.test(host));
+}
+
 function snippet(id: string, title: string, text: string, note?: Html): Html {
   return html`<div class="snippet"><h3>${title}</h3>${note ?? ''}<pre id="${id}">${text}</pre>
 <button type="button" class="secondary small copy" data-copy="${id}">Copy</button></div>`;
@@ -59,6 +68,9 @@ export function setupPage(input: SetupPageInput): Html {
     body: html`<h1>Agent setup: ${database.name}</h1>
 <p class="sub">${TARGET_LABELS[database.target]} · database id <code id="database-id">${database.id}</code> · <a href="/databases/${database.id}">Dashboard</a></p>
 ${input.error ? html`<div class="notice bad" role="alert">${input.error}</div>` : ''}
+${keysTravelInClear(input.serverUrl)
+  ? html`<div class="notice bad" id="plain-http-warning" role="alert"><strong>Agents would send their API key over plain HTTP</strong> to <code>${input.serverUrl}</code>, readable by anyone on the network path. Serve this service over HTTPS (<code>--tls-cert</code> and <code>--tls-key</code>, or a reverse proxy with <code>--public-url https://…</code>) before you install agents on other hosts.</div>`
+  : ''}
 ${newKey
   ? html`<div class="notice ok" role="status"><strong>Your new API key</strong> (shown only now: copy it into agent.yaml, it is stored only as a hash):<br>
 <span class="secret" id="api-key">${newKey}</span> <button type="button" class="secondary small" data-copy="api-key">Copy</button><br>

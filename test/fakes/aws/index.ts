@@ -12,7 +12,9 @@
 //   await fake.cloud.addInstance({ id: 'mydb', group: 'tuner-pg', postgres: true });
 //   fake.inject('rds:ModifyDBParameterGroup', { code: 'Throttling', times: 2 });
 //   fake.deny('rds:DescribeDBParameters');
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { TestCa } from '../../../src/lab/tls.ts';
 import type { Cluster } from '../../../src/lab/cluster.ts';
 import { FakeAwsError, FakeCloud, type FakeTimings } from './cloud.ts';
 import { handleEc2 } from './ec2.ts';
@@ -55,6 +57,9 @@ export interface FakeAwsOptions {
   timings?: Partial<FakeTimings>;
   /** When set, other access key ids are refused as Cloud A would (InvalidClientTokenId). */
   accessKeyId?: string;
+  /** Serve HTTPS with a certificate this CA issues for 127.0.0.1, as Cloud A's endpoints do
+   * (plain HTTP otherwise, which the SDK accepts for custom endpoints). */
+  https?: TestCa;
 }
 
 const DENIED: Record<Service, string> = { rds: 'AccessDenied', ec2: 'UnauthorizedOperation', cloudwatch: 'AccessDenied', pi: 'AccessDeniedException' };
@@ -128,10 +133,14 @@ export class FakeAws {
   readonly #accessKeyId: string | undefined;
   #url = '';
 
-  constructor(cloud: FakeCloud, accessKeyId: string | undefined) {
+  readonly #scheme: 'http' | 'https';
+
+  constructor(cloud: FakeCloud, accessKeyId: string | undefined, https?: TestCa) {
     this.cloud = cloud;
     this.#accessKeyId = accessKeyId;
-    this.#server = createServer((req, res) => {
+    this.#scheme = https ? 'https' : 'http';
+    const certificate = https?.issue(['127.0.0.1', 'localhost']);
+    const serve = (req: IncomingMessage, res: ServerResponse) => {
       void this.handle(req).then((reply) => {
         res.writeHead(reply.status, { ...reply.headers, 'x-amzn-requestid': crypto.randomUUID() });
         res.end(reply.body);
@@ -139,7 +148,8 @@ export class FakeAws {
         res.writeHead(500, { 'content-type': 'text/plain' });
         res.end(String(err));
       });
-    });
+    };
+    this.#server = certificate ? createHttpsServer({ cert: certificate.cert, key: certificate.key }, serve) : createServer(serve);
   }
 
   /** The endpoint to give the SDK (AWS_ENDPOINT_URL). */
@@ -151,7 +161,7 @@ export class FakeAws {
     await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', () => resolve()));
     const address = this.#server.address();
     if (!address || typeof address !== 'object') throw new Error('fake Cloud A: no address');
-    this.#url = `http://127.0.0.1:${address.port}`;
+    this.#url = `${this.#scheme}://127.0.0.1:${address.port}`;
   }
 
   /** Fails the next `times` calls of `action` (after letting `skip` through) with `code`. */
@@ -255,7 +265,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
   if (!options.postgres.ca) throw new Error('fake Cloud A: its PostgreSQL accepts TLS only, as rds.force_ssl = 1 does: start the cluster with tls: { ca }');
   const engine = await PostgresEngine.open(options.postgres);
   const cloud = new FakeCloud(engine, { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 0, ...options.timings });
-  const fake = new FakeAws(cloud, options.accessKeyId);
+  const fake = new FakeAws(cloud, options.accessKeyId, options.https);
   await fake.listen();
   return fake;
 }
