@@ -296,3 +296,30 @@ test('secrets never reach the log, even at trace level', async () => {
     await store.dispose();
   }
 });
+
+test('--tls-cert and --tls-key: both or neither, readable, PEM, and belonging together; errors name the flag', async () => {
+  const { makeTestCa } = await import('../src/lab/tls.ts');
+  const ca = makeTestCa('service tls config test CA');
+  try {
+    const a = ca.issue(['127.0.0.1']);
+    const b = ca.issue(['localhost']);
+    const ok = parseServiceArgs(['--tls-cert', a.certFile, '--tls-key', a.keyFile], {});
+    assert.equal(ok.kind === 'run' && ok.config.tls?.certFile, a.certFile);
+    const refused = (argv: string[]) => {
+      try {
+        parseServiceArgs(argv, {});
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return err.message;
+      }
+      assert.fail(`accepted ${argv.join(' ')}`);
+    };
+    assert.match(refused(['--tls-cert', a.certFile]), /--tls-key \(TUNER_TLS_KEY\) is missing: HTTPS needs both/);
+    assert.match(refused(['--tls-cert', '/nonexistent.pem', '--tls-key', a.keyFile]), /--tls-cert: cannot read \/nonexistent\.pem \(ENOENT\)/);
+    assert.match(refused(['--tls-cert', a.certFile, '--tls-key', b.keyFile]), new RegExp(`--tls-cert ${a.certFile} / --tls-key ${b.keyFile}: .*key values mismatch`));
+    const mismatch = refused(['--tls-cert', a.certFile, '--tls-key', b.keyFile]);
+    assert.ok(!mismatch.includes('PRIVATE KEY'), 'the key itself is never shown');
+  } finally {
+    ca.remove();
+  }
+});
