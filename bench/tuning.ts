@@ -23,7 +23,7 @@ import { connectDb, type Db } from '../src/agent/db.ts';
 import { Journal } from '../src/agent/journal.ts';
 import { createLogger } from '../src/agent/log.ts';
 import { readSettings } from '../src/agent/settings.ts';
-import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local.ts';
+import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local/index.ts';
 import type { TuningMode } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { pgbench, pgbenchInit, type PgbenchResult } from '../src/lab/pgbench.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/agent/guardrails.ts';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';

@@ -17,11 +17,12 @@ import { formatChecks, preflightPassed, runPreflight } from './preflight.ts';
 import { ServiceRejectedError, createServiceClient } from './service-client.ts';
 import { collectOnce } from './once.ts';
 import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../postgres/connect.ts';
-import { createLocalTarget, describeConnection, localGrantsSql } from './targets/local.ts';
-import { createManagedATarget, managedAPermissions } from './targets/managed-a.ts';
+import { createLocalTarget, localGrantsSql } from './targets/local/index.ts';
+import { describeConnection } from '../postgres/connect.ts';
+import { createManagedATarget, managedAPermissions } from './targets/managed-a/index.ts';
 // The Cloud B module (Azure SDK) is imported only where --managed-b-flex needs it: it weighs
 // about half a second of start-up that --version, --local and the binary should not pay.
-const cloudB = () => import('./targets/managed-b-flex.ts');
+const cloudB = () => import('./targets/managed-b-flex/index.ts');
 import type { Target, TargetDeps } from './targets/target.ts';
 import { AGENT_VERSION } from './version.ts';
 

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { localGrantsSql } from '../agent/targets/local.ts';
+import { localGrantsSql } from '../agent/targets/local/index.ts';
 import { parseServiceArgs } from '../service/config.ts';
 import { startService, type RunningService } from '../service/server.ts';
 import { freePort, serverOsUser, startCluster, type Cluster } from './cluster.ts';

@@ -16,6 +16,18 @@ import pg from 'pg';
 import { parse, toClientConfig } from 'pg-connection-string';
 import { explainConnectFailure, type Failure } from './connect-errors.ts';
 
+/** Where the agent connects, as people read it: host:port/dbname, socket paths included. */
+export function describeConnection(connectionUrl: string): { host: string; port: string; database: string; user: string } {
+  const url = new URL(connectionUrl);
+  const host = url.hostname || url.searchParams.get('host') || 'localhost';
+  return {
+    host,
+    port: url.port || url.searchParams.get('port') || '5432',
+    database: decodeURIComponent(url.pathname.replace(/^\//, '')) || decodeURIComponent(url.username) || 'postgres',
+    user: decodeURIComponent(url.username),
+  };
+}
+
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
 export type SslMode = (typeof SSL_MODES)[number];
 

@@ -5,7 +5,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { localGrantsSql } from '../../src/agent/targets/local.ts';
+import { localGrantsSql } from '../../src/agent/targets/local/index.ts';
 import { freePort, startCluster, type Cluster } from '../../src/lab/cluster.ts';
 import { startAgent, type AgentProcess } from './agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type StorageKind, type TestService } from './service.ts';

@@ -1,16 +1,16 @@
 // Cloud B's management interface as the target uses it: the flexible server, its server
 // parameters ("configurations"), one write at a time as a long-running operation, and Azure
 // Monitor metrics. Clients are made once per process; every answer is checked (zod) before use;
-// every failure is explained (managed-b-flex-errors.ts).
+// every failure is explained (errors.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MonitorClient } from '@azure/arm-monitor';
 import { PostgreSQLManagementFlexibleServerClient } from '@azure/arm-postgresql-flexible';
 import { z } from 'zod';
-import type { AgentConfig } from '../config/load.ts';
-import type { Logger } from '../log.ts';
-import { AGENT_VERSION } from '../version.ts';
-import { CloudBError, errorLabel, explainCloudBError, isRetryable, retryAfterMs, type ErrorContext } from './managed-b-flex-errors.ts';
-import type { CloudBIdentity, ResourceManager } from './managed-b-flex-identity.ts';
+import type { AgentConfig } from '../../config/load.ts';
+import type { Logger } from '../../log.ts';
+import { AGENT_VERSION } from '../../version.ts';
+import { CloudBError, errorLabel, explainCloudBError, isRetryable, retryAfterMs, type ErrorContext } from './errors.ts';
+import type { CloudBIdentity, ResourceManager } from './identity.ts';
 
 /** A GA api-version of Microsoft.DBforPostgreSQL/flexibleServers, pinned rather than left to the
  * SDK's default so that an SDK update cannot change the wire contract silently. */

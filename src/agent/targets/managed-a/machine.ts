@@ -3,11 +3,11 @@
 // with no EC2 twin: Aurora Serverless v2 (db.serverless) is sized by its maximum capacity, and
 // any other by local.memory_mb and local.vcpus when the operator sets them.
 import { DescribeInstanceTypesCommand, type EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
-import type { Machine } from '../../knobs/index.ts';
-import type { AgentConfig } from '../config/load.ts';
-import { awsCall, hasCode } from './managed-a-aws.ts';
-import type { Placement } from './managed-a-topology.ts';
-import type { MachineInfo } from './target.ts';
+import type { Machine } from '../../../knobs/index.ts';
+import type { AgentConfig } from '../../config/load.ts';
+import { awsCall, hasCode } from './aws.ts';
+import type { Placement } from './topology.ts';
+import type { MachineInfo } from '../target.ts';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;

@@ -1,19 +1,25 @@
 // The Cloud A target put together: clients made once, the placement (instance, or the cluster's
 // current writer) found again at every call, and the parts that read, write, size and measure.
-import type { TargetKind } from '../../knobs/index.ts';
-import type { TargetMetric } from '../../protocol/v1.ts';
-import { errorMessage } from '../log.ts';
-import type { ManagedADeps } from './managed-a.ts';
-import { ParameterApplier } from './managed-a-apply.ts';
-import { createAwsClients } from './managed-a-aws.ts';
-import { ParameterGroups, groupLabel } from './managed-a-groups.ts';
-import { readLayerValues } from './managed-a-layers.ts';
-import { MachineSizer } from './managed-a-machine.ts';
-import { MetricsReader } from './managed-a-metrics.ts';
-import { managedAPreflight } from './managed-a-preflight.ts';
-import { isDefaultGroup, Topology, type Placement } from './managed-a-topology.ts';
-import { DEFAULT_TIMINGS } from './managed-a-wait.ts';
-import type { MachineInfo, Overrides, PreflightCheck, Target, WriteOptions, WriteResult } from './target.ts';
+import type { TargetKind } from '../../../knobs/index.ts';
+import type { TargetMetric } from '../../../protocol/v1.ts';
+import { errorMessage } from '../../log.ts';
+import { ParameterApplier } from './apply.ts';
+import { createAwsClients } from './aws.ts';
+import { ParameterGroups, groupLabel } from './groups.ts';
+import { readLayerValues } from './layers.ts';
+import { MachineSizer } from './machine.ts';
+import { MetricsReader } from './metrics.ts';
+import { managedAPreflight } from './preflight.ts';
+import { isDefaultGroup, Topology, type Placement } from './topology.ts';
+import { DEFAULT_TIMINGS, type ManagedATimings } from './wait.ts';
+import type { MachineInfo, Overrides, PreflightCheck, Target, TargetDeps, WriteOptions, WriteResult } from '../target.ts';
+
+export interface ManagedADeps extends TargetDeps {
+  /** --managed-a-cluster: the target is the cluster's writer, found again on every call. */
+  cluster: boolean;
+  /** Poll intervals and time limits; the defaults suit Cloud A, tests shorten them. */
+  timings?: Partial<ManagedATimings>;
+}
 
 /** `default.postgres15` → `postgres15`. */
 function familyOf(defaultGroup: string): string {

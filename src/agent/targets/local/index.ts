@@ -5,26 +5,15 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { promisify } from 'node:util';
-import { catalogFor, isNeverTouch, type TuningMode } from '../../knobs/index.ts';
-import type { TargetMetric } from '../../protocol/v1.ts';
-import { UndoFailedError, type MachineInfo, type Overrides, type PreflightCheck, type Target, type TargetDeps, type WriteOptions, type WriteResult } from './target.ts';
-import { errorMessage } from '../log.ts';
+import { catalogFor, isNeverTouch, type TuningMode } from '../../../knobs/index.ts';
+import type { TargetMetric } from '../../../protocol/v1.ts';
+import { UndoFailedError, type MachineInfo, type Overrides, type PreflightCheck, type Target, type TargetDeps, type WriteOptions, type WriteResult } from '../target.ts';
+import { errorMessage } from '../../log.ts';
+import { describeConnection } from '../../../postgres/connect.ts';
 
 const run = promisify(execFile);
 const RESTART_TIMEOUT_MS = 300_000;
 const RELOAD_TIMEOUT_MS = 10_000;
-
-/** Where the agent connects, as people read it: host:port/dbname, socket paths included. */
-export function describeConnection(connectionUrl: string): { host: string; port: string; database: string; user: string } {
-  const url = new URL(connectionUrl);
-  const host = url.hostname || url.searchParams.get('host') || 'localhost';
-  return {
-    host,
-    port: url.port || url.searchParams.get('port') || '5432',
-    database: decodeURIComponent(url.pathname.replace(/^\//, '')) || decodeURIComponent(url.username) || 'postgres',
-    user: decodeURIComponent(url.username),
-  };
-}
 
 const CAN_READ_FILE_SETTINGS = `SELECT has_function_privilege('pg_show_all_file_settings()', 'EXECUTE')
   AND has_table_privilege('pg_file_settings', 'SELECT') AS ok`;

@@ -4,19 +4,14 @@
 //
 // The AWS SDK clients weigh a few hundred milliseconds of start-up, so they are loaded only
 // when a Cloud A target is made, not by every tuner-agent command.
-import { managedAPolicyJson } from './managed-a-permissions.ts';
-import type { ManagedATimings } from './managed-a-wait.ts';
-import type { Target, TargetDeps } from './target.ts';
+import { managedAPolicyJson } from './permissions.ts';
+import type { Target } from '../target.ts';
+import type { ManagedADeps } from './target.ts';
 
-export interface ManagedADeps extends TargetDeps {
-  /** --managed-a-cluster: the target is the cluster's writer, found again on every call. */
-  cluster: boolean;
-  /** Poll intervals and time limits; the defaults suit Cloud A, tests shorten them. */
-  timings?: Partial<ManagedATimings>;
-}
+export type { ManagedADeps };
 
 export async function createManagedATarget(deps: ManagedADeps): Promise<Target> {
-  const { createManagedATargetNow } = await import('./managed-a-target.ts');
+  const { createManagedATargetNow } = await import('./target.ts');
   return createManagedATargetNow(deps);
 }
 

@@ -3,9 +3,9 @@
 // take precedence) and the cluster parameter group (cluster-level parameters). A parameter goes
 // to the first group that lists it, so the split follows the engine's own parameter lists
 // instead of a table that could go stale.
-import type { Override, Overrides } from './target.ts';
-import { groupLabel, type GroupRef, type ParameterGroups, type ParameterMeta } from './managed-a-groups.ts';
-import type { Placement } from './managed-a-topology.ts';
+import type { Override, Overrides } from '../target.ts';
+import { groupLabel, type GroupRef, type ParameterGroups, type ParameterMeta } from './groups.ts';
+import type { Placement } from './topology.ts';
 
 export interface Layer {
   group: GroupRef;

@@ -8,14 +8,14 @@
 // `defaultValue` with source `user-override`, the CLI noting that writing `system-default` runs
 // into a service bug and that the service reports `system-default` again by itself. Same here.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CLOUD_B_KNOBS, isNeverTouch } from '../../knobs/index.ts';
-import type { Db } from '../db.ts';
-import type { Logger } from '../log.ts';
-import { errorMessage } from '../log.ts';
-import { sameSetting } from '../settings.ts';
-import { USER_OVERRIDE, type CloudBApi, type ServerParameter } from './managed-b-flex-api.ts';
-import { CloudBError } from './managed-b-flex-errors.ts';
-import { UndoFailedError, type Override, type Overrides } from './target.ts';
+import { CLOUD_B_KNOBS, isNeverTouch } from '../../../knobs/index.ts';
+import type { Db } from '../../db.ts';
+import type { Logger } from '../../log.ts';
+import { errorMessage } from '../../log.ts';
+import { sameSetting } from '../../settings.ts';
+import { USER_OVERRIDE, type CloudBApi, type ServerParameter } from './api.ts';
+import { CloudBError } from './errors.ts';
+import { UndoFailedError, type Override, type Overrides } from '../target.ts';
 
 /** How long the agent's own session may take to see what Cloud B reports as applied. */
 const VISIBLE_TIMEOUT_MS = 15_000;

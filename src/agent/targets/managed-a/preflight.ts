@@ -2,14 +2,14 @@
 // custom, readable, modifiable and not shared, its size is known, and every call the agent
 // reads with is permitted. Calls that change something (modify, reset, reboot) cannot be tried
 // without changing something; when one is refused later, its error names the action.
-import { catalogFor, type TuningMode } from '../../knobs/index.ts';
-import { errorMessage } from '../log.ts';
-import { errorCodes, hasCode, isAccessDenied } from './managed-a-aws.ts';
-import { groupLabel, type ParameterGroups } from './managed-a-groups.ts';
-import { layersOf } from './managed-a-layers.ts';
-import type { MetricsReader } from './managed-a-metrics.ts';
-import type { Placement } from './managed-a-topology.ts';
-import type { MachineInfo, PreflightCheck } from './target.ts';
+import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
+import { errorMessage } from '../../log.ts';
+import { errorCodes, hasCode, isAccessDenied } from './aws.ts';
+import { groupLabel, type ParameterGroups } from './groups.ts';
+import { layersOf } from './layers.ts';
+import type { MetricsReader } from './metrics.ts';
+import type { Placement } from './topology.ts';
+import type { MachineInfo, PreflightCheck } from '../target.ts';
 
 export const POLICY_FIX = 'attach the policy printed by tuner-agent permissions --managed-a to the role of this host or to the IAM user whose keys the agent uses';
 

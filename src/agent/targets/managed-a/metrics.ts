@@ -4,10 +4,10 @@
 // read. A source that fails is left out (and said once), never fatal.
 import { GetMetricDataCommand, type CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { GetResourceMetricsCommand, type PIClient } from '@aws-sdk/client-pi';
-import type { TargetMetric } from '../../protocol/v1.ts';
-import { errorMessage, type Logger } from '../log.ts';
-import { awsCall } from './managed-a-aws.ts';
-import type { InstanceFacts } from './managed-a-topology.ts';
+import type { TargetMetric } from '../../../protocol/v1.ts';
+import { errorMessage, type Logger } from '../../log.ts';
+import { awsCall } from './aws.ts';
+import type { InstanceFacts } from './topology.ts';
 
 /** CloudWatch's AWS/RDS series the agent reads, with their units. */
 export const CLOUDWATCH_METRICS = {

@@ -4,7 +4,7 @@
 // ours to configure (sovereign clouds, tests); the token authority and the managed identity
 // endpoint come from the SDK's own standard environment variables (docs/cloud-b.md).
 import { AzureAuthorityHosts, ClientSecretCredential, ManagedIdentityCredential, type TokenCredential } from '@azure/identity';
-import type { AgentConfig } from '../config/load.ts';
+import type { AgentConfig } from '../../config/load.ts';
 
 export const DEFAULT_RESOURCE_MANAGER_ENDPOINT = 'https://management.azure.com';
 

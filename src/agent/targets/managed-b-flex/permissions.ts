@@ -1,8 +1,8 @@
 // What `tuner-agent permissions --managed-b-flex` prints: the spec's custom role as JSON (the
 // file `az role definition create` takes), then the steps that create and assign it, each line
 // starting with `#`, so that everything before the first `#` line parses as JSON.
-import type { AgentConfig } from '../config/load.ts';
-import { ACTIONS } from './managed-b-flex-api.ts';
+import type { AgentConfig } from '../../config/load.ts';
+import { ACTIONS } from './api.ts';
 
 /** The spec's seven actions, in its order. */
 export const CLOUD_B_ROLE_ACTIONS: readonly string[] = [

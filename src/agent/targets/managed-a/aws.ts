@@ -9,9 +9,9 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { PIClient } from '@aws-sdk/client-pi';
 import { RDSClient } from '@aws-sdk/client-rds';
-import type { AgentConfig } from '../config/load.ts';
-import type { Outbound } from '../outbound.ts';
-import type { AwsAction } from './managed-a-permissions.ts';
+import type { AgentConfig } from '../../config/load.ts';
+import type { Outbound } from '../../outbound.ts';
+import type { AwsAction } from './permissions.ts';
 
 /** The SDK retries throttling and transient errors itself, with backoff, up to this many tries. */
 const SDK_MAX_ATTEMPTS = 6;

@@ -3,8 +3,8 @@
 // call because a failover moves it. What the SDK returns is checked before it is used.
 import { DescribeDBClustersCommand, DescribeDBInstancesCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { z } from 'zod';
-import type { Logger } from '../log.ts';
-import { AwsCallError, awsCall, hasCode } from './managed-a-aws.ts';
+import type { Logger } from '../../log.ts';
+import { AwsCallError, awsCall, hasCode } from './aws.ts';
 
 const InstanceSchema = z.object({
   DBInstanceIdentifier: z.string(),

@@ -1,11 +1,11 @@
 // The machine a flexible server runs on, from its SKU: the table first; for a size the table
 // does not know, the operator's figures in agent.yaml (local.memory_mb, local.vcpus), else a
 // deliberately small estimate. Either way the agent says so, because the bounds depend on it.
-import type { Machine } from '../../knobs/index.ts';
-import type { AgentConfig } from '../config/load.ts';
-import type { FlexibleServer } from './managed-b-flex-api.ts';
-import { estimateComputeSize, knownComputeSize } from './managed-b-flex-skus.ts';
-import type { MachineInfo } from './target.ts';
+import type { Machine } from '../../../knobs/index.ts';
+import type { AgentConfig } from '../../config/load.ts';
+import type { FlexibleServer } from './api.ts';
+import { estimateComputeSize, knownComputeSize } from './skus.ts';
+import type { MachineInfo } from '../target.ts';
 
 const GiB = 2 ** 30;
 

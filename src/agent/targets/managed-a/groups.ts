@@ -13,8 +13,8 @@ import {
   type RDSClient,
 } from '@aws-sdk/client-rds';
 import { z } from 'zod';
-import { awsCall } from './managed-a-aws.ts';
-import { retryWhileBusy, type ManagedATimings } from './managed-a-wait.ts';
+import { awsCall } from './aws.ts';
+import { retryWhileBusy, type ManagedATimings } from './wait.ts';
 
 /** Cloud A accepts at most this many parameters per modify or reset call. */
 export const MAX_PARAMETERS_PER_CALL = 20;

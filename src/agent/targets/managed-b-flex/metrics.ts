@@ -1,8 +1,8 @@
 // Machine metrics of a flexible server from Azure Monitor, at their 1-minute grain: the latest
 // minute that has a value. The guardrails read the canonical names (memory_available_bytes from
 // memory_percent and the SKU's memory); every series also goes out under its own name.
-import type { TargetMetric } from '../../protocol/v1.ts';
-import type { CloudBApi, MetricSeries } from './managed-b-flex-api.ts';
+import type { TargetMetric } from '../../../protocol/v1.ts';
+import type { CloudBApi, MetricSeries } from './api.ts';
 
 export const MONITOR_METRICS = [
   'cpu_percent',

@@ -2,22 +2,22 @@
 // configurations (server parameters) with source user-override, written through Resource
 // Manager; metrics come from Azure Monitor. Reload-only, always: the spec's 13 parameters, and
 // the agent never restarts the server (restart mode is unsupported on Cloud B).
-//   identity     managed-b-flex-identity.ts   (managed identity or service principal, endpoint)
-//   API          managed-b-flex-api.ts        (clients, zod-checked answers, busy retries)
-//   machine      managed-b-flex-machine.ts + managed-b-flex-skus.ts
-//   writes       managed-b-flex-write.ts      (all or nothing, pending restart undone)
-//   metrics      managed-b-flex-metrics.ts    preflight  managed-b-flex-preflight.ts
-//   permissions  managed-b-flex-permissions.ts
-import type { TargetMetric } from '../../protocol/v1.ts';
-import { errorMessage } from '../log.ts';
-import { createCloudBApi, type CloudBApi, type FlexibleServer } from './managed-b-flex-api.ts';
-import { createIdentity, resourceManager } from './managed-b-flex-identity.ts';
-import { machineOfServer, type ServerMachine } from './managed-b-flex-machine.ts';
-import { monitorMetrics } from './managed-b-flex-metrics.ts';
-import { managedBFlexPermissionsText } from './managed-b-flex-permissions.ts';
-import { cloudBPreflight } from './managed-b-flex-preflight.ts';
-import { overrideOf, writeServerParameters } from './managed-b-flex-write.ts';
-import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from './target.ts';
+//   identity     identity.ts   (managed identity or service principal, endpoint)
+//   API          api.ts        (clients, zod-checked answers, busy retries)
+//   machine      machine.ts + skus.ts
+//   writes       write.ts      (all or nothing, pending restart undone)
+//   metrics      metrics.ts    preflight  preflight.ts
+//   permissions  permissions.ts
+import type { TargetMetric } from '../../../protocol/v1.ts';
+import { errorMessage } from '../../log.ts';
+import { createCloudBApi, type CloudBApi, type FlexibleServer } from './api.ts';
+import { createIdentity, resourceManager } from './identity.ts';
+import { machineOfServer, type ServerMachine } from './machine.ts';
+import { monitorMetrics } from './metrics.ts';
+import { managedBFlexPermissionsText } from './permissions.ts';
+import { cloudBPreflight } from './preflight.ts';
+import { overrideOf, writeServerParameters } from './write.ts';
+import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from '../target.ts';
 
 /** The SKU (and so the machine) changes only with a scale operation: re-read now and then. */
 const SERVER_TTL_MS = 5 * 60_000;

@@ -2,7 +2,7 @@
 // (on top of the SDK's own retries), and retries of calls refused because a parameter group or
 // instance is busy.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { hasCode, isThrottling } from './managed-a-aws.ts';
+import { hasCode, isThrottling } from './aws.ts';
 
 export interface ManagedATimings {
   /** The first status poll follows a change at once; later ones grow by half up to this. */

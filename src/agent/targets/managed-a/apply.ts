@@ -6,11 +6,11 @@
 //   → reboot when a static value changed and restarts are allowed, wait until available
 //   → on incompatible-parameters, or any failure after the write: put the previous values back.
 import { RebootDBInstanceCommand, type RDSClient } from '@aws-sdk/client-rds';
-import { isNeverTouch } from '../../knobs/index.ts';
-import type { Db } from '../db.ts';
-import { errorMessage, type Logger } from '../log.ts';
-import { sameSetting } from '../settings.ts';
-import { awsCall } from './managed-a-aws.ts';
+import { isNeverTouch } from '../../../knobs/index.ts';
+import type { Db } from '../../db.ts';
+import { errorMessage, type Logger } from '../../log.ts';
+import { sameSetting } from '../../settings.ts';
+import { awsCall } from './aws.ts';
 import {
   allowedValueProblem,
   groupKey,
@@ -23,11 +23,11 @@ import {
   type ParameterGroups,
   type ParameterMeta,
   type ParameterWrite,
-} from './managed-a-groups.ts';
-import { layersOf, readLayerValues, route } from './managed-a-layers.ts';
-import type { Placement, Topology } from './managed-a-topology.ts';
-import { poll, retryWhileBusy, type ManagedATimings } from './managed-a-wait.ts';
-import type { Overrides, WriteResult } from './target.ts';
+} from './groups.ts';
+import { layersOf, readLayerValues, route } from './layers.ts';
+import type { Placement, Topology } from './topology.ts';
+import { poll, retryWhileBusy, type ManagedATimings } from './wait.ts';
+import type { Overrides, WriteResult } from '../target.ts';
 
 export interface ApplierDeps {
   rds: RDSClient;

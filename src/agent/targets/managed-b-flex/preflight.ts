@@ -2,15 +2,15 @@
 // identity, the flexible server and its parameters readable, the extension allow-list and
 // pg_stat_statements.track set as the setup says, the tuned parameters changeable without a
 // restart, and Azure Monitor readable. A refused call names the role action it needed.
-import { CLOUD_B_KNOBS } from '../../knobs/index.ts';
-import type { AgentConfig } from '../config/load.ts';
-import { errorMessage } from '../log.ts';
-import { describeConnection } from './local.ts';
-import { ACTIONS, type CloudBApi, type FlexibleServer, type ServerParameter } from './managed-b-flex-api.ts';
-import { CloudBError } from './managed-b-flex-errors.ts';
-import { describeServer, type ServerMachine } from './managed-b-flex-machine.ts';
-import { MONITOR_METRICS } from './managed-b-flex-metrics.ts';
-import type { PreflightCheck } from './target.ts';
+import { CLOUD_B_KNOBS } from '../../../knobs/index.ts';
+import type { AgentConfig } from '../../config/load.ts';
+import { errorMessage } from '../../log.ts';
+import { describeConnection } from '../../../postgres/connect.ts';
+import { ACTIONS, type CloudBApi, type FlexibleServer, type ServerParameter } from './api.ts';
+import { CloudBError } from './errors.ts';
+import { describeServer, type ServerMachine } from './machine.ts';
+import { MONITOR_METRICS } from './metrics.ts';
+import type { PreflightCheck } from '../target.ts';
 
 /** The extension allow-list: `cloudb.extensions` in the setup steps, `azure.extensions` on the service. */
 export const EXTENSIONS_PARAMETER = 'azure.extensions';
