@@ -3,8 +3,8 @@
 // 429 and Retry-After; and a flood of other addresses cannot push a blocked one out of memory.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { ConfigError, parseServiceArgs } from '../src/service/config.ts';
-import { LoginThrottle } from '../src/service/http/sessions.ts';
+import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
+import { LoginThrottle } from '../src/service/http/login-sessions.ts';
 import { ADMIN_PASSWORD, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 
 const running: Array<{ service: TestService; store: ServiceStore }> = [];

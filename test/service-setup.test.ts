@@ -10,7 +10,7 @@ import YAML from 'yaml';
 import { KEYS } from '../src/agent/config/keys.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
 import { TargetKindSchema } from '../src/protocol/v1.ts';
-import { ConfigError, parseServiceArgs } from '../src/service/config.ts';
+import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
 import { PROTOCOL_DOC_PATH, protocolDoc } from '../src/service/docs/protocol-doc.ts';
 import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
 import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';

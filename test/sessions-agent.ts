@@ -15,7 +15,7 @@ import {
   type Setting,
 } from '../src/protocol/v1.ts';
 import { roundOrder } from '../src/measure/verify.ts';
-import { ENGINE_LIMITS } from '../src/service/sessions/engine.ts';
+import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
 import { createRng, type Rng } from '../src/optimizer/index.ts';
 import { AgentClient, type PersonClient } from './helpers/service.ts';
 import { sampleMetrics, sampleTargetMetrics, startRequest } from './helpers/service-reports.ts';

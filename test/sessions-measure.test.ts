@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowStats } from '../src/measure/objective.ts';
-import { constraintBreach, throughput } from '../src/service/sessions/constraints.ts';
-import { EDGE_TOLERANCE_MS, selectWindow, serviceInterval, windowClosed, windowFrom } from '../src/service/sessions/window.ts';
+import { constraintBreach, throughput } from '../src/service/tuning/constraints.ts';
+import { EDGE_TOLERANCE_MS, selectWindow, serviceInterval, windowClosed, windowFrom } from '../src/service/tuning/window.ts';
 import type { SessionReport } from '../src/service/storage/storage.ts';
 import { sampleMetrics } from './helpers/service-reports.ts';
 

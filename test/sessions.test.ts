@@ -7,8 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { freePort } from '../src/lab/cluster.ts';
 import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
 import { ErrorResponseSchema } from '../src/protocol/v1.ts';
-import { advanceTuningSession } from '../src/service/sessions/advance.ts';
-import { buildSpace, sessionSpaceInput } from '../src/service/sessions/space.ts';
+import { advanceTuningSession } from '../src/service/tuning/advance.ts';
+import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
 import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
 import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertSessionShape, getSession, isTrialJson, startSession, type IterationJson } from './sessions-agent.ts';
 

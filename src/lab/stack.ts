@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { localGrantsSql } from '../agent/targets/local/index.ts';
-import { parseServiceArgs } from '../service/config.ts';
-import { startService, type RunningService } from '../service/server.ts';
+import { parseServiceArgs } from '../service/app/config.ts';
+import { startService, type RunningService } from '../service/app/server.ts';
 import { freePort, serverOsUser, startCluster, type Cluster } from './cluster.ts';
 import { startLoad, type RunningLoad, type Workload } from './workloads.ts';
 

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
 import { routes } from '../../src/protocol/v1.ts';
-import { parseServiceArgs, type ServiceConfig } from '../../src/service/config.ts';
-import { startService, type RunningService, type StartOptions } from '../../src/service/server.ts';
+import { parseServiceArgs, type ServiceConfig } from '../../src/service/app/config.ts';
+import { startService, type RunningService, type StartOptions } from '../../src/service/app/server.ts';
 
 export type StorageKind = 'pglite' | 'postgres';
 export const STORAGE_KINDS: readonly StorageKind[] = ['pglite', 'postgres'];

@@ -13,14 +13,14 @@ import {
   type ReportResponse,
   type TargetKindV1,
 } from '../../protocol/v1.ts';
-import { looksLikeApiKey, matchesAnyHash } from '../auth/tokens.ts';
-import type { ServiceContext } from '../context.ts';
-import { DatabaseIdSchema } from '../inputs.ts';
+import { looksLikeApiKey, matchesAnyHash } from '../people/tokens.ts';
+import type { ServiceContext } from '../app/context.ts';
+import { DatabaseIdSchema } from '../databases/inputs.ts';
 import type { AgentLease } from '../storage/storage.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
 import { refuseUnstorableText, storableTime } from './storable.ts';
 import { reportBodyForStorage } from '../storage/report-body.ts';
-import { afterAck, afterReport } from '../sessions/advance.ts';
+import { afterAck, afterReport } from '../tuning/advance.ts';
 import { HttpError, badRequest, errorBody, jsonErrorHandler, notFound, parseOr400 } from './errors.ts';
 
 const DatabaseParamsSchema = z.object({ databaseId: DatabaseIdSchema });

@@ -7,12 +7,12 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { API_PREFIX, MAX_BODY_BYTES } from '../../protocol/v1.ts';
 import { errorBody } from './errors.ts';
-import type { ServiceContext } from '../context.ts';
+import type { ServiceContext } from '../app/context.ts';
 import { registerAgentApi } from './agent-api.ts';
 import { registerDownloads } from './downloads.ts';
 import { MANAGE_PREFIX, registerManageApi } from './manage-api.ts';
 import { registerPages } from './pages.ts';
-import { LoginThrottle } from './sessions.ts';
+import { LoginThrottle } from './login-sessions.ts';
 
 export interface AppOptions {
   /** Where log lines go (stdout by default). */

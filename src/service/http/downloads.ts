@@ -4,7 +4,7 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ServiceContext } from '../context.ts';
+import type { ServiceContext } from '../app/context.ts';
 import { SUMS_FILE, readDownloads } from '../setup/downloads.ts';
 import { errorBody } from './errors.ts';
 import { serviceUrl } from './public-url.ts';

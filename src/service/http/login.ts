@@ -1,11 +1,11 @@
 // Logging in, the same for the JSON API and the login page.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { verifyAgainstNothing, verifyPassword } from '../auth/passwords.ts';
-import type { ServiceContext } from '../context.ts';
-import type { LoginInput } from '../inputs.ts';
+import { verifyAgainstNothing, verifyPassword } from '../people/passwords.ts';
+import type { ServiceContext } from '../app/context.ts';
+import type { LoginInput } from '../databases/inputs.ts';
 import type { Session } from '../storage/storage.ts';
 import { HttpError } from './errors.ts';
-import { startSession, type LoginThrottle } from './sessions.ts';
+import { startSession, type LoginThrottle } from './login-sessions.ts';
 
 /** Checks a login against the throttle, then the password. `request.ip` is the client's address
  * as the configured proxies tell it (TUNER_TRUST_PROXY), never what the client claims. */

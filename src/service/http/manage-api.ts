@@ -3,8 +3,8 @@
 // the X-CSRF-Token header.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import * as actions from '../actions.ts';
-import type { ServiceContext } from '../context.ts';
+import * as actions from '../databases/actions.ts';
+import type { ServiceContext } from '../app/context.ts';
 import {
   CommandInputSchema,
   DatabaseIdSchema,
@@ -14,16 +14,16 @@ import {
   NewUserInputSchema,
   ReportIntervalInputSchema,
   UuidSchema,
-} from '../inputs.ts';
+} from '../databases/inputs.ts';
 import type { Session } from '../storage/storage.ts';
-import * as sessionActions from '../sessions/actions.ts';
-import { StartSessionInputSchema } from '../sessions/params.ts';
-import { iterationViews, sessionView } from '../sessions/views.ts';
-import { commandView, databaseView, reportView, userView } from '../views.ts';
+import * as sessionActions from '../tuning/actions.ts';
+import { StartSessionInputSchema } from '../tuning/params.ts';
+import { iterationViews, sessionView } from '../tuning/views.ts';
+import { commandView, databaseView, reportView, userView } from '../databases/views.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
 import { HttpError, errorBody, jsonErrorHandler, notFound, parseOr400 } from './errors.ts';
 import { logIn } from './login.ts';
-import { CSRF_HEADER, csrfMatches, endSession, loadSession, type LoginThrottle } from './sessions.ts';
+import { CSRF_HEADER, csrfMatches, endSession, loadSession, type LoginThrottle } from './login-sessions.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 export const MANAGE_PREFIX = '/api/manage';

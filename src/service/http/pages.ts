@@ -4,9 +4,9 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import * as actions from '../actions.ts';
-import { randomToken, sameSecret } from '../auth/tokens.ts';
-import type { ServiceContext } from '../context.ts';
+import * as actions from '../databases/actions.ts';
+import { randomToken, sameSecret } from '../people/tokens.ts';
+import type { ServiceContext } from '../app/context.ts';
 import {
   CommandInputSchema,
   DatabaseIdSchema,
@@ -16,11 +16,11 @@ import {
   UuidSchema,
   parseValueLines,
   type CommandInput,
-} from '../inputs.ts';
+} from '../databases/inputs.ts';
 import type { Session } from '../storage/storage.ts';
-import * as sessionActions from '../sessions/actions.ts';
-import { StartSessionInputSchema, startInputFromForm } from '../sessions/params.ts';
-import { iterationViews, sessionView } from '../sessions/views.ts';
+import * as sessionActions from '../tuning/actions.ts';
+import { StartSessionInputSchema, startInputFromForm } from '../tuning/params.ts';
+import { iterationViews, sessionView } from '../tuning/views.ts';
 import { APP_CSS, APP_JS, ICON_SVG } from '../web/assets.ts';
 import { dashboardPage } from '../web/dashboard-page.ts';
 import { databasesPage } from '../web/databases-page.ts';
@@ -34,7 +34,7 @@ import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
-import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './sessions.ts';
+import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './login-sessions.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Command, SystemInfo, TargetKindV1 } from '../../protocol/v1.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
-import { createSessionStorage } from './sql-sessions.ts';
+import { createSessionStorage } from './sql-tuning.ts';
 import {
   UsernameTakenError,
   type AckResult,

@@ -5,7 +5,7 @@ import { getKnob } from '../../knobs/catalog.ts';
 import type { Command, Setting } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
 import type { CommandRecord, DatabaseSummary, ReportPoint, Session, StoredEvent, StoredReport } from '../storage/storage.ts';
-import { commandState } from '../views.ts';
+import { commandState } from '../databases/views.ts';
 import { sparkline } from './charts.ts';
 import { agentBadge } from './databases-page.ts';
 import { formatBytes, formatMs, formatNumber, formatPercent, formatRelative, formatTime } from './format.ts';

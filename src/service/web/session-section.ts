@@ -1,10 +1,10 @@
 // The dashboard's tuning-session section: the session (state, what it waits for, its chart and
 // iterations with their configuration diff against the baseline), the buttons that act on it
 // (stop, approve, revert), the form that starts one, and the earlier sessions.
-import type { ConfigChange } from '../sessions/space.ts';
-import { ENGINE_LIMITS } from '../sessions/engine.ts';
-import { SESSION_LIMITS } from '../sessions/params.ts';
-import type { iterationViews, sessionView } from '../sessions/views.ts';
+import type { ConfigChange } from '../tuning/space.ts';
+import { ENGINE_LIMITS } from '../tuning/engine.ts';
+import { SESSION_LIMITS } from '../tuning/params.ts';
+import type { iterationViews, sessionView } from '../tuning/views.ts';
 import { ACTIVE_SESSION_STATES, type DatabaseSummary, type Session, type TuningSessionRecord } from '../storage/storage.ts';
 import { formatMs, formatNumber, formatRelative, formatTime } from './format.ts';
 import { html, type Html } from './html.ts';

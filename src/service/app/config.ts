@@ -82,7 +82,7 @@ const httpUrl = z
   .transform((v) => v.replace(/\/+$/, ''));
 
 /** What `npm run build:agent` writes: the package's own dist/. */
-export const DEFAULT_DOWNLOADS_DIR = join(import.meta.dirname, '..', '..', 'dist');
+export const DEFAULT_DOWNLOADS_DIR = join(import.meta.dirname, '..', '..', '..', 'dist');
 
 /** Where each setting comes from: its flag (if any), its variable, its schema and default. */
 const SETTINGS = {

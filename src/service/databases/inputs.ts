@@ -2,7 +2,7 @@
 // what is safe to apply; the service only checks the shape (names that look like PostgreSQL
 // parameter names, values that are strings or numbers) and sizes.
 import { z } from 'zod';
-import { CommandSchema, TargetKindSchema } from '../protocol/v1.ts';
+import { CommandSchema, TargetKindSchema } from '../../protocol/v1.ts';
 
 /** The protocol's own parameter-name and value rules, taken from its apply command. */
 const applyValues = CommandSchema.options[0].shape.values;

@@ -3,8 +3,8 @@
 // pages, a header in the JSON API).
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { randomToken, sameSecret, sha256Hex } from '../auth/tokens.ts';
-import type { ServiceContext } from '../context.ts';
+import { randomToken, sameSecret, sha256Hex } from '../people/tokens.ts';
+import type { ServiceContext } from '../app/context.ts';
 import type { Session, User } from '../storage/storage.ts';
 
 export const SESSION_COOKIE = 'tuner_session';

@@ -1,13 +1,13 @@
 // What people do, whether through the JSON API or the HTML forms: the same checks and limits
 // either way. Every action names the acting user, whose account bounds what it can see.
 import { randomUUID } from 'node:crypto';
-import type { Command } from '../protocol/v1.ts';
-import { generateApiKey } from './auth/tokens.ts';
-import { hashPassword, generatePassword } from './auth/passwords.ts';
-import type { ServiceContext } from './context.ts';
-import { HttpError, notFound } from './http/errors.ts';
+import type { Command } from '../../protocol/v1.ts';
+import { generateApiKey } from '../people/tokens.ts';
+import { hashPassword, generatePassword } from '../people/passwords.ts';
+import type { ServiceContext } from '../app/context.ts';
+import { HttpError, notFound } from '../http/errors.ts';
 import type { CommandInput, NewDatabaseInput, NewUserInput } from './inputs.ts';
-import { UsernameTakenError, type ApiKeyInfo, type CommandRecord, type DatabaseEntry, type User } from './storage/storage.ts';
+import { UsernameTakenError, type ApiKeyInfo, type CommandRecord, type DatabaseEntry, type User } from '../storage/storage.ts';
 
 /** Enough for any real use, small enough that nobody fills the storage by accident. */
 export const LIMITS = { databasesPerAccount: 500, liveKeysPerDatabase: 20, openCommandsPerDatabase: 20 } as const;

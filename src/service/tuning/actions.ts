@@ -1,7 +1,7 @@
 // What people do with tuning sessions, through the JSON API or the dashboard: start, stop,
 // approve, revert. Every action that changes a session holds its row lock, like the engine.
 import { randomInt, randomUUID } from 'node:crypto';
-import type { ServiceContext } from '../context.ts';
+import type { ServiceContext } from '../app/context.ts';
 import { HttpError, badRequest, notFound } from '../http/errors.ts';
 import { ACTIVE_SESSION_STATES, SessionBusyError, type TuningIterationRecord, type TuningSessionRecord, type TuningSessionTx, type User } from '../storage/storage.ts';
 import { applyBest, endSession, personStep } from './engine.ts';

@@ -1,13 +1,13 @@
 // Starting and stopping the whole service: storage (migrated), the first admin, the HTTP server,
 // and the retention job. Used by the bin, the tests and the benchmark alike.
 import type { FastifyInstance } from 'fastify';
-import { generatePassword, hashPassword } from './auth/passwords.ts';
+import { generatePassword, hashPassword } from '../people/passwords.ts';
 import type { ServiceConfig } from './config.ts';
 import { leasePolicyOf, type ServiceContext } from './context.ts';
-import { buildApp } from './http/app.ts';
-import { startSessionTicker } from './sessions/ticker.ts';
-import { openStorage } from './storage/open.ts';
-import type { Storage } from './storage/storage.ts';
+import { buildApp } from '../http/app.ts';
+import { startSessionTicker } from '../tuning/ticker.ts';
+import { openStorage } from '../storage/open.ts';
+import type { Storage } from '../storage/storage.ts';
 
 const PRUNE_EVERY_MS = 10 * 60_000;
 
