@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     console.log('  #  decision                     rounds  claimed runtime ratio (95 %)   re-measured ratio (95 %)       covered');
     for (let i = 1; i <= PLAN.sessions; i++) {
       const { person, databaseId } = stack;
-      const { session: created } = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/sessions`, {
+      const { session: created } = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/tuning-sessions`, {
         iterations: PLAN.trials,
         windowSeconds: PLAN.windowSeconds,
         warmupSeconds: PLAN.warmupSeconds,
@@ -115,7 +115,7 @@ async function main(): Promise<void> {
         abRoundsMax: PLAN.abRoundsMax,
         seed: 1000 + i,
       });
-      const path = `/api/manage/databases/${databaseId}/sessions/${created.id}`;
+      const path = `/api/manage/databases/${databaseId}/tuning-sessions/${created.id}`;
       const session = await until(
         async () => {
           const { session: now } = await person.call<{ session: SessionView }>('GET', path);

@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     stack = await startStack({ workload: WORKLOAD, work, clients: 2, reportSeconds: PLAN.reportSeconds, say });
     const { person, databaseId, service, password } = stack;
     say(`== a tuning session: ${PLAN.iterations} trials × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window), reload-only, then ${PLAN.abRoundsMin}–${PLAN.abRoundsMax} A/B rounds`);
-    const started = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/sessions`, {
+    const started = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/tuning-sessions`, {
       iterations: PLAN.iterations,
       windowSeconds: PLAN.windowSeconds,
       warmupSeconds: PLAN.warmupSeconds,
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       requireApproval: false,
       seed: 7,
     });
-    const sessionPath = `/api/manage/databases/${databaseId}/sessions/${started.session.id}`;
+    const sessionPath = `/api/manage/databases/${databaseId}/tuning-sessions/${started.session.id}`;
     const printed = new Set<number>();
     let baselineShown = false;
     const final = await until(async () => {

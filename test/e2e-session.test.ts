@@ -19,7 +19,7 @@ import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { WORKLOADS, startLoad, type RunningLoad, type Workload } from '../src/lab/workloads.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
-import { FULL_SETTINGS, assertSessionShape, getSession, startSession, type SessionJson } from './sessions-agent.ts';
+import { FULL_SETTINGS, assertSessionShape, getTuningSession, startTuningSession, type SessionJson } from './sessions-agent.ts';
 import { until } from './helpers/until.ts';
 
 function spawnLogged(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): { child: ChildProcess; output: () => string; exited: Promise<number> } {
@@ -57,12 +57,12 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
   };
 
   const runSession = async (body: Record<string, unknown>, ends: readonly string[]) => {
-    const started = await startSession(person, databaseId, body);
+    const started = await startTuningSession(person, databaseId, body);
     const ended = await until('the session to end its search and verification', async () => {
-      const { session } = await getSession(person, databaseId, started.id);
+      const { session } = await getTuningSession(person, databaseId, started.id);
       return [...ends, 'failed', 'stopped'].includes(session.state) ? session : null;
     }, 240_000, 500);
-    const { iterations } = await getSession(person, databaseId, started.id);
+    const { iterations } = await getTuningSession(person, databaseId, started.id);
     console.log(`${ended.state}: ${ended.message ?? ''}`);
     for (const it of iterations) console.log(`  #${it.ordinal} ${it.phase} ${it.kind}${it.round ? ` ${it.round}` : ''} ${it.state} objective ${it.objective?.toFixed(3) ?? '–'} ${it.failure ?? ''}`);
     assert.notEqual(ended.state, 'failed', `${ended.message ?? ''}\n${agent?.output().slice(-3000) ?? ''}`);
@@ -130,10 +130,10 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
     const best = session.best!;
     assert.ok(Number(best.config['work_mem']) > 5 * 1024, `work_mem ${best.config['work_mem']} kB`);
 
-    const approved = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/sessions/${id}/approve`);
+    const approved = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/tuning-sessions/${id}/approve`);
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
     const done = await until('the verified configuration applied and kept', async () => {
-      const { session: now } = await getSession(person, databaseId, id);
+      const { session: now } = await getTuningSession(person, databaseId, id);
       return now.state === 'done' || now.state === 'failed' ? now : null;
     }, 30_000);
     assert.equal(done.state, 'done', done.message ?? '');

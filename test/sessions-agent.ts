@@ -248,14 +248,14 @@ export interface IterationJson {
   window: { start: string; end: string; attempts: number } | null;
 }
 
-export async function getSession(person: PersonClient, databaseId: string, sessionId: string): Promise<{ session: SessionJson; iterations: IterationJson[] }> {
-  const response = await person.get<{ session: SessionJson; iterations: IterationJson[] }>(`/api/manage/databases/${databaseId}/sessions/${sessionId}`);
+export async function getTuningSession(person: PersonClient, databaseId: string, sessionId: string): Promise<{ session: SessionJson; iterations: IterationJson[] }> {
+  const response = await person.get<{ session: SessionJson; iterations: IterationJson[] }>(`/api/manage/databases/${databaseId}/tuning-sessions/${sessionId}`);
   assert.equal(response.status, 200, JSON.stringify(response.body));
   return response.body;
 }
 
-export async function startSession(person: PersonClient, databaseId: string, body: Record<string, unknown>): Promise<SessionJson> {
-  const response = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/sessions`, body);
+export async function startTuningSession(person: PersonClient, databaseId: string, body: Record<string, unknown>): Promise<SessionJson> {
+  const response = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/tuning-sessions`, body);
   assert.equal(response.status, 201, JSON.stringify(response.body));
   return response.body.session;
 }

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { WindowStats } from '../src/measure/objective.ts';
 import { constraintBreach, throughput } from '../src/service/tuning/constraints.ts';
 import { EDGE_TOLERANCE_MS, selectWindow, serviceInterval, windowClosed, windowFrom } from '../src/service/tuning/window.ts';
-import type { SessionReport } from '../src/service/storage/storage.ts';
+import type { SessionReport } from '../src/service/tuning/store.ts';
 import { sampleMetrics } from './helpers/service-reports.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00Z');

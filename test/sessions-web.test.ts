@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
-import { SimulatedAgent, assertSessionShape, getSession } from './sessions-agent.ts';
+import { SimulatedAgent, assertSessionShape, getTuningSession } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
@@ -77,10 +77,10 @@ test('start a session from the dashboard, watch it, approve the best, then start
   assert.equal(await page.$('#session-start'), null, 'no second session while one is active');
   const sessionId = (await page.getAttribute('#session', 'data-session-id'))!;
 
-  await agent.runUntil('awaiting approval', async () => (await getSession(person, databaseId, sessionId)).session.state === 'awaiting_approval', { timeoutMs: 90_000 });
+  await agent.runUntil('awaiting approval', async () => (await getTuningSession(person, databaseId, sessionId)).session.state === 'awaiting_approval', { timeoutMs: 90_000 });
   await page.reload();
   assert.equal(await page.getAttribute('#session-state', 'data-state'), 'awaiting_approval');
-  const { iterations } = await getSession(person, databaseId, sessionId);
+  const { iterations } = await getTuningSession(person, databaseId, sessionId);
   const rounds = assertSessionShape(iterations, 8);
   assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
   assert.match((await page.textContent('#session-progress')) ?? '', new RegExp(`^8 of 8 trials measured \\(6 ok, 2 failed\\), 1 baseline window between them, ${rounds} A/B rounds \\(3–5\\)`));

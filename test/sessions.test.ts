@@ -10,7 +10,7 @@ import { ErrorResponseSchema } from '../src/protocol/v1.ts';
 import { advanceTuningSession } from '../src/service/tuning/advance.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
 import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
-import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertSessionShape, getSession, isTrialJson, startSession, type IterationJson } from './sessions-agent.ts';
+import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertSessionShape, getTuningSession, isTrialJson, startTuningSession, type IterationJson } from './sessions-agent.ts';
 
 interface CommandView {
   id: string;
@@ -44,7 +44,7 @@ for (const kind of STORAGE_KINDS) {
       await agent.report();
       return { databaseId, agent };
     };
-    const stateOf = async (databaseId: string, sessionId: string) => (await getSession(person, databaseId, sessionId)).session.state;
+    const stateOf = async (databaseId: string, sessionId: string) => (await getTuningSession(person, databaseId, sessionId)).session.state;
     const commands = async (databaseId: string) => (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands?limit=100`)).body.commands;
 
     before(async () => {
@@ -61,7 +61,7 @@ for (const kind of STORAGE_KINDS) {
     test('baseline → trials with baseline windows between them → A/B verification → awaiting approval → approve → kept', async () => {
       const { databaseId, agent } = await connect('approve');
       agent.noise = 0.03;
-      const started = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 42 });
+      const started = await startTuningSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 42 });
       assert.equal(started.state, 'baseline');
       assert.equal(started.requireApproval, true, 'approval is required by default');
       assert.equal(started.mode, 'reload-only');
@@ -75,7 +75,7 @@ for (const kind of STORAGE_KINDS) {
         return state === 'awaiting_approval';
       }, { timeoutMs: 90_000 });
       assert.ok(sawVerifying, 'the session verified its best before recommending it');
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       const rounds = assertSessionShape(iterations, 5, ['ok']);
       assert.ok(rounds >= 3 && rounds <= 8, `${rounds} A/B rounds`);
       const trials = iterations.filter(isTrialJson);
@@ -105,7 +105,7 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good while awaiting approval');
       assert.ok(queued.every((c) => c.command.kind === 'revert' || c.command.keep === false), 'every window was a trial (keep=false) or a revert');
 
-      const approved = await person.post<{ session: { state: string; finalCommandId: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`);
+      const approved = await person.post<{ session: { state: string; finalCommandId: string } }>(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/approve`);
       assert.equal(approved.status, 200, JSON.stringify(approved.body));
       assert.equal(approved.body.session.state, 'applying_best');
       const response = await agent.report();
@@ -114,12 +114,12 @@ for (const kind of STORAGE_KINDS) {
       assert.deepEqual(response.command.values, session.best.config);
       assert.equal(response.command.id, approved.body.session.finalCommandId);
       assert.equal(await stateOf(databaseId, started.id), 'done', 'the ack ends the session');
-      const done = (await getSession(person, databaseId, started.id)).session;
+      const done = (await getTuningSession(person, databaseId, started.id)).session;
       assert.match(done.message ?? '', /applied and kept/);
       assert.equal(agent.knownGood.get('work_mem'), String(session.best.config['work_mem']));
 
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`), 409, /only a session awaiting approval/);
-      const list = await person.get<{ sessions: Array<{ id: string; state: string }> }>(`/api/manage/databases/${databaseId}/sessions`);
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/approve`), 409, /only a session awaiting approval/);
+      const list = await person.get<{ sessions: Array<{ id: string; state: string }> }>(`/api/manage/databases/${databaseId}/tuning-sessions`);
       assert.deepEqual(list.body.sessions.map((s) => [s.id, s.state]), [[started.id, 'done']]);
     });
 
@@ -127,9 +127,9 @@ for (const kind of STORAGE_KINDS) {
       const { databaseId, agent } = await connect('null-workload');
       agent.effect = () => 1;
       agent.noise = 0.05;
-      const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 8, abRoundsMin: 3, abRoundsMax: 4, requireApproval: false });
+      const started = await startTuningSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 8, abRoundsMin: 3, abRoundsMax: 4, requireApproval: false });
       await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 90_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'done', session.message ?? '');
       assert.match(session.message ?? '', /^no significant improvement: .*the database stays on its known-good configuration$/);
       assert.doesNotMatch(session.message ?? '', /faster/);
@@ -146,17 +146,17 @@ for (const kind of STORAGE_KINDS) {
 
     test('a window whose query mix shifts is contaminated, measured again, and not given to the optimizer', async () => {
       const { databaseId, agent } = await connect('mix-shift');
-      const started = await startSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 0, seed: 4 });
+      const started = await startTuningSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 0, seed: 4 });
       let shifted = false;
       await agent.runUntil('awaiting approval', async () => {
-        const { session, iterations } = await getSession(person, databaseId, started.id);
+        const { session, iterations } = await getTuningSession(person, databaseId, started.id);
         const second = iterations.filter(isTrialJson)[1];
         // A batch job runs during the second trial's first window, and stops when it is judged.
         if (second?.state === 'measuring' && !shifted) shifted = agent.mixShifted = true;
         if (iterations.some((it) => it.state === 'contaminated')) agent.mixShifted = false;
         return ['awaiting_approval', 'done', 'failed'].includes(session.state);
       }, { timeoutMs: 90_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'awaiting_approval', session.message ?? '');
       const contaminated = iterations.filter((it) => it.state === 'contaminated');
       assert.equal(contaminated.length, 1, JSON.stringify(iterations.map((it) => [it.ordinal, it.kind, it.state, it.failure])));
@@ -168,16 +168,16 @@ for (const kind of STORAGE_KINDS) {
       assert.deepEqual([again.kind, again.state], [bad!.kind, 'ok']);
       assert.match(again.reason, new RegExp(`^iteration ${bad!.ordinal} measured again: its window was contaminated`));
       assertSessionShape(iterations, 2, ['ok']);
-      const stopped = await person.post(`/api/manage/databases/${databaseId}/sessions/${started.id}/revert`);
+      const stopped = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/revert`);
       assert.equal(stopped.status, 200);
     });
 
     test('a baseline window the agent cannot return to fails the session after three tries, instead of asking forever', async () => {
       const { databaseId, agent } = await connect('stuck-revert');
       agent.failReverts = true;
-      const started = await startSession(person, databaseId, { iterations: 1, windowSeconds: 2, warmupSeconds: 0, seed: 5 });
+      const started = await startTuningSession(person, databaseId, { iterations: 1, windowSeconds: 2, warmupSeconds: 0, seed: 5 });
       await agent.runUntil('the session to fail', async () => ['failed', 'done', 'awaiting_approval'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 60_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'failed', session.message ?? '');
       assert.match(session.message ?? '', /^the last 3 windows of the known-good configuration could not be measured \(the last: failed by the agent: work_mem/);
       assert.deepEqual(iterations.slice(-3).map((it) => [it.kind, it.state]), Array.from({ length: 3 }, () => ['baseline', 'failed']));
@@ -191,9 +191,9 @@ for (const kind of STORAGE_KINDS) {
         if (trial === 3) return { status: 'applied', breach: true };
         return { status: 'applied' };
       };
-      const started = await startSession(person, databaseId, { iterations: 6, windowSeconds: 2, warmupSeconds: 0, seed: 7, requireApproval: false });
+      const started = await startTuningSession(person, databaseId, { iterations: 6, windowSeconds: 2, warmupSeconds: 0, seed: 7, requireApproval: false });
       await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 60_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'done', session.message ?? '');
       assert.match(iterations[0]!.failure ?? '', /^refused by the agent: work_mem/);
       assert.match(iterations[1]!.failure ?? '', /^failed by the agent: max_wal_size/);
@@ -218,61 +218,61 @@ for (const kind of STORAGE_KINDS) {
     test('an acknowledgement that never comes fails the iteration after the timeout, and the session moves on', async () => {
       const { databaseId, agent } = await connect('silent');
       agent.plan = (_command, trial) => (trial === 1 ? { status: 'ignore' } : { status: 'applied' });
-      const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 3 });
+      const started = await startTuningSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 3 });
       await agent.runUntil('the first trial to be sent twice', async () => {
-        const [first] = (await getSession(person, databaseId, started.id)).iterations;
+        const [first] = (await getTuningSession(person, databaseId, started.id)).iterations;
         return first?.sentAt != null && agent.received.length === 1 && (await commands(databaseId)).some((c) => c.id === first.commandId && c.state === 'sent');
       });
       // Eleven minutes later, by the storage's clock as the timer would see it.
       const advanced = await advanceTuningSession(service.storage, databaseId, { now: new Date(Date.now() + 11 * 60_000) });
       assert.ok(advanced?.commandIssued, 'the next trial is queued');
-      const { iterations } = await getSession(person, databaseId, started.id);
+      const { iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(iterations[0]!.state, 'failed');
       assert.match(iterations[0]!.failure ?? '', /no acknowledgement within 600 s/);
       const cancelled = (await commands(databaseId)).find((c) => c.id === iterations[0]!.commandId);
       assert.equal(cancelled?.state, 'failed', 'the command is no longer handed out');
       const next = await agent.report();
       assert.equal(next.command?.id, iterations[1]!.commandId);
-      const stopped = await person.post<{ session: { state: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/stop`);
+      const stopped = await person.post<{ session: { state: string } }>(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
       assert.equal(stopped.body.session.state, 'stopped');
     });
 
     test('stop returns a trial to known-good; revert returns the database to its baseline', async () => {
       const { databaseId, agent } = await connect('stop-revert');
-      const first = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 11 });
-      await agent.runUntil('a trial to be measured', async () => (await getSession(person, databaseId, first.id)).iterations[0]?.state === 'measuring');
+      const first = await startTuningSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 11 });
+      await agent.runUntil('a trial to be measured', async () => (await getTuningSession(person, databaseId, first.id)).iterations[0]?.state === 'measuring');
       assert.notEqual(agent.settings.get('work_mem'), '4096', 'the trial is applied');
-      const stopped = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/sessions/${first.id}/stop`);
+      const stopped = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/stop`);
       assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
       assert.equal(stopped.body.session.state, 'stopped');
       assert.match(stopped.body.session.message, /stopped by admin: the database returns to its known-good configuration/);
       const revert = await agent.report();
       assert.deepEqual(revert.command && revert.command.kind === 'revert' && revert.command.to, 'known-good');
       assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good');
-      const { iterations } = await getSession(person, databaseId, first.id);
+      const { iterations } = await getTuningSession(person, databaseId, first.id);
       assert.equal(iterations.at(-1)?.state, 'cancelled');
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${first.id}/stop`), 409, 'stopped already');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/stop`), 409, 'stopped already');
 
-      const second = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 12 });
-      await agent.runUntil('a trial to be applied', async () => (await getSession(person, databaseId, second.id)).iterations[0]?.state === 'measuring');
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${first.id}/revert`), 409, 'latest session');
-      const reverted = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/sessions/${second.id}/revert`);
+      const second = await startTuningSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 12 });
+      await agent.runUntil('a trial to be applied', async () => (await getTuningSession(person, databaseId, second.id)).iterations[0]?.state === 'measuring');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/revert`), 409, 'latest session');
+      const reverted = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/tuning-sessions/${second.id}/revert`);
       assert.equal(reverted.body.session.state, 'reverted');
       const toBaseline = await agent.report();
       assert.deepEqual(toBaseline.command && toBaseline.command.kind === 'revert' && toBaseline.command.to, 'baseline');
       assert.deepEqual(agent.settings, agent.baseline);
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${second.id}/revert`), 409, 'reverted already');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${second.id}/revert`), 409, 'reverted already');
     });
 
     test('a session goes on after the service restarts mid-iteration', async () => {
       const { databaseId, agent } = await connect('restart');
-      const started = await startSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 1, seed: 5 });
-      await agent.runUntil('the first trial to be measured', async () => (await getSession(person, databaseId, started.id)).iterations[0]?.state === 'measuring');
+      const started = await startTuningSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 1, seed: 5 });
+      await agent.runUntil('the first trial to be measured', async () => (await getTuningSession(person, databaseId, started.id)).iterations[0]?.state === 'measuring');
       await service.close();
       service = await startTestService(store, {}, listen);
       person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
       await agent.runUntil('awaiting approval after the restart', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
-      const { iterations } = await getSession(person, databaseId, started.id);
+      const { iterations } = await getTuningSession(person, databaseId, started.id);
       assertSessionShape(iterations, 2, ['ok']);
     });
 
@@ -280,7 +280,7 @@ for (const kind of STORAGE_KINDS) {
       const replica = await startTestService(store);
       try {
         const { databaseId, agent } = await connect('replicas');
-        const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 9 });
+        const started = await startTuningSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 9 });
         let flip = false;
         await agent.runUntil('awaiting approval', async () => {
           // Every step, both replicas' requests and timers at once, besides the agent's report.
@@ -294,7 +294,7 @@ for (const kind of STORAGE_KINDS) {
           agent.useService(flip ? replica.url : service.url);
           return (await stateOf(databaseId, started.id)) === 'awaiting_approval';
         });
-        const { iterations } = await getSession(person, databaseId, started.id);
+        const { iterations } = await getTuningSession(person, databaseId, started.id);
         assertSessionShape(iterations, 3, ['ok']);
         const issued = await commands(databaseId);
         const applies = issued.filter((c) => c.command.kind === 'apply');
@@ -310,7 +310,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('bad inputs to the session routes get a clear 4xx naming the field', async () => {
       const { databaseId, agent } = await connect('bad-inputs');
-      const path = `/api/manage/databases/${databaseId}/sessions`;
+      const path = `/api/manage/databases/${databaseId}/tuning-sessions`;
       assertClientError(await person.post(path, { iterations: 0 }), 400, 'body.iterations: expected at least 1');
       assertClientError(await person.post(path, { iterations: 2.5 }), 400, 'body.iterations: expected a whole number');
       assertClientError(await person.post(path, { windowSeconds: 1 }), 400, 'body.windowSeconds: expected at least 2 seconds');
@@ -326,14 +326,14 @@ for (const kind of STORAGE_KINDS) {
       assertClientError(await person.post(path, { confidencePercent: '95' }), 400, 'body.confidencePercent: expected a number of percent');
       assertClientError(await person.post(path, { iterations: 3, extra: true }), 400, 'extra');
       assertClientError(await person.post(path, { mode: 'restart' }), 400, /body\.mode: restart needs an agent allowed to restart/);
-      assertClientError(await person.post('/api/manage/databases/not-a-uuid/sessions', {}), 400, 'path.databaseId');
-      assertClientError(await person.post(`/api/manage/databases/${crypto.randomUUID()}/sessions`, {}), 404, 'no database');
+      assertClientError(await person.post('/api/manage/databases/not-a-uuid/tuning-sessions', {}), 400, 'path.databaseId');
+      assertClientError(await person.post(`/api/manage/databases/${crypto.randomUUID()}/tuning-sessions`, {}), 404, 'no database');
       assertClientError(await person.get(`${path}/nope`), 400, 'path.sessionId');
       assertClientError(await person.get(`${path}/${crypto.randomUUID()}`), 404, 'no tuning session');
       assertClientError(await person.post(`${path}/${crypto.randomUUID()}/approve`), 404, 'no tuning session');
       assertClientError(await person.get(`${path}?limit=0`), 400, 'query.limit');
 
-      const started = await startSession(person, databaseId, { windowSeconds: 30 });
+      const started = await startTuningSession(person, databaseId, { windowSeconds: 30 });
       assertClientError(await person.post(path, {}), 409, `session ${started.id} is baseline on this database`);
       assertClientError(await person.post(`${path}/${started.id}/approve`), 409, 'only a session awaiting approval');
       assert.equal((await person.post(`${path}/${started.id}/stop`)).status, 200);
@@ -341,13 +341,13 @@ for (const kind of STORAGE_KINDS) {
 
       // No agent yet; a reload-only target asked to restart; an agent that may restart.
       const { databaseId: idle } = await person.createDatabase('no-agent');
-      assertClientError(await person.post(`/api/manage/databases/${idle}/sessions`, {}), 409, 'no agent is connected');
+      assertClientError(await person.post(`/api/manage/databases/${idle}/tuning-sessions`, {}), 409, 'no agent is connected');
       const flex = await connect('flex', { target: 'managed-b-flex', allowRestart: true });
-      assertClientError(await person.post(`/api/manage/databases/${flex.databaseId}/sessions`, { mode: 'restart' }), 400, 'body.mode: managed-b-flex is reload-only');
+      assertClientError(await person.post(`/api/manage/databases/${flex.databaseId}/tuning-sessions`, { mode: 'restart' }), 400, 'body.mode: managed-b-flex is reload-only');
       const restartable = await connect('restartable', { allowRestart: true });
-      const restart = await startSession(person, restartable.databaseId, { mode: 'restart', windowSeconds: 30 });
+      const restart = await startTuningSession(person, restartable.databaseId, { mode: 'restart', windowSeconds: 30 });
       assert.equal(restart.mode, 'restart');
-      assert.equal((await person.post(`/api/manage/databases/${restartable.databaseId}/sessions/${restart.id}/stop`)).status, 200);
+      assert.equal((await person.post(`/api/manage/databases/${restartable.databaseId}/tuning-sessions/${restart.id}/stop`)).status, 200);
     });
   });
 }

@@ -1,6 +1,7 @@
 // What every part of the running service shares.
 import type { ServiceConfig } from './config.ts';
-import type { LeasePolicy, Storage } from '../storage/storage.ts';
+import type { LeasePolicy } from '../agents/store.ts';
+import type { Storage } from '../storage/storage.ts';
 
 export interface ServiceContext {
   storage: Storage;

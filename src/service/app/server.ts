@@ -5,7 +5,7 @@ import { generatePassword, hashPassword } from '../people/passwords.ts';
 import type { ServiceConfig } from './config.ts';
 import { leasePolicyOf, type ServiceContext } from './context.ts';
 import { buildApp } from '../http/app.ts';
-import { startSessionTicker } from '../tuning/ticker.ts';
+import { startTuningSessionTicker } from '../tuning/ticker.ts';
 import { openStorage } from '../storage/open.ts';
 import type { Storage } from '../storage/storage.ts';
 
@@ -71,7 +71,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   timer.unref();
 
   // Tuning sessions move with reports and acks; the ticker catches what no request brings.
-  const sessionTicker = startSessionTicker(storage, listening.log);
+  const tuningSessionTicker = startTuningSessionTicker(storage, listening.log);
 
   const address = listening.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -84,7 +84,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     close: () =>
       (closing ??= (async () => {
         clearInterval(timer);
-        await sessionTicker.stop();
+        await tuningSessionTicker.stop();
         await listening.close();
         await pruning;
         await storage.close();

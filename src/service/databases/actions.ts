@@ -7,7 +7,8 @@ import { hashPassword, generatePassword } from '../people/passwords.ts';
 import type { ServiceContext } from '../app/context.ts';
 import { HttpError, notFound } from '../http/errors.ts';
 import type { CommandInput, NewDatabaseInput, NewUserInput } from './inputs.ts';
-import { UsernameTakenError, type ApiKeyInfo, type CommandRecord, type DatabaseEntry, type User } from '../storage/storage.ts';
+import type { ApiKeyInfo, CommandRecord, DatabaseEntry } from './store.ts';
+import { type User, UsernameTakenError } from '../people/store.ts';
 
 /** Enough for any real use, small enough that nobody fills the storage by accident. */
 export const LIMITS = { databasesPerAccount: 500, liveKeysPerDatabase: 20, openCommandsPerDatabase: 20 } as const;

@@ -1,5 +1,6 @@
 // The JSON shapes the people's API returns (documented in docs/service.md).
-import type { CommandRecord, DatabaseSummary, StoredReport, User } from '../storage/storage.ts';
+import type { CommandRecord, DatabaseSummary, StoredReport } from './store.ts';
+import type { User } from '../people/store.ts';
 
 export function userView(user: User) {
   return { id: user.id, username: user.username, isAdmin: user.isAdmin, createdAt: user.createdAt.toISOString() };

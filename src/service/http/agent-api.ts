@@ -16,7 +16,7 @@ import {
 import { looksLikeApiKey, matchesAnyHash } from '../people/tokens.ts';
 import type { ServiceContext } from '../app/context.ts';
 import { DatabaseIdSchema } from '../databases/inputs.ts';
-import type { AgentLease } from '../storage/storage.ts';
+import type { AgentLease } from '../agents/store.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
 import { refuseUnstorableText, storableTime } from './storable.ts';
 import { reportBodyForStorage } from '../storage/report-body.ts';

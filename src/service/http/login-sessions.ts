@@ -5,7 +5,7 @@ import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomToken, sameSecret, sha256Hex } from '../people/tokens.ts';
 import type { ServiceContext } from '../app/context.ts';
-import type { Session, User } from '../storage/storage.ts';
+import type { LoginSession, User } from '../people/store.ts';
 
 export const SESSION_COOKIE = 'tuner_session';
 export const CSRF_HEADER = 'x-csrf-token';
@@ -18,17 +18,17 @@ export function isHttps(ctx: ServiceContext, request: FastifyRequest): boolean {
   return request.protocol === 'https' || (ctx.config.publicUrl?.startsWith('https://') ?? false);
 }
 
-export async function loadSession(ctx: ServiceContext, request: FastifyRequest): Promise<Session | null> {
+export async function loadLoginSession(ctx: ServiceContext, request: FastifyRequest): Promise<LoginSession | null> {
   const token = request.cookies[SESSION_COOKIE];
   if (!token || token.length > 100) return null;
-  return ctx.storage.findSession(sha256Hex(token));
+  return ctx.storage.findLoginSession(sha256Hex(token));
 }
 
-export async function startSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, user: User): Promise<Session> {
+export async function startLoginSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, user: User): Promise<LoginSession> {
   const token = randomToken();
   const csrfToken = randomToken();
   const expiresAt = new Date(Date.now() + SESSION_DAYS * 86_400_000);
-  await ctx.storage.createSession(sha256Hex(token), user.id, csrfToken, expiresAt);
+  await ctx.storage.createLoginSession(sha256Hex(token), user.id, csrfToken, expiresAt);
   reply.setCookie(SESSION_COOKIE, token, {
     httpOnly: true,
     sameSite: 'lax',
@@ -39,13 +39,13 @@ export async function startSession(ctx: ServiceContext, request: FastifyRequest,
   return { user, csrfToken, expiresAt };
 }
 
-export async function endSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function endLoginSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const token = request.cookies[SESSION_COOKIE];
-  if (token && token.length <= 100) await ctx.storage.deleteSession(sha256Hex(token));
+  if (token && token.length <= 100) await ctx.storage.deleteLoginSession(sha256Hex(token));
   reply.clearCookie(SESSION_COOKIE, { path: '/' });
 }
 
-export function csrfMatches(session: Session, presented: unknown): boolean {
+export function csrfMatches(session: LoginSession, presented: unknown): boolean {
   return typeof presented === 'string' && sameSecret(presented, session.csrfToken);
 }
 

@@ -3,13 +3,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { verifyAgainstNothing, verifyPassword } from '../people/passwords.ts';
 import type { ServiceContext } from '../app/context.ts';
 import type { LoginInput } from '../databases/inputs.ts';
-import type { Session } from '../storage/storage.ts';
+import type { LoginSession } from '../people/store.ts';
 import { HttpError } from './errors.ts';
-import { startSession, type LoginThrottle } from './login-sessions.ts';
+import { startLoginSession, type LoginThrottle } from './login-sessions.ts';
 
 /** Checks a login against the throttle, then the password. `request.ip` is the client's address
  * as the configured proxies tell it (TUNER_TRUST_PROXY), never what the client claims. */
-export async function logIn(ctx: ServiceContext, throttle: LoginThrottle, request: FastifyRequest, reply: FastifyReply, input: LoginInput): Promise<Session> {
+export async function logIn(ctx: ServiceContext, throttle: LoginThrottle, request: FastifyRequest, reply: FastifyReply, input: LoginInput): Promise<LoginSession> {
   const wait = throttle.retryAfterSeconds(request.ip, input.username);
   if (wait > 0) {
     void reply.header('retry-after', String(wait));
@@ -22,5 +22,5 @@ export async function logIn(ctx: ServiceContext, throttle: LoginThrottle, reques
     throw new HttpError(401, 'unauthorized', 'wrong username or password');
   }
   throttle.succeed(request.ip, input.username);
-  return startSession(ctx, request, reply, found.user);
+  return startLoginSession(ctx, request, reply, found.user);
 }

@@ -15,15 +15,15 @@ import {
   ReportIntervalInputSchema,
   UuidSchema,
 } from '../databases/inputs.ts';
-import type { Session } from '../storage/storage.ts';
-import * as sessionActions from '../tuning/actions.ts';
+import type { LoginSession } from '../people/store.ts';
+import * as tuning from '../tuning/actions.ts';
 import { StartSessionInputSchema } from '../tuning/params.ts';
 import { iterationViews, sessionView } from '../tuning/views.ts';
 import { commandView, databaseView, reportView, userView } from '../databases/views.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
 import { HttpError, errorBody, jsonErrorHandler, notFound, parseOr400 } from './errors.ts';
 import { logIn } from './login.ts';
-import { CSRF_HEADER, csrfMatches, endSession, loadSession, type LoginThrottle } from './login-sessions.ts';
+import { CSRF_HEADER, csrfMatches, endLoginSession, loadLoginSession, type LoginThrottle } from './login-sessions.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
@@ -33,9 +33,9 @@ const KeyParams = z.object({ databaseId: DatabaseIdSchema, keyId: UuidSchema });
 const ListQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) });
 const SessionParams = z.object({ databaseId: DatabaseIdSchema, sessionId: z.uuid({ error: 'expected a tuning session id (a UUID)' }) });
 
-const sessions = new WeakMap<FastifyRequest, Session>();
+const sessions = new WeakMap<FastifyRequest, LoginSession>();
 
-function sessionOf(request: FastifyRequest): Session {
+function sessionOf(request: FastifyRequest): LoginSession {
   const session = sessions.get(request);
   if (!session) throw new HttpError(401, 'unauthorized', 'log in first (POST /api/manage/login)');
   return session;
@@ -64,7 +64,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.addHook('onRequest', async (request, reply) => {
     void reply.header('cache-control', 'no-store');
     if (request.is404 || request.routeOptions.url === `${MANAGE_PREFIX}/login`) return;
-    const session = await loadSession(ctx, request);
+    const session = await loadLoginSession(ctx, request);
     if (!session) throw new HttpError(401, 'unauthorized', 'log in first (POST /api/manage/login)');
     if (request.method !== 'GET' && request.method !== 'HEAD' && !csrfMatches(session, request.headers[CSRF_HEADER])) {
       throw new HttpError(403, 'forbidden', `missing or wrong CSRF token: send the session's csrfToken in the ${CSRF_HEADER} header`);
@@ -79,7 +79,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   });
 
   app.post('/logout', async (request, reply) => {
-    await endSession(ctx, request, reply);
+    await endLoginSession(ctx, request, reply);
     return reply.code(204).send();
   });
 
@@ -174,15 +174,15 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   });
 
   // Tuning sessions (docs/service.md, "Tuning sessions")
-  app.post('/databases/:databaseId/sessions', async (request, reply) => {
+  app.post('/databases/:databaseId/tuning-sessions', async (request, reply) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const input = parseOr400(StartSessionInputSchema, request.body ?? {}, 'body');
-    const session = await sessionActions.startSession(ctx, user, databaseId, input);
+    const session = await tuning.startTuningSession(ctx, user, databaseId, input);
     return reply.code(201).send({ session: sessionView(session, []) });
   });
 
-  app.get('/databases/:databaseId/sessions', async (request) => {
+  app.get('/databases/:databaseId/tuning-sessions', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
@@ -190,22 +190,22 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     return { sessions: (await storage.listTuningSessions(user.accountId, databaseId, limit)).map((s) => sessionView(s)) };
   });
 
-  app.get('/databases/:databaseId/sessions/:sessionId', async (request) => {
+  app.get('/databases/:databaseId/tuning-sessions/:sessionId', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId, sessionId } = parseOr400(SessionParams, request.params, 'path');
-    const { session, iterations } = await sessionActions.getSession(ctx, user, databaseId, sessionId);
+    const { session, iterations } = await tuning.getTuningSession(ctx, user, databaseId, sessionId);
     return { session: sessionView(session, iterations), iterations: iterationViews(session, iterations) };
   });
 
-  const sessionAction = (action: typeof sessionActions.stopSession) => async (request: FastifyRequest) => {
+  const sessionAction = (action: typeof tuning.stopTuningSession) => async (request: FastifyRequest) => {
     const { user } = sessionOf(request);
     const { databaseId, sessionId } = parseOr400(SessionParams, request.params, 'path');
     const session = await action(ctx, user, databaseId, sessionId);
     return { session: sessionView(session) };
   };
-  app.post('/databases/:databaseId/sessions/:sessionId/stop', sessionAction(sessionActions.stopSession));
-  app.post('/databases/:databaseId/sessions/:sessionId/approve', sessionAction(sessionActions.approveSession));
-  app.post('/databases/:databaseId/sessions/:sessionId/revert', sessionAction(sessionActions.revertSession));
+  app.post('/databases/:databaseId/tuning-sessions/:sessionId/stop', sessionAction(tuning.stopTuningSession));
+  app.post('/databases/:databaseId/tuning-sessions/:sessionId/approve', sessionAction(tuning.approveTuningSession));
+  app.post('/databases/:databaseId/tuning-sessions/:sessionId/revert', sessionAction(tuning.revertTuningSession));
 
   app.get('/users', async (request) => {
     const { user } = sessionOf(request);

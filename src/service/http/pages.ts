@@ -17,8 +17,8 @@ import {
   parseValueLines,
   type CommandInput,
 } from '../databases/inputs.ts';
-import type { Session } from '../storage/storage.ts';
-import * as sessionActions from '../tuning/actions.ts';
+import type { LoginSession } from '../people/store.ts';
+import * as tuning from '../tuning/actions.ts';
 import { StartSessionInputSchema, startInputFromForm } from '../tuning/params.ts';
 import { iterationViews, sessionView } from '../tuning/views.ts';
 import { APP_CSS, APP_JS, ICON_SVG } from '../web/assets.ts';
@@ -34,7 +34,7 @@ import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
-import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './login-sessions.ts';
+import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession, type LoginThrottle } from './login-sessions.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';
@@ -79,8 +79,8 @@ const NOTICES: Record<string, { kind: 'ok' | 'bad'; text: string }> = {
 
 export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttle: LoginThrottle): void {
   const { storage, config } = ctx;
-  const sessions = new WeakMap<FastifyRequest, Session>();
-  const sessionOf = (request: FastifyRequest): Session => {
+  const sessions = new WeakMap<FastifyRequest, LoginSession>();
+  const sessionOf = (request: FastifyRequest): LoginSession => {
     const session = sessions.get(request);
     if (!session) throw new HttpError(401, 'unauthorized', 'log in first');
     return session;
@@ -104,7 +104,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     if (request.method === 'POST') refuseUnstorableText(null, request.body, 'form');
     const url = request.routeOptions.url ?? '';
     if (request.is404 || url === '/login' || url === '/favicon.ico' || url.startsWith('/static/')) return;
-    const session = await loadSession(ctx, request);
+    const session = await loadLoginSession(ctx, request);
     if (!session) return reply.redirect('/login', 303);
     if (request.method === 'POST' && !csrfMatches(session, fields(request.body)[CSRF_FIELD])) {
       throw new HttpError(403, 'forbidden', 'This form is out of date (its security token does not match your session). Go back, reload the page and try again.');
@@ -118,7 +118,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return sendPage(reply, errorPage(sessions.get(request) ?? null, status, message), status);
   });
   app.setNotFoundHandler(async (request, reply) => {
-    const session = await loadSession(ctx, request).catch(() => null);
+    const session = await loadLoginSession(ctx, request).catch(() => null);
     return sendPage(reply, errorPage(session, 404, 'There is no such page.'), 404);
   });
 
@@ -136,7 +136,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   };
 
   app.get('/login', async (request, reply) => {
-    if (await loadSession(ctx, request)) return reply.redirect('/', 303);
+    if (await loadLoginSession(ctx, request)) return reply.redirect('/', 303);
     return showLogin(request, reply, 200);
   });
 
@@ -159,7 +159,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   });
 
   app.post('/logout', async (request, reply) => {
-    await endSession(ctx, request, reply);
+    await endLoginSession(ctx, request, reply);
     return reply.redirect('/login', 303);
   });
 
@@ -254,11 +254,11 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     throw err;
   };
 
-  app.post('/databases/:databaseId/sessions', async (request, reply) => {
+  app.post('/databases/:databaseId/tuning-sessions', async (request, reply) => {
     const { databaseId } = parseForm(DatabaseParams, request.params);
     try {
       const input = parseForm(StartSessionInputSchema, startInputFromForm(fields(request.body)));
-      await sessionActions.startSession(ctx, sessionOf(request).user, databaseId, input);
+      await tuning.startTuningSession(ctx, sessionOf(request).user, databaseId, input);
     } catch (err) {
       return refusedOnDashboard(request, reply, databaseId, err);
     }
@@ -266,11 +266,11 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   });
 
   for (const [action, run] of [
-    ['stop', sessionActions.stopSession],
-    ['approve', sessionActions.approveSession],
-    ['revert', sessionActions.revertSession],
+    ['stop', tuning.stopTuningSession],
+    ['approve', tuning.approveTuningSession],
+    ['revert', tuning.revertTuningSession],
   ] as const) {
-    app.post(`/databases/:databaseId/sessions/:sessionId/${action}`, async (request, reply) => {
+    app.post(`/databases/:databaseId/tuning-sessions/:sessionId/${action}`, async (request, reply) => {
       const { databaseId, sessionId } = parseForm(SessionParams, request.params);
       try {
         await run(ctx, sessionOf(request).user, databaseId, sessionId);

@@ -5,28 +5,13 @@
 import type { Command } from '../../protocol/v1.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
-import {
-  ACTIVE_SESSION_STATES,
-  RUNNING_SESSION_STATES,
-  SessionBusyError,
-  type CommandRecord,
-  type GuardrailBreach,
-  type SessionReport,
-  type SessionWindow,
-  type Storage,
-  type TuningIterationPatch,
-  type TuningIterationRecord,
-  type TuningSessionPatch,
-  type TuningSessionRecord,
-  type TuningSessionTx,
-} from './storage.ts';
+import { findCommand, isUniqueViolation, one } from './sql-rows.ts';
+import { ACTIVE_SESSION_STATES, type GuardrailBreach, RUNNING_SESSION_STATES, SessionBusyError, type SessionReport, type SessionWindow, type TuningIterationPatch, type TuningIterationRecord, type TuningSessionPatch, type TuningSessionRecord, type TuningSessionTx, type TuningStore } from '../tuning/store.ts';
 
 // Constants of ours, not input: safe to write into the SQL.
 const inList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 const ACTIVE = inList(ACTIVE_SESSION_STATES);
 const RUNNING = inList(RUNNING_SESSION_STATES);
-
-export type CommandReader = (q: Queryable, databaseId: string, commandId: string) => Promise<CommandRecord | null>;
 
 interface WindowJson {
   start: string;
@@ -195,16 +180,8 @@ function iterationAssignments(patch: TuningIterationPatch): Array<[string, unkno
   return out;
 }
 
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
-}
-
 function isLockTimeout(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '55P03';
-}
-
-async function one<T extends object>(q: Queryable, text: string, params: readonly unknown[], options?: { name?: string }): Promise<T | null> {
-  return (await q.query<T>(text, params, options))[0] ?? null;
 }
 
 async function insertCommand(q: Queryable, databaseId: string, command: Command, createdById: string | null): Promise<void> {
@@ -216,7 +193,7 @@ async function insertCommand(q: Queryable, databaseId: string, command: Command,
   ]);
 }
 
-function sessionTx(q: Queryable, session: TuningSessionRecord, readCommand: CommandReader): TuningSessionTx {
+function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx {
   const { id: sessionId, databaseId } = session;
   const reload = async () => toSession((await one<SessionRow>(q, `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} WHERE s.id = $1::uuid`, [sessionId]))!);
   return {
@@ -265,7 +242,7 @@ function sessionTx(q: Queryable, session: TuningSessionRecord, readCommand: Comm
       await q.query(`UPDATE tuning_iterations SET ${set.sql} WHERE session_id = $1::uuid AND ordinal = $2::int`, [sessionId, ordinal, ...set.params]);
     },
     issueCommand: (command, createdById) => insertCommand(q, databaseId, command, createdById),
-    command: (commandId) => readCommand(q, databaseId, commandId),
+    command: (commandId) => findCommand(q, databaseId, commandId),
     async cancelCommand(commandId, reason) {
       const outcome = { status: 'failed', effective: {}, errors: [reason], restarted: false, restored: false };
       const rows = await q.query(
@@ -295,18 +272,8 @@ function sessionTx(q: Queryable, session: TuningSessionRecord, readCommand: Comm
   };
 }
 
-type SessionStorage = Pick<
-  Storage,
-  | 'createTuningSession'
-  | 'listTuningSessions'
-  | 'getTuningSession'
-  | 'activeTuningSession'
-  | 'databasesWithRunningSession'
-  | 'withTuningSession'
-  | 'sendNextCommand'
->;
 
-export function createSessionStorage(driver: SqlDriver, readCommand: CommandReader): SessionStorage {
+export function createTuningStore(driver: SqlDriver): TuningStore {
   const db: Queryable = driver;
   const active = async (databaseId: string) => {
     const row = await one<SessionRow>(
@@ -397,7 +364,7 @@ export function createSessionStorage(driver: SqlDriver, readCommand: CommandRead
           );
           if (!row) return null;
           const session = toSession(row);
-          return fn(sessionTx(tx, session, readCommand), session);
+          return fn(sessionTx(tx, session), session);
         });
       } catch (err) {
         if (isLockTimeout(err)) throw new SessionBusyError('the tuning session is busy (another request or replica is advancing it): try again', { cause: err });
@@ -405,18 +372,5 @@ export function createSessionStorage(driver: SqlDriver, readCommand: CommandRead
       }
     },
 
-    async sendNextCommand(databaseId) {
-      const row = await one<{ body: Command }>(
-        db,
-        `WITH next_command AS (
-           SELECT id FROM commands WHERE database_id = $1::uuid AND status <> 'done' ORDER BY seq LIMIT 1
-         )
-         UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
-           FROM next_command n WHERE c.id = n.id
-         RETURNING c.body`,
-        [databaseId],
-      );
-      return row?.body ?? null;
-    },
   };
 }

@@ -3,8 +3,9 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../app/context.ts';
 import { HttpError, badRequest, notFound } from '../http/errors.ts';
-import { ACTIVE_SESSION_STATES, SessionBusyError, type TuningIterationRecord, type TuningSessionRecord, type TuningSessionTx, type User } from '../storage/storage.ts';
-import { applyBest, endSession, personStep } from './engine.ts';
+import type { User } from '../people/store.ts';
+import { ACTIVE_SESSION_STATES, SessionBusyError, type TuningIterationRecord, type TuningSessionRecord, type TuningSessionTx } from './store.ts';
+import { applyBest, endTuningSession, personStep } from './engine.ts';
 import { SESSION_LIMITS, type StartSessionInput } from './params.ts';
 import { runningSessionsOf } from './running.ts';
 import { buildSpace, sessionSpaceInput } from './space.ts';
@@ -13,7 +14,7 @@ const conflict = (message: string) => new HttpError(409, 'bad_request', message)
 const noSuchSession = (id: string) => notFound(`no tuning session ${id} for this database in your account`);
 export const isActive = (session: TuningSessionRecord) => ACTIVE_SESSION_STATES.includes(session.state);
 
-export async function startSession(ctx: ServiceContext, user: User, databaseId: string, input: StartSessionInput): Promise<TuningSessionRecord> {
+export async function startTuningSession(ctx: ServiceContext, user: User, databaseId: string, input: StartSessionInput): Promise<TuningSessionRecord> {
   const { storage } = ctx;
   const database = await storage.getDatabase(user.accountId, databaseId);
   if (!database) throw notFound(`no database ${databaseId} in your account`);
@@ -79,13 +80,13 @@ async function withOwnedSession<R>(
 }
 
 /** Stops an active session; a trial that may be applied is reverted to known-good. */
-export function stopSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
+export function stopTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (!isActive(session)) throw conflict(`the session is ${session.state} already`);
     const step = personStep(tx, session, await tx.now());
     const trialMayBeApplied = (session.state === 'iterating' || session.state === 'verifying') && (await tx.iterations()).length > 0;
     const kept = session.state === 'applying_best' ? '; an apply of the best configuration the agent has received already is kept (revert to undo it)' : '';
-    await endSession(
+    await endTuningSession(
       step,
       'stopped',
       `stopped by ${user.username}${trialMayBeApplied ? ': the database returns to its known-good configuration' : ''}${kept}`,
@@ -97,7 +98,7 @@ export function stopSession(ctx: ServiceContext, user: User, databaseId: string,
 }
 
 /** Applies and keeps the best configuration of a session that waits for approval. */
-export function approveSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
+export function approveTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (session.state !== 'awaiting_approval' || !session.best) {
       throw conflict(`the session is ${session.state.replace('_', ' ')}: only a session awaiting approval can be approved`);
@@ -110,18 +111,18 @@ export function approveSession(ctx: ServiceContext, user: User, databaseId: stri
 }
 
 /** Returns the database to the configuration the agent found (its baseline), and ends the session. */
-export async function revertSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
+export async function revertTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
   const [latest] = await ctx.storage.listTuningSessions(user.accountId, databaseId, 1);
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (session.state === 'reverted') throw conflict('the session is reverted already');
     if (!isActive(session) && latest?.id !== sessionId) throw conflict("only the database's latest session, or an active one, can be reverted");
     const step = personStep(tx, session, await tx.now());
-    await endSession(step, 'reverted', `reverted to the baseline (the configuration the agent found) by ${user.username}`, 'baseline', user.id);
+    await endTuningSession(step, 'reverted', `reverted to the baseline (the configuration the agent found) by ${user.username}`, 'baseline', user.id);
     return step.session;
   });
 }
 
-export async function getSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] }> {
+export async function getTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] }> {
   const found = await ctx.storage.getTuningSession(user.accountId, databaseId, sessionId);
   if (!found) throw noSuchSession(sessionId);
   return found;

@@ -4,7 +4,8 @@
 // request: the report is stored already, and the next report or tick tries again.
 import type { FastifyBaseLogger } from 'fastify';
 import { safeErrorForLog } from '../http/errors.ts';
-import { RUNNING_SESSION_STATES, type Storage, type TuningSessionRecord } from '../storage/storage.ts';
+import type { Storage } from '../storage/storage.ts';
+import { RUNNING_SESSION_STATES, type TuningSessionRecord } from './store.ts';
 import { advanceSession, type AdvanceResult } from './engine.ts';
 import { sessionReportInterval } from './params.ts';
 import { runningSessionsOf } from './running.ts';

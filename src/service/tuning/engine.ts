@@ -22,16 +22,7 @@ import { queryMix, windowStats, type WindowStats } from '../../measure/objective
 import { describeVerdict, roundOrder, verdict, type RoundFigures, type Role, type Verdict, type VerifySettings } from '../../measure/verify.ts';
 import { suggest, type SearchSpace, type Suggestion } from '../../optimizer/index.ts';
 import type { Command } from '../../protocol/v1.ts';
-import type {
-  SessionBest,
-  SessionVerification,
-  SessionWindow,
-  TuningIterationPatch,
-  TuningIterationRecord,
-  TuningSessionPatch,
-  TuningSessionRecord,
-  TuningSessionTx,
-} from '../storage/storage.ts';
+import type { SessionBest, SessionVerification, SessionWindow, TuningIterationPatch, TuningIterationRecord, TuningSessionPatch, TuningSessionRecord, TuningSessionTx } from './store.ts';
 import { constraintBreach, throughput } from './constraints.ts';
 import { historyOf, isTrial, judgeSession, searchBest } from './history.ts';
 import { sessionReportInterval } from './params.ts';
@@ -125,7 +116,7 @@ async function baselineStep(s: Step): Promise<boolean> {
   if (found.length > 0) {
     const why = found.map((c) => c.message).join('; ');
     if (window.attempts + 1 >= ENGINE_LIMITS.windowAttempts) {
-      await endSession(s, 'failed', `the baseline could not be measured in ${ENGINE_LIMITS.windowAttempts} windows: ${why}`, null);
+      await endTuningSession(s, 'failed', `the baseline could not be measured in ${ENGINE_LIMITS.windowAttempts} windows: ${why}`, null);
       return false;
     }
     await updateSession(s, { baselineWindow: windowFrom(now, session.windowSeconds, window.attempts + 1), message: `measuring the baseline again: ${why}` });
@@ -175,7 +166,7 @@ async function spaceOf(s: Step): Promise<SearchSpace | null> {
   try {
     return buildSpace(s.session.space);
   } catch (err) {
-    await endSession(s, 'failed', `the search space cannot be rebuilt from what the agent reported at the start: ${(err as Error).message}`, 'known-good');
+    await endTuningSession(s, 'failed', `the search space cannot be rebuilt from what the agent reported at the start: ${(err as Error).message}`, 'known-good');
     return null;
   }
 }
@@ -212,7 +203,7 @@ async function issueWindow(s: Step, iterations: readonly TuningIterationRecord[]
   const kind = role === 'baseline' ? 'baseline' : 'candidate';
   const why = stuck(iterations, kind);
   if (why) {
-    await endSession(s, 'failed', `${why}; the database returns to its known-good configuration`, 'known-good');
+    await endTuningSession(s, 'failed', `${why}; the database returns to its known-good configuration`, 'known-good');
     return false;
   }
   const last = iterations.at(-1);
@@ -304,7 +295,7 @@ async function remeasure(s: Step, iterations: readonly TuningIterationRecord[], 
   const attempts = window.attempts + 1;
   await s.tx.updateIteration(it.ordinal, { state: 'contaminated', stats: roundStats(stats), reports, failure: `contaminated: ${why}`, finished: true });
   if (attempts >= ENGINE_LIMITS.windowAttempts) {
-    await endSession(s, 'failed', `iteration ${it.ordinal} could not be measured cleanly in ${ENGINE_LIMITS.windowAttempts} windows in a row (the last: ${why}); the database returns to its known-good configuration`, 'known-good');
+    await endTuningSession(s, 'failed', `iteration ${it.ordinal} could not be measured cleanly in ${ENGINE_LIMITS.windowAttempts} windows in a row (the last: ${why}); the database returns to its known-good configuration`, 'known-good');
     return false;
   }
   const start = new Date(s.now.getTime() + s.session.warmupSeconds * 1000);
@@ -342,7 +333,7 @@ async function iterationStep(s: Step): Promise<boolean> {
   const finished = trials.filter((it) => it.state === 'ok' || it.state === 'failed').length;
   const cancelled = trials.filter((it) => it.state === 'cancelled').length;
   if (cancelled > s.session.iterations) {
-    await endSession(s, 'failed', `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`, 'known-good');
+    await endTuningSession(s, 'failed', `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`, 'known-good');
     return false;
   }
   if (finished >= s.session.iterations) return startVerification(s, iterations, null);
@@ -380,7 +371,7 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
   const prefix = note ? `${note}; ` : '';
   if (!best || best.objective >= 1) {
     const what = best ? `no trial measured below the baseline's runtime (the best: objective ${fmt(best.objective)})` : 'no configuration was measured';
-    await endSession(s, 'done', `${prefix}no significant improvement: ${what}; the database stays on its known-good configuration`, iterations.length > 0 ? 'known-good' : null);
+    await endTuningSession(s, 'done', `${prefix}no significant improvement: ${what}; the database stays on its known-good configuration`, iterations.length > 0 ? 'known-good' : null);
     return false;
   }
   const verification: SessionVerification = { candidate: best, rounds: 0, runtime: null, throughput: null, decision: 'continue', note: null };
@@ -410,7 +401,7 @@ async function verifyStep(s: Step): Promise<boolean> {
   if (moved !== null) return moved;
   const verification = s.session.verification;
   if (!verification) {
-    await endSession(s, 'failed', 'the session is verifying without a candidate', 'known-good');
+    await endTuningSession(s, 'failed', 'the session is verifying without a candidate', 'known-good');
     return false;
   }
   const settings = verifySettings(s.session);
@@ -420,13 +411,13 @@ async function verifyStep(s: Step): Promise<boolean> {
   if (failed) {
     const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
     await updateSession(s, { verification: { ...verification, ...figures(v), decision: 'no_significant_improvement', note } });
-    await endSession(s, 'done', `no significant improvement: ${note}; the database stays on its known-good configuration`, 'known-good');
+    await endTuningSession(s, 'done', `no significant improvement: ${note}; the database stays on its known-good configuration`, 'known-good');
     return false;
   }
   if (v.rounds !== verification.rounds || v.decision !== verification.decision) await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
   if (v.decision === 'recommend') return recommend(s, v);
   if (v.decision === 'no_significant_improvement') {
-    await endSession(s, 'done', `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`, 'known-good');
+    await endTuningSession(s, 'done', `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`, 'known-good');
     return false;
   }
   const round = rounds.length + 1;
@@ -471,17 +462,17 @@ async function finalApplyStep(s: Step): Promise<boolean> {
   const { session } = s;
   const command = session.finalCommandId ? await s.tx.command(session.finalCommandId) : null;
   if (!command) {
-    await endSession(s, 'failed', 'the command applying the best configuration is gone', null);
+    await endTuningSession(s, 'failed', 'the command applying the best configuration is gone', null);
     return false;
   }
   if (command.status === 'done') {
     if (command.outcome?.status === 'applied') {
       const v = session.verification;
       const figures = v ? describeVerdict(v, session.confidencePercent / 100) : 'verified';
-      await endSession(s, 'done', `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`, null);
+      await endTuningSession(s, 'done', `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`, null);
     } else {
       const errors = command.outcome?.errors.join('; ') || 'no reason given';
-      await endSession(s, 'failed', `the agent did not apply the best configuration (${command.outcome?.status ?? 'failed'}: ${errors}); the database stays on its known-good configuration`, null);
+      await endTuningSession(s, 'failed', `the agent did not apply the best configuration (${command.outcome?.status ?? 'failed'}: ${errors}); the database stays on its known-good configuration`, null);
     }
     return false;
   }
@@ -490,7 +481,7 @@ async function finalApplyStep(s: Step): Promise<boolean> {
   const timeout = ENGINE_LIMITS.ackTimeoutSeconds[session.mode];
   if (sentAt !== null && s.now.getTime() - sentAt.getTime() > timeout * 1000) {
     await s.tx.cancelCommand(command.id, `the tuning session gave up waiting for its acknowledgement after ${timeout} s`);
-    await endSession(s, 'failed', `the agent did not acknowledge the best configuration within ${timeout} s`, null);
+    await endTuningSession(s, 'failed', `the agent did not acknowledge the best configuration within ${timeout} s`, null);
   }
   return false;
 }
@@ -517,7 +508,7 @@ async function abandonInFlight(s: Step, reason: string): Promise<void> {
 }
 
 /** Ends the session in `state`, returning the database to `revertTo` first when given. */
-export async function endSession(s: Step, state: 'done' | 'stopped' | 'reverted' | 'failed', message: string, revertTo: 'known-good' | 'baseline' | null, userId: string | null = s.session.createdById): Promise<void> {
+export async function endTuningSession(s: Step, state: 'done' | 'stopped' | 'reverted' | 'failed', message: string, revertTo: 'known-good' | 'baseline' | null, userId: string | null = s.session.createdById): Promise<void> {
   await abandonInFlight(s, `the tuning session ended (${state})`);
   if (revertTo) await issueRevert(s, revertTo, userId);
   await updateSession(s, { state, message, ended: true });

@@ -5,7 +5,7 @@
 // count for nothing.
 import { drift, judge, windowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
 import { best, type Observation, type SearchSpace } from '../../optimizer/index.ts';
-import type { TuningIterationRecord, TuningSessionRecord } from '../storage/storage.ts';
+import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 
 const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['heuristic', 'explore', 'remeasure']);
 

@@ -3,7 +3,7 @@
 import { describeValue, getKnob, parseSetting, parseValue, type KnobValue } from '../../knobs/index.ts';
 import { createSpace, type SearchSpace } from '../../optimizer/index.ts';
 import type { Setting, TargetKindV1 } from '../../protocol/v1.ts';
-import type { SessionSpaceInput, TuningMode } from '../storage/storage.ts';
+import type { SessionSpaceInput, TuningMode } from './store.ts';
 
 /**
  * Settings the agent's memory and ordering checks read that are not catalog knobs. Protocol v1

@@ -9,12 +9,12 @@ import { runningSessionsOf } from './running.ts';
 
 export const TICK_MS = 5_000;
 
-export interface SessionTicker {
+export interface TuningSessionTicker {
   /** Stops the timer and waits for a tick in progress. */
   stop(): Promise<void>;
 }
 
-export function startSessionTicker(storage: Storage, log: FastifyBaseLogger, everyMs = TICK_MS): SessionTicker {
+export function startTuningSessionTicker(storage: Storage, log: FastifyBaseLogger, everyMs = TICK_MS): TuningSessionTicker {
   let inFlight: Promise<void> | null = null;
   const running = runningSessionsOf(storage);
   const tick = async () => {

@@ -2,7 +2,7 @@
 import type { WindowStats } from '../../measure/objective.ts';
 import { describeVerdict } from '../../measure/verify.ts';
 import type { SearchSpace } from '../../optimizer/index.ts';
-import type { SessionWindow, TuningIterationRecord, TuningSessionRecord } from '../storage/storage.ts';
+import type { SessionWindow, TuningIterationRecord, TuningSessionRecord } from './store.ts';
 import { throughput } from './constraints.ts';
 import { bestSoFar, isTrial, judgeSession, type SessionJudgement } from './history.ts';
 import { sessionReportInterval } from './params.ts';

@@ -9,7 +9,7 @@
 // the network's delay). That mapping is good to the variation of the delay and of the time the
 // agent takes between the end of an interval and sending it, hence a tolerance at the edges.
 import type { MetricsReport } from '../../protocol/report.ts';
-import type { SessionReport, SessionWindow } from '../storage/storage.ts';
+import type { SessionReport, SessionWindow } from './store.ts';
 
 /** How far a report's interval may reach past the window's edges and still count. */
 export const EDGE_TOLERANCE_MS = 500;

@@ -4,7 +4,8 @@
 import { getKnob } from '../../knobs/catalog.ts';
 import type { Command, Setting } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
-import type { CommandRecord, DatabaseSummary, ReportPoint, Session, StoredEvent, StoredReport } from '../storage/storage.ts';
+import type { CommandRecord, DatabaseSummary, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
+import type { LoginSession } from '../people/store.ts';
 import { commandState } from '../databases/views.ts';
 import { sparkline } from './charts.ts';
 import { agentBadge } from './databases-page.ts';
@@ -14,7 +15,7 @@ import { csrfField, page } from './layout.ts';
 import { sessionSection, type SessionSectionInput } from './session-section.ts';
 
 export interface DashboardInput {
-  session: Session;
+  session: LoginSession;
   database: DatabaseSummary;
   defaultIntervalSeconds: number;
   report: StoredReport | null;

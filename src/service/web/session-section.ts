@@ -5,14 +5,16 @@ import type { ConfigChange } from '../tuning/space.ts';
 import { ENGINE_LIMITS } from '../tuning/engine.ts';
 import { SESSION_LIMITS } from '../tuning/params.ts';
 import type { iterationViews, sessionView } from '../tuning/views.ts';
-import { ACTIVE_SESSION_STATES, type DatabaseSummary, type Session, type TuningSessionRecord } from '../storage/storage.ts';
+import type { DatabaseSummary } from '../databases/store.ts';
+import type { LoginSession } from '../people/store.ts';
+import { ACTIVE_SESSION_STATES, type TuningSessionRecord } from '../tuning/store.ts';
 import { formatMs, formatNumber, formatRelative, formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField } from './layout.ts';
 import { sessionChart } from './session-chart.ts';
 
 export interface SessionSectionInput {
-  session: Session;
+  session: LoginSession;
   database: DatabaseSummary;
   /** The session shown in detail (the latest, or the one asked for), with its iterations. */
   shown: { view: ReturnType<typeof sessionView>; iterations: ReturnType<typeof iterationViews> } | null;
@@ -53,7 +55,7 @@ function diffList(diff: readonly ConfigChange[], open = false): Html {
 }
 
 function actionButton(input: SessionSectionInput, sessionId: string, action: 'stop' | 'approve' | 'revert', label: string, style: string, confirm: string | null): Html {
-  return html`<form class="inline" method="post" action="/databases/${input.database.id}/sessions/${sessionId}/${action}"${confirm ? html` data-confirm="${confirm}"` : ''}>
+  return html`<form class="inline" method="post" action="/databases/${input.database.id}/tuning-sessions/${sessionId}/${action}"${confirm ? html` data-confirm="${confirm}"` : ''}>
   ${csrfField(input.session)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
 }
 
@@ -162,7 +164,7 @@ ${iterationsTable(shown)}
 function startForm(input: SessionSectionInput): Html {
   const agent = input.database.agent;
   const restartPossible = agent?.allowRestart === true && input.database.target !== 'managed-b-flex';
-  return html`<form class="stack" method="post" action="/databases/${input.database.id}/sessions" id="session-start">
+  return html`<form class="stack" method="post" action="/databases/${input.database.id}/tuning-sessions" id="session-start">
   ${csrfField(input.session)}
   <h3>Start a tuning session</h3>
   <p class="muted">The session measures the baseline, then tries one configuration per trial (the agent's guardrails watch it and revert it on their own), measuring the baseline again every ${ENGINE_LIMITS.baselineEvery} trials. Then it verifies the best against the baseline in A/B rounds, and recommends it only if the whole confidence interval shows at least the minimum effect.</p>

@@ -2,13 +2,14 @@
 // commands (and Cloud A's ECS task), and the database's API keys. A new key appears in full
 // only on the page that created it.
 import { setupSnippets, TARGET_LABELS } from '../setup/snippets.ts';
-import type { ApiKeyInfo, DatabaseSummary, Session } from '../storage/storage.ts';
+import type { ApiKeyInfo, DatabaseSummary } from '../databases/store.ts';
+import type { LoginSession } from '../people/store.ts';
 import { formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 
 export interface SetupPageInput {
-  session: Session;
+  session: LoginSession;
   database: DatabaseSummary;
   keys: readonly ApiKeyInfo[];
   /** The key just created, shown once. */

@@ -1,10 +1,10 @@
 // The admin's page: the users, and a form for a new one (each user gets an account of their own).
-import type { Session, User } from '../storage/storage.ts';
+import type { LoginSession, User } from '../people/store.ts';
 import { formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 
-export function usersPage(session: Session, users: readonly User[], result?: { created?: { username: string; password: string | null }; error?: string }): Html {
+export function usersPage(session: LoginSession, users: readonly User[], result?: { created?: { username: string; password: string | null }; error?: string }): Html {
   return page({
     title: 'Users',
     session,
