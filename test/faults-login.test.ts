@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
-import { LoginThrottle } from '../src/service/http/login-sessions.ts';
+import { LoginThrottle } from '../src/service/people/throttle.ts';
 import { ADMIN_PASSWORD, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 
 const running: Array<{ service: TestService; store: ServiceStore }> = [];

@@ -2,7 +2,7 @@
 // Every message is built from the plan (host, port, database, user, sslmode) and from what the
 // server or TLS said; neither ever holds the password.
 import pg from 'pg';
-import type { Attempt, ConnectionPlan } from './connect.ts';
+import type { Attempt, ConnectionPlan } from './connection-plan.ts';
 
 export interface Failure {
   attempt: Attempt;

@@ -1,15 +1,22 @@
-// What every part of the running service shares.
-import type { ServiceConfig } from './config.ts';
+// What every part of the running service shares: one of each per running service.
 import type { LeasePolicy } from '../agents/store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { RunningSessions } from '../tuning/running.ts';
+import type { ServiceConfig } from './config.ts';
 
 export interface ServiceContext {
   storage: Storage;
   config: ServiceConfig;
   leasePolicy: LeasePolicy;
+  /** Which databases have a running tuning session, as this replica last saw it (a cache). */
+  runningSessions: RunningSessions;
+}
+
+export function createServiceContext(storage: Storage, config: ServiceConfig): ServiceContext {
+  return { storage, config, leasePolicy: leasePolicyOf(config), runningSessions: new RunningSessions() };
 }
 
 /** The protocol's rule: a lease lasts max(3 × report interval, 30 s) (the minimum configurable). */
-export function leasePolicyOf(config: ServiceConfig): LeasePolicy {
+function leasePolicyOf(config: ServiceConfig): LeasePolicy {
   return { defaultIntervalSeconds: config.reportIntervalSeconds, intervalsPerLease: 3, minLeaseSeconds: config.leaseMinSeconds };
 }

@@ -1,9 +1,9 @@
 // Starting and stopping the whole service: storage (migrated), the first admin, the HTTP server,
 // and the retention job. Used by the bin, the tests and the benchmark alike.
 import type { FastifyInstance } from 'fastify';
-import { generatePassword, hashPassword } from '../people/passwords.ts';
+import { ensureFirstAdmin } from '../people/actions.ts';
 import type { ServiceConfig } from './config.ts';
-import { leasePolicyOf, type ServiceContext } from './context.ts';
+import { createServiceContext } from './context.ts';
 import { buildApp } from '../http/app.ts';
 import { startTuningSessionTicker } from '../tuning/ticker.ts';
 import { openStorage } from '../storage/open.ts';
@@ -28,21 +28,12 @@ export interface StartOptions {
   requestTimeoutMs?: number;
 }
 
-/** Creates the first admin on an empty storage; its password is the configured one or generated. */
-async function ensureAdmin(storage: Storage, config: ServiceConfig, announce: (text: string) => void): Promise<void> {
-  const password = config.adminPassword ?? generatePassword();
-  const created = await storage.createFirstAdmin(config.adminUsername, await hashPassword(password));
-  if (!created) return;
-  if (config.adminPassword) announce(`created the admin login "${config.adminUsername}" with the password from TUNER_ADMIN_PASSWORD\n`);
-  else announce(`created the admin login (shown once, keep it safe):\n  username: ${config.adminUsername}\n  password: ${password}\n`);
-}
-
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  const ctx = createServiceContext(storage, config);
   let app: FastifyInstance | undefined;
   try {
-    await ensureAdmin(storage, config, options.announce ?? ((text) => process.stdout.write(text)));
-    const ctx: ServiceContext = { storage, config, leasePolicy: leasePolicyOf(config) };
+    await ensureFirstAdmin(ctx, options.announce ?? ((text) => process.stdout.write(text)));
     app = buildApp(ctx, { ...(options.logStream && { logStream: options.logStream }), ...(options.requestTimeoutMs && { requestTimeoutMs: options.requestTimeoutMs }) });
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
@@ -71,7 +62,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   timer.unref();
 
   // Tuning sessions move with reports and acks; the ticker catches what no request brings.
-  const tuningSessionTicker = startTuningSessionTicker(storage, listening.log);
+  const tuningSessionTicker = startTuningSessionTicker(ctx, listening.log);
 
   const address = listening.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -1,14 +1,13 @@
-// What people do, whether through the JSON API or the HTML forms: the same checks and limits
-// either way. Every action names the acting user, whose account bounds what it can see.
+// What people do with databases, their API keys and commands, whether through the JSON API or the
+// HTML forms: the same checks and limits either way. Every action names the acting user, whose account bounds what it can see.
 import { randomUUID } from 'node:crypto';
 import type { Command } from '../../protocol/v1.ts';
 import { generateApiKey } from '../people/tokens.ts';
-import { hashPassword, generatePassword } from '../people/passwords.ts';
 import type { ServiceContext } from '../app/context.ts';
-import { HttpError, notFound } from '../http/errors.ts';
-import type { CommandInput, NewDatabaseInput, NewUserInput } from './inputs.ts';
-import type { ApiKeyInfo, CommandRecord, DatabaseEntry } from './store.ts';
-import { type User, UsernameTakenError } from '../people/store.ts';
+import { conflict, notFound } from '../errors.ts';
+import type { CommandInput, NewDatabaseInput } from './inputs.ts';
+import type { ApiKeyInfo, CommandRecord, DatabaseEntry, DatabaseSummary } from './store.ts';
+import type { User } from '../people/store.ts';
 
 /** Enough for any real use, small enough that nobody fills the storage by accident. */
 export const LIMITS = { databasesPerAccount: 500, liveKeysPerDatabase: 20, openCommandsPerDatabase: 20 } as const;
@@ -21,10 +20,17 @@ export interface CreatedApiKey {
 
 const noSuchDatabase = (id: string) => notFound(`no database ${id} in your account`);
 
+/** The account's database, or a not_found error that says so. */
+export async function databaseOf(ctx: ServiceContext, user: User, databaseId: string): Promise<DatabaseSummary> {
+  const database = await ctx.storage.getDatabase(user.accountId, databaseId);
+  if (!database) throw noSuchDatabase(databaseId);
+  return database;
+}
+
 export async function createDatabase(ctx: ServiceContext, user: User, input: NewDatabaseInput): Promise<{ database: DatabaseEntry; key: CreatedApiKey }> {
   const existing = await ctx.storage.listDatabases(user.accountId);
   if (existing.length >= LIMITS.databasesPerAccount) {
-    throw new HttpError(409, 'conflict', `an account holds at most ${LIMITS.databasesPerAccount} databases`);
+    throw conflict(`an account holds at most ${LIMITS.databasesPerAccount} databases`);
   }
   const database = await ctx.storage.createDatabase(user.accountId, { id: randomUUID(), name: input.name, target: input.target });
   const key = await createApiKey(ctx, user, database.id, 'first key');
@@ -32,9 +38,9 @@ export async function createDatabase(ctx: ServiceContext, user: User, input: New
 }
 
 export async function createApiKey(ctx: ServiceContext, user: User, databaseId: string, label: string): Promise<CreatedApiKey> {
-  if (!(await ctx.storage.getDatabase(user.accountId, databaseId))) throw noSuchDatabase(databaseId);
+  await databaseOf(ctx, user, databaseId);
   if ((await ctx.storage.countLiveApiKeys(databaseId)) >= LIMITS.liveKeysPerDatabase) {
-    throw new HttpError(409, 'conflict', `a database has at most ${LIMITS.liveKeysPerDatabase} live API keys: revoke one first`);
+    throw conflict(`a database has at most ${LIMITS.liveKeysPerDatabase} live API keys: revoke one first`);
   }
   const generated = generateApiKey();
   const info = await ctx.storage.createApiKey(user.accountId, {
@@ -56,9 +62,9 @@ export async function revokeApiKey(ctx: ServiceContext, user: User, databaseId: 
 }
 
 export async function issueCommand(ctx: ServiceContext, user: User, databaseId: string, input: CommandInput): Promise<CommandRecord> {
-  if (!(await ctx.storage.getDatabase(user.accountId, databaseId))) throw noSuchDatabase(databaseId);
+  await databaseOf(ctx, user, databaseId);
   if ((await ctx.storage.countOpenCommands(databaseId)) >= LIMITS.openCommandsPerDatabase) {
-    throw new HttpError(409, 'conflict', `${LIMITS.openCommandsPerDatabase} commands are waiting for the agent already: wait for it to acknowledge them`);
+    throw conflict(`${LIMITS.openCommandsPerDatabase} commands are waiting for the agent already: wait for it to acknowledge them`);
   }
   const id = randomUUID();
   const command: Command =
@@ -72,16 +78,4 @@ export async function issueCommand(ctx: ServiceContext, user: User, databaseId: 
 
 export async function setReportInterval(ctx: ServiceContext, user: User, databaseId: string, seconds: number | null): Promise<void> {
   if (!(await ctx.storage.setReportInterval(user.accountId, databaseId, seconds))) throw noSuchDatabase(databaseId);
-}
-
-export async function createUser(ctx: ServiceContext, actor: User, input: NewUserInput): Promise<{ user: User; password: string | null }> {
-  if (!actor.isAdmin) throw new HttpError(403, 'forbidden', 'only an admin can create users');
-  const password = input.password ?? generatePassword();
-  try {
-    const user = await ctx.storage.createUser(input.username, await hashPassword(password), input.isAdmin);
-    return { user, password: input.password ? null : password };
-  } catch (err) {
-    if (err instanceof UsernameTakenError) throw new HttpError(409, 'conflict', `username "${input.username}" is taken`);
-    throw err;
-  }
 }

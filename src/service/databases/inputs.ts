@@ -1,4 +1,4 @@
-// What people may send, for the JSON API and the HTML forms alike. The agent is the authority on
+// What people may send about databases, for the JSON API and the HTML forms alike. The agent is the authority on
 // what is safe to apply; the service only checks the shape (names that look like PostgreSQL
 // parameter names, values that are strings or numbers) and sizes.
 import { z } from 'zod';
@@ -6,13 +6,6 @@ import { CommandSchema, TargetKindSchema } from '../../protocol/v1.ts';
 
 /** The protocol's own parameter-name and value rules, taken from its apply command. */
 const applyValues = CommandSchema.options[0].shape.values;
-
-export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
-
-export const LoginInputSchema = z.strictObject({
-  username: z.string().min(1, 'expected a username').max(64),
-  password: z.string().min(1, 'expected a password').max(200),
-});
 
 export const NewDatabaseInputSchema = z.strictObject({
   name: z.string().trim().min(1, 'expected a name for the database').max(100, 'expected at most 100 characters'),
@@ -40,20 +33,11 @@ export const CommandInputSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('revert'), to: z.enum(['baseline', 'known-good']) }),
 ]);
 
-export const NewUserInputSchema = z.strictObject({
-  username: z.string().regex(USERNAME_PATTERN, 'expected 1 to 64 letters, digits or ._@-'),
-  /** Generated (and returned once) when absent. */
-  password: z.string().min(12, 'expected at least 12 characters').max(200).optional(),
-  isAdmin: z.boolean().default(false),
-});
-
 export const DatabaseIdSchema = z.uuid({ error: 'expected a database id (a UUID, as on the agent setup page)' });
 export const UuidSchema = z.uuid({ error: 'expected a UUID' });
 
-export type LoginInput = z.infer<typeof LoginInputSchema>;
 export type NewDatabaseInput = z.infer<typeof NewDatabaseInputSchema>;
 export type CommandInput = z.infer<typeof CommandInputSchema>;
-export type NewUserInput = z.infer<typeof NewUserInputSchema>;
 
 /** `work_mem=64MB` lines (the dashboard's form) into apply values; numbers stay strings, as in pg_settings. */
 export function parseValueLines(text: string): Record<string, string> {

@@ -12,7 +12,7 @@ import { registerAgentApi } from './agent-api.ts';
 import { registerDownloads } from './downloads.ts';
 import { MANAGE_PREFIX, registerManageApi } from './manage-api.ts';
 import { registerPages } from './pages.ts';
-import { LoginThrottle } from './login-sessions.ts';
+import { LoginThrottle } from '../people/throttle.ts';
 
 export interface AppOptions {
   /** Where log lines go (stdout by default). */

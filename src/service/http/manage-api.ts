@@ -4,14 +4,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import * as actions from '../databases/actions.ts';
+import { LoginInputSchema, NewUserInputSchema } from '../people/inputs.ts';
+import * as people from '../people/actions.ts';
 import type { ServiceContext } from '../app/context.ts';
 import {
   CommandInputSchema,
   DatabaseIdSchema,
-  LoginInputSchema,
   NewApiKeyInputSchema,
   NewDatabaseInputSchema,
-  NewUserInputSchema,
   ReportIntervalInputSchema,
   UuidSchema,
 } from '../databases/inputs.ts';
@@ -21,9 +21,10 @@ import { StartSessionInputSchema } from '../tuning/params.ts';
 import { iterationViews, sessionView } from '../tuning/views.ts';
 import { commandView, databaseView, reportView, userView } from '../databases/views.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
-import { HttpError, errorBody, jsonErrorHandler, notFound, parseOr400 } from './errors.ts';
+import { HttpError, errorBody, jsonErrorHandler, parseOr400 } from './errors.ts';
 import { logIn } from './login.ts';
-import { CSRF_HEADER, csrfMatches, endLoginSession, loadLoginSession, type LoginThrottle } from './login-sessions.ts';
+import { CSRF_HEADER, csrfMatches, endLoginSession, loadLoginSession} from './login-sessions.ts';
+import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
@@ -37,7 +38,7 @@ const sessions = new WeakMap<FastifyRequest, LoginSession>();
 
 function sessionOf(request: FastifyRequest): LoginSession {
   const session = sessions.get(request);
-  if (!session) throw new HttpError(401, 'unauthorized', 'log in first (POST /api/manage/login)');
+  if (!session) throw new HttpError('unauthorized', 'log in first (POST /api/manage/login)');
   return session;
 }
 
@@ -65,9 +66,9 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     void reply.header('cache-control', 'no-store');
     if (request.is404 || request.routeOptions.url === `${MANAGE_PREFIX}/login`) return;
     const session = await loadLoginSession(ctx, request);
-    if (!session) throw new HttpError(401, 'unauthorized', 'log in first (POST /api/manage/login)');
+    if (!session) throw new HttpError('unauthorized', 'log in first (POST /api/manage/login)');
     if (request.method !== 'GET' && request.method !== 'HEAD' && !csrfMatches(session, request.headers[CSRF_HEADER])) {
-      throw new HttpError(403, 'forbidden', `missing or wrong CSRF token: send the session's csrfToken in the ${CSRF_HEADER} header`);
+      throw new HttpError('forbidden', `missing or wrong CSRF token: send the session's csrfToken in the ${CSRF_HEADER} header`);
     }
     sessions.set(request, session);
   });
@@ -104,8 +105,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.get('/databases/:databaseId', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    const database = await storage.getDatabase(user.accountId, databaseId);
-    if (!database) throw notFound(`no database ${databaseId} in your account`);
+    const database = await actions.databaseOf(ctx, user, databaseId);
     return { database: view(database) };
   });
 
@@ -120,7 +120,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.get('/databases/:databaseId/keys', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     const keys = await storage.listApiKeys(user.accountId, databaseId);
     return { keys: keys.map((k) => ({ id: k.id, prefix: k.displayPrefix, label: k.label, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null })) };
   });
@@ -152,14 +152,14 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     return { commands: (await storage.listCommands(user.accountId, databaseId, limit)).map(commandView) };
   });
 
   app.get('/databases/:databaseId/reports/latest', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     const report = await storage.latestReport(user.accountId, databaseId);
     return { report: report && reportView(report) };
   });
@@ -168,7 +168,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     const events = await storage.recentEvents(user.accountId, databaseId, limit);
     return { events: events.map((e) => ({ at: e.at.toISOString(), level: e.level, code: e.code, message: e.message, commandId: e.commandId, receivedAt: e.receivedAt.toISOString() })) };
   });
@@ -186,7 +186,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     return { sessions: (await storage.listTuningSessions(user.accountId, databaseId, limit)).map((s) => sessionView(s)) };
   });
 
@@ -209,14 +209,14 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
 
   app.get('/users', async (request) => {
     const { user } = sessionOf(request);
-    if (!user.isAdmin) throw new HttpError(403, 'forbidden', 'only an admin can list users');
+    if (!user.isAdmin) throw new HttpError('forbidden', 'only an admin can list users');
     return { users: (await storage.listUsers()).map(userView) };
   });
 
   app.post('/users', async (request, reply) => {
     const { user } = sessionOf(request);
     const input = parseOr400(NewUserInputSchema, request.body, 'body');
-    const created = await actions.createUser(ctx, user, input);
+    const created = await people.createUser(ctx, user, input);
     return reply.code(201).send({ user: userView(created.user), password: created.password });
   });
 }

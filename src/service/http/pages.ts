@@ -5,14 +5,14 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import * as actions from '../databases/actions.ts';
+import { LoginInputSchema, NewUserInputSchema } from '../people/inputs.ts';
+import * as people from '../people/actions.ts';
 import { randomToken, sameSecret } from '../people/tokens.ts';
 import type { ServiceContext } from '../app/context.ts';
 import {
   CommandInputSchema,
   DatabaseIdSchema,
-  LoginInputSchema,
   NewDatabaseInputSchema,
-  NewUserInputSchema,
   UuidSchema,
   parseValueLines,
   type CommandInput,
@@ -29,12 +29,14 @@ import { errorPage } from '../web/layout.ts';
 import { loginPage } from '../web/login-page.ts';
 import { setupPage } from '../web/setup-page.ts';
 import { usersPage } from '../web/users-page.ts';
-import { HttpError, describeError, formatZodError, notFound, safeErrorForLog } from './errors.ts';
+import { safeErrorForLog } from '../errors.ts';
+import { HttpError, describeError, formatZodError, statusOfExpected } from './errors.ts';
 import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
-import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession, type LoginThrottle } from './login-sessions.ts';
+import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession} from './login-sessions.ts';
+import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';
@@ -60,7 +62,7 @@ function fields(body: unknown): Record<string, string> {
 /** Parses form input with a schema; the message names the field, as the JSON API does. */
 function parseForm<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw new HttpError(400, 'bad_request', formatZodError(result.error, 'form'));
+  if (!result.success) throw new HttpError('bad_request', formatZodError(result.error, 'form'));
   return result.data;
 }
 
@@ -82,7 +84,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   const sessions = new WeakMap<FastifyRequest, LoginSession>();
   const sessionOf = (request: FastifyRequest): LoginSession => {
     const session = sessions.get(request);
-    if (!session) throw new HttpError(401, 'unauthorized', 'log in first');
+    if (!session) throw new HttpError('unauthorized', 'log in first');
     return session;
   };
   const serverUrl = (request: FastifyRequest) => serviceUrl(config, request);
@@ -107,7 +109,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const session = await loadLoginSession(ctx, request);
     if (!session) return reply.redirect('/login', 303);
     if (request.method === 'POST' && !csrfMatches(session, fields(request.body)[CSRF_FIELD])) {
-      throw new HttpError(403, 'forbidden', 'This form is out of date (its security token does not match your session). Go back, reload the page and try again.');
+      throw new HttpError('forbidden', 'This form is out of date (its security token does not match your session). Go back, reload the page and try again.');
     }
     sessions.set(request, session);
   });
@@ -151,7 +153,8 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     try {
       await logIn(ctx, throttle, request, reply, input.data);
     } catch (err) {
-      if (err instanceof HttpError && (err.status === 401 || err.status === 429)) return showLogin(request, reply, err.status, err.message, input.data.username);
+      const status = statusOfExpected(err);
+      if (status === 401 || status === 429) return showLogin(request, reply, status, (err as Error).message, input.data.username);
       throw err;
     }
     reply.clearCookie(LOGIN_CSRF_COOKIE, { path: '/login' });
@@ -170,8 +173,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   const renderSetup = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, newKey: string | null, status = 200, error?: string) => {
     const session = sessionOf(request);
-    const database = await storage.getDatabase(session.user.accountId, databaseId);
-    if (!database) throw notFound('There is no such database in your account.');
+    const database = await actions.databaseOf(ctx, session.user, databaseId);
     const keys = await storage.listApiKeys(session.user.accountId, databaseId);
     const binaryTargets = readDownloads(config.downloadsDir).binaries.map((b) => b.target);
     const url = serverUrl(request);
@@ -205,7 +207,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
       const key = await actions.createApiKey(ctx, sessionOf(request).user, databaseId, label);
       return await renderSetup(request, reply, databaseId, key.apiKey, 201);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 409) return renderSetup(request, reply, databaseId, null, 409, err.message);
+      if (statusOfExpected(err) === 409) return renderSetup(request, reply, databaseId, null, 409, (err as Error).message);
       throw err;
     }
   });
@@ -219,8 +221,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   const renderDashboard = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, notice?: { kind: 'ok' | 'bad'; text: string }, status = 200) => {
     const session = sessionOf(request);
     const accountId = session.user.accountId;
-    const database = await storage.getDatabase(accountId, databaseId);
-    if (!database) throw notFound('There is no such database in your account.');
+    const database = await actions.databaseOf(ctx, session.user, databaseId);
     const [report, series, commands, events, sessions] = await Promise.all([
       storage.latestReport(accountId, databaseId),
       storage.reportSeries(accountId, databaseId, 120),
@@ -248,8 +249,9 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   // Tuning sessions: a refused action is shown on the dashboard, with the reason.
   const refusedOnDashboard = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, err: unknown) => {
-    if (err instanceof HttpError && err.status !== 404 && err.status < 500) {
-      return renderDashboard(request, reply, databaseId, { kind: 'bad', text: err.message }, err.status);
+    const status = statusOfExpected(err);
+    if (status !== null && status !== 404 && status < 500) {
+      return renderDashboard(request, reply, databaseId, { kind: 'bad', text: (err as Error).message }, status);
     }
     throw err;
   };
@@ -297,7 +299,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     try {
       await actions.issueCommand(ctx, sessionOf(request).user, databaseId, input);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 409) return renderDashboard(request, reply, databaseId, { kind: 'bad', text: err.message }, 409);
+      if (statusOfExpected(err) === 409) return renderDashboard(request, reply, databaseId, { kind: 'bad', text: (err as Error).message }, 409);
       throw err;
     }
     return reply.redirect(`/databases/${databaseId}?done=command`, 303);
@@ -316,13 +318,13 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   app.get('/users', async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.user.isAdmin) throw new HttpError(403, 'forbidden', 'Only an admin can manage users.');
+    if (!session.user.isAdmin) throw new HttpError('forbidden', 'Only an admin can manage users.');
     return sendPage(reply, usersPage(session, await storage.listUsers()));
   });
 
   app.post('/users', async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.user.isAdmin) throw new HttpError(403, 'forbidden', 'Only an admin can manage users.');
+    if (!session.user.isAdmin) throw new HttpError('forbidden', 'Only an admin can manage users.');
     const form = fields(request.body);
     const input = NewUserInputSchema.safeParse({
       username: form['username'] ?? '',
@@ -331,10 +333,10 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     });
     if (!input.success) return sendPage(reply, usersPage(session, await storage.listUsers(), { error: formatZodError(input.error, 'form') }), 400);
     try {
-      const created = await actions.createUser(ctx, session.user, input.data);
+      const created = await people.createUser(ctx, session.user, input.data);
       return sendPage(reply, usersPage(session, await storage.listUsers(), { created: { username: created.user.username, password: created.password } }), 201);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 409) return sendPage(reply, usersPage(session, await storage.listUsers(), { error: err.message }), 409);
+      if (statusOfExpected(err) === 409) return sendPage(reply, usersPage(session, await storage.listUsers(), { error: (err as Error).message }), 409);
       throw err;
     }
   });

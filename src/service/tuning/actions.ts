@@ -2,29 +2,27 @@
 // approve, revert. Every action that changes a session holds its row lock, like the engine.
 import { randomInt, randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../app/context.ts';
-import { HttpError, badRequest, notFound } from '../http/errors.ts';
+import { conflict, invalid, notFound } from '../errors.ts';
+import { databaseOf } from '../databases/actions.ts';
 import type { User } from '../people/store.ts';
 import { ACTIVE_SESSION_STATES, SessionBusyError, type TuningIterationRecord, type TuningSessionRecord, type TuningSessionTx } from './store.ts';
 import { applyBest, endTuningSession, personStep } from './engine.ts';
 import { SESSION_LIMITS, type StartSessionInput } from './params.ts';
-import { runningSessionsOf } from './running.ts';
 import { buildSpace, sessionSpaceInput } from './space.ts';
 
-const conflict = (message: string) => new HttpError(409, 'bad_request', message);
 const noSuchSession = (id: string) => notFound(`no tuning session ${id} for this database in your account`);
 export const isActive = (session: TuningSessionRecord) => ACTIVE_SESSION_STATES.includes(session.state);
 
 export async function startTuningSession(ctx: ServiceContext, user: User, databaseId: string, input: StartSessionInput): Promise<TuningSessionRecord> {
   const { storage } = ctx;
-  const database = await storage.getDatabase(user.accountId, databaseId);
-  if (!database) throw notFound(`no database ${databaseId} in your account`);
+  const database = await databaseOf(ctx, user, databaseId);
   if (input.mode === 'restart' && database.target === 'managed-b-flex') {
-    throw badRequest('body.mode: managed-b-flex is reload-only (the agent does not restart flexible servers): use reload-only');
+    throw invalid('body.mode: managed-b-flex is reload-only (the agent does not restart flexible servers): use reload-only');
   }
   const agent = database.agent;
   if (!agent?.live) throw conflict('no agent is connected to this database: a session measures through its reports, so start tuner-agent first');
   if (input.mode === 'restart' && !agent.allowRestart) {
-    throw badRequest('body.mode: restart needs an agent allowed to restart the database: set postgresql.allow_restart: true (AGENT_POSTGRESQL_ALLOW_RESTART=true) and restart the agent, or use reload-only');
+    throw invalid('body.mode: restart needs an agent allowed to restart the database: set postgresql.allow_restart: true (AGENT_POSTGRESQL_ALLOW_RESTART=true) and restart the agent, or use reload-only');
   }
   if (agent.system.applyBlockedReason) throw conflict(`the agent cannot apply changes to this database: ${agent.system.applyBlockedReason}`);
   const machine = agent.system.machine;
@@ -56,7 +54,7 @@ export async function startTuningSession(ctx: ServiceContext, user: User, databa
   if (result.kind === 'conflict') {
     throw conflict(`session ${result.active.id} is ${result.active.state.replace('_', ' ')} on this database: one session at a time (stop it, or approve or revert its result, first)`);
   }
-  runningSessionsOf(storage).add(databaseId);
+  ctx.runningSessions.add(databaseId);
   return result.session;
 }
 
@@ -105,7 +103,7 @@ export function approveTuningSession(ctx: ServiceContext, user: User, databaseId
     }
     const step = personStep(tx, session, await tx.now());
     await applyBest(step, session.best, user.id, `approved by ${user.username}; `);
-    runningSessionsOf(ctx.storage).add(databaseId);
+    ctx.runningSessions.add(databaseId);
     return step.session;
   });
 }

@@ -3,12 +3,13 @@
 // agent is quiet, an acknowledgement that never comes). A failure here never fails the agent's
 // request: the report is stored already, and the next report or tick tries again.
 import type { FastifyBaseLogger } from 'fastify';
-import { safeErrorForLog } from '../http/errors.ts';
+import { safeErrorForLog } from '../errors.ts';
 import type { Storage } from '../storage/storage.ts';
 import { RUNNING_SESSION_STATES, type TuningSessionRecord } from './store.ts';
 import { advanceSession, type AdvanceResult } from './engine.ts';
 import { sessionReportInterval } from './params.ts';
-import { runningSessionsOf } from './running.ts';
+import type { RunningSessions } from './running.ts';
+import type { ServiceContext } from '../app/context.ts';
 
 const RUNNING = new Set(RUNNING_SESSION_STATES);
 const MEASURING = new Set<TuningSessionRecord['state']>(['baseline', 'iterating']);
@@ -37,8 +38,7 @@ export interface AfterReport {
 const NOTHING: AfterReport = { reportIntervalSeconds: null, commandIssued: false };
 
 /** The database's session when it is running; forgets the database in the cache otherwise. */
-async function runningSession(storage: Storage, databaseId: string): Promise<TuningSessionRecord | null> {
-  const running = runningSessionsOf(storage);
+async function runningSession(storage: Storage, running: RunningSessions, databaseId: string): Promise<TuningSessionRecord | null> {
   if (!running.has(databaseId)) return null;
   const active = await storage.activeTuningSession(databaseId);
   if (active && RUNNING.has(active.state)) return active;
@@ -46,9 +46,9 @@ async function runningSession(storage: Storage, databaseId: string): Promise<Tun
   return null;
 }
 
-export async function afterReport(storage: Storage, databaseId: string, log: FastifyBaseLogger): Promise<AfterReport> {
+export async function afterReport({ storage, runningSessions }: ServiceContext, databaseId: string, log: FastifyBaseLogger): Promise<AfterReport> {
   try {
-    if (!(await runningSession(storage, databaseId))) return NOTHING;
+    if (!(await runningSession(storage, runningSessions, databaseId))) return NOTHING;
     const advanced = await advanceTuningSession(storage, databaseId);
     if (!advanced) return NOTHING;
     const session = advanced.session;
@@ -62,9 +62,9 @@ export async function afterReport(storage: Storage, databaseId: string, log: Fas
   }
 }
 
-export async function afterAck(storage: Storage, databaseId: string, log: FastifyBaseLogger): Promise<void> {
+export async function afterAck({ storage, runningSessions }: ServiceContext, databaseId: string, log: FastifyBaseLogger): Promise<void> {
   try {
-    if (await runningSession(storage, databaseId)) await advanceTuningSession(storage, databaseId);
+    if (await runningSession(storage, runningSessions, databaseId)) await advanceTuningSession(storage, databaseId);
   } catch (err) {
     log.warn({ err: safeErrorForLog(err), databaseId }, 'tuning session: advancing after an acknowledgement failed; the next report or tick tries again');
   }

@@ -1,9 +1,9 @@
-// Which databases have a running session, as this replica last saw it: the report path (hundreds
+// Which databases have a running session, as this replica last saw it (one per service, in its
+// ServiceContext): the report path (hundreds
 // a second) skips its storage lookup for every other database. A cache, not state: the timer
 // refreshes it from the storage every tick, and this replica's own starts are seen at once, so a
 // session started on another replica is picked up within a tick (its baseline then begins with
 // the first report after its start, as always). A stale entry costs one lookup, nothing more.
-import type { Storage } from '../storage/storage.ts';
 
 export class RunningSessions {
   private databases = new Set<string>();
@@ -33,16 +33,4 @@ export class RunningSessions {
     }
     this.databases = next;
   }
-}
-
-const byStorage = new WeakMap<Storage, RunningSessions>();
-
-/** The cache of the service that owns `storage` (one per running service). */
-export function runningSessionsOf(storage: Storage): RunningSessions {
-  let running = byStorage.get(storage);
-  if (!running) {
-    running = new RunningSessions();
-    byStorage.set(storage, running);
-  }
-  return running;
 }

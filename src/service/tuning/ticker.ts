@@ -2,10 +2,9 @@
 // quiet, an acknowledgement that never comes. Every replica runs one; a session another replica
 // is advancing is skipped (SKIP LOCKED), not waited for.
 import type { FastifyBaseLogger } from 'fastify';
-import { safeErrorForLog } from '../http/errors.ts';
-import type { Storage } from '../storage/storage.ts';
+import { safeErrorForLog } from '../errors.ts';
+import type { ServiceContext } from '../app/context.ts';
 import { advanceTuningSession } from './advance.ts';
-import { runningSessionsOf } from './running.ts';
 
 export const TICK_MS = 5_000;
 
@@ -14,9 +13,8 @@ export interface TuningSessionTicker {
   stop(): Promise<void>;
 }
 
-export function startTuningSessionTicker(storage: Storage, log: FastifyBaseLogger, everyMs = TICK_MS): TuningSessionTicker {
+export function startTuningSessionTicker({ storage, runningSessions: running }: ServiceContext, log: FastifyBaseLogger, everyMs = TICK_MS): TuningSessionTicker {
   let inFlight: Promise<void> | null = null;
-  const running = runningSessionsOf(storage);
   const tick = async () => {
     let databases: string[];
     try {
