@@ -132,7 +132,7 @@ describe('pg_stat_statements 1.10 on PostgreSQL 15', () => {
       [AGENT_QUERY_MARKER],
     );
     assert.ok(own.length >= 5, 'the agent did run marked statements (so this test can fail)');
-    for (const o of own) assert.ok(!last!.statements.entries.has(statementKey(o.userid, o.dbid, o.queryid, o.toplevel)), o.queryid);
+    for (const o of own) assert.ok(!last!.statements.entries.has(statementKey({ userId: o.userid, dbId: o.dbid, queryId: o.queryid, toplevel: o.toplevel })), o.queryid);
     for (const e of last!.statements.entries.values()) assert.ok(!e.text?.includes(AGENT_QUERY_MARKER), e.text);
     const cur = await collector.collect();
     const report = buildMetricsReport(diffSnapshots(last!, cur), { includeQueries: true, topN: 500 });

@@ -6,7 +6,7 @@
 // max_wal_size in MB, bgwriter_delay in ms), exactly as pg_settings.setting shows them.
 // Contexts and units are PostgreSQL 15's; a test checks them against a real server.
 import type { ApplyContext, Bounds, Knob, KnobContext, KnobUnit, Machine, NumericKnob, TargetKind, TuningMode } from './types.ts';
-import { TARGET_KINDS } from './types.ts';
+import { TARGET_KINDS } from '../protocol/v1.ts';
 import { bytesPerUnit, formatGiB, INT_MAX } from './units.ts';
 
 const KiB = 1024;

@@ -20,7 +20,7 @@ export type {
   TargetKind,
   TuningMode,
 } from './types.ts';
-export { TARGET_KINDS, TUNING_MODES } from './types.ts';
+export { TARGET_KINDS, TUNING_MODES } from '../protocol/v1.ts';
 export {
   applyContextOf,
   assertMachine,

@@ -18,7 +18,7 @@ import type {
   TargetKind,
   TuningMode,
 } from './types.ts';
-import { TARGET_KINDS, TUNING_MODES } from './types.ts';
+import { TARGET_KINDS, TUNING_MODES } from '../protocol/v1.ts';
 import { formatQuantity } from './units.ts';
 import { describeValue, formatForAlterSystem, parseSetting, parseValue, rowUnit } from './values.ts';
 

@@ -3,7 +3,8 @@
 // were reset, the agent reconnected or the server restarted. Such a window is measured again;
 // its figures never reach the optimizer. Pure functions over the window's reports.
 import type { MetricsReport } from '../protocol/report.ts';
-import { statementKey, type WindowStats } from './objective.ts';
+import { statementKey } from '../protocol/report.ts';
+import type { WindowStats } from './objective.ts';
 
 export const CONTAMINATION = {
   /**

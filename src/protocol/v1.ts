@@ -19,8 +19,15 @@ export const routes = {
     `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/commands/${encodeURIComponent(commandId)}/ack`,
 } as const;
 
+/** Where the agent applies settings (the agent's target flag without the dashes). */
 export const TargetKindSchema = z.enum(['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex']);
+export type TargetKind = z.infer<typeof TargetKindSchema>;
+export const TARGET_KINDS: readonly TargetKind[] = TargetKindSchema.options;
+
+/** reload-only: only settings that take effect on a configuration reload; restart: all. */
 export const TuningModeSchema = z.enum(['reload-only', 'restart']);
+export type TuningMode = z.infer<typeof TuningModeSchema>;
+export const TUNING_MODES: readonly TuningMode[] = TuningModeSchema.options;
 
 const shortText = z.string().max(500);
 const paramName = z.string().regex(/^[a-z_][a-z0-9_.]{0,62}$/);
@@ -163,7 +170,6 @@ export const ErrorResponseSchema = z.strictObject({
   error: z.strictObject({ code: ErrorCodeSchema, message: z.string() }),
 });
 
-export type TargetKindV1 = z.infer<typeof TargetKindSchema>;
 export type Setting = z.infer<typeof SettingSchema>;
 export type SystemInfo = z.infer<typeof SystemInfoSchema>;
 export type AgentStartRequest = z.infer<typeof AgentStartRequestSchema>;

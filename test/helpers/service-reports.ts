@@ -2,7 +2,7 @@
 // with the catalog's settings, and a realistic metrics report with N top statements. Used by the
 // service tests and by bench/service-load.ts.
 import type { MetricsReport, StatementRow } from '../../src/protocol/report.ts';
-import { PROTOCOL_VERSION, type AgentStartRequest, type ReportRequest, type Setting, type TargetKindV1, type TargetMetric } from '../../src/protocol/v1.ts';
+import { PROTOCOL_VERSION, type AgentStartRequest, type ReportRequest, type Setting, type TargetKind, type TargetMetric } from '../../src/protocol/v1.ts';
 
 export const SAMPLE_SETTINGS: Setting[] = [
   { name: 'work_mem', setting: '4096', unit: 'kB', context: 'user', source: 'default', pendingRestart: false },
@@ -15,7 +15,7 @@ export const SAMPLE_SETTINGS: Setting[] = [
   { name: 'shared_buffers', setting: '16384', unit: '8kB', context: 'postmaster', source: 'configuration file', pendingRestart: false },
 ];
 
-export function startRequest(options: { target?: TargetKindV1; hostname?: string; pid?: number; resumeLeaseId?: string } = {}): AgentStartRequest {
+export function startRequest(options: { target?: TargetKind; hostname?: string; pid?: number; resumeLeaseId?: string } = {}): AgentStartRequest {
   return {
     agentVersion: '0.1.0',
     protocolVersion: PROTOCOL_VERSION,

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import type { AgentStartRequest, AgentStartResponse, AgentStopRequest, CommandAckRequest, ReportRequest, ReportResponse, TargetKindV1 } from '../../protocol/v1.ts';
+import type { AgentStartRequest, AgentStartResponse, AgentStopRequest, CommandAckRequest, ReportRequest, ReportResponse, TargetKind } from '../../protocol/v1.ts';
 import type { ServiceContext } from '../app/context.ts';
 import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
 import { looksLikeApiKey, matchesAnyHash } from '../people/tokens.ts';
@@ -14,7 +14,7 @@ import type { AgentLease } from './store.ts';
 /** The database an agent's API key opened. */
 export interface AgentDatabase {
   id: string;
-  target: TargetKindV1;
+  target: TargetKind;
 }
 
 /** The service issues UUIDs; anything else cannot be one of its commands. */

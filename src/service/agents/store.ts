@@ -1,6 +1,6 @@
 // What the agents feature asks of its storage: the lease each database grants one agent, the
 // reports and acknowledgements it stores, and the commands it hands over.
-import type { AgentStartRequest, Command, CommandAckRequest, ReportRequest, SystemInfo, TargetKindV1 } from '../../protocol/v1.ts';
+import type { AgentStartRequest, Command, CommandAckRequest, ReportRequest, SystemInfo, TargetKind } from '../../protocol/v1.ts';
 
 /** The agent that holds, or last held, a database's lease. */
 export interface AgentLease {
@@ -8,7 +8,7 @@ export interface AgentLease {
   hostname: string;
   pid: number;
   agentVersion: string;
-  target: TargetKindV1;
+  target: TargetKind;
   targetIdentity: string;
   mode: string;
   allowRestart: boolean;
@@ -46,7 +46,7 @@ export type StopResult = { kind: 'released' | 'already_released' } | { kind: 'le
 export interface AgentStore {
   // Called once the request is authenticated by its API key.
   /** The database's target and the SHA-256 hashes (hex) of its unrevoked keys; null if unknown. */
-  agentCredentials(databaseId: string): Promise<{ target: TargetKindV1; keyHashes: string[] } | null>;
+  agentCredentials(databaseId: string): Promise<{ target: TargetKind; keyHashes: string[] } | null>;
   startAgent(databaseId: string, request: AgentStartRequest, newLeaseId: string, policy: LeasePolicy): Promise<StartResult>;
   /** `body` is the report's JSON, gzip-compressed (report-body.ts). */
   recordReport(databaseId: string, report: ReportRequest, body: Buffer, policy: LeasePolicy): Promise<ReportResult>;

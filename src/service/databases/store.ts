@@ -1,7 +1,7 @@
 // What the databases feature asks of its storage: databases and their API keys, and what people
 // read of each (its commands, reports and events). Every call names the account, and sees only
 // that account's rows.
-import type { Command, CommandAckRequest, Setting, TargetKindV1, TargetMetric } from '../../protocol/v1.ts';
+import type { Command, CommandAckRequest, Setting, TargetKind, TargetMetric } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
 import type { AgentLease } from '../agents/store.ts';
 
@@ -9,7 +9,7 @@ export interface DatabaseEntry {
   id: string;
   accountId: string;
   name: string;
-  target: TargetKindV1;
+  target: TargetKind;
   /** Null: the service-wide default applies. */
   reportIntervalSeconds: number | null;
   createdAt: Date;
@@ -74,7 +74,7 @@ export interface StoredEvent {
 }
 
 export interface DatabaseStore {
-  createDatabase(accountId: string, entry: { id: string; name: string; target: TargetKindV1 }): Promise<DatabaseEntry>;
+  createDatabase(accountId: string, entry: { id: string; name: string; target: TargetKind }): Promise<DatabaseEntry>;
   listDatabases(accountId: string): Promise<DatabaseSummary[]>;
   getDatabase(accountId: string, databaseId: string): Promise<DatabaseSummary | null>;
   setReportInterval(accountId: string, databaseId: string, seconds: number | null): Promise<boolean>;

@@ -5,10 +5,10 @@
 // the agent's own key table). What only the operator knows stays a <PLACEHOLDER>; the real API key
 // is filled in only on the page that created it.
 import YAML from 'yaml';
-import type { TargetKindV1 } from '../../protocol/v1.ts';
+import type { TargetKind } from '../../protocol/v1.ts';
 
 export interface SetupInput {
-  target: TargetKindV1;
+  target: TargetKind;
   databaseId: string;
   /** The key, on the page that created it; null elsewhere (then `<API_KEY>`). */
   apiKey: string | null;
@@ -41,7 +41,7 @@ interface Entry {
   fileOnly?: boolean;
 }
 
-export const TARGET_LABELS: Record<TargetKindV1, string> = {
+export const TARGET_LABELS: Record<TargetKind, string> = {
   local: 'Self-hosted PostgreSQL (local)',
   'managed-a': 'Cloud A managed PostgreSQL instance',
   'managed-a-cluster': 'Cloud A managed PostgreSQL cluster (writer instance)',
@@ -58,7 +58,7 @@ CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
  * hold, so that verify-full (the agent's default there, written out so the URL means the same to
  * psql) can check them; next to a self-hosted server, libpq's default (prefer).
  */
-const CONNECTIONS: Record<TargetKindV1, { host: string; dbname: string; query: string; comment?: string }> = {
+const CONNECTIONS: Record<TargetKind, { host: string; dbname: string; query: string; comment?: string }> = {
   local: { host: 'localhost', dbname: 'postgres', query: '' },
   'managed-a': {
     host: '<INSTANCE_ENDPOINT>',

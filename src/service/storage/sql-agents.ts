@@ -1,7 +1,7 @@
 // The agents' storage: leases, reports, acknowledgements, and the commands handed over. The
 // agent's report is one statement (lease renewal, report, events, next command), as it is by far
 // the most frequent request.
-import type { Command, TargetKindV1 } from '../../protocol/v1.ts';
+import type { Command, TargetKind } from '../../protocol/v1.ts';
 import type { AckResult, AgentStore, LeasePolicy, ReportResult, StartResult, StopResult } from '../agents/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { LEASE_COLUMNS, one, toLease, type LeaseColumns } from './sql-rows.ts';
@@ -14,7 +14,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
   const db: Queryable = driver;
   return {
     async agentCredentials(databaseId) {
-      const rows = await db.query<{ target: TargetKindV1; key_hash: string | null }>(
+      const rows = await db.query<{ target: TargetKind; key_hash: string | null }>(
         `SELECT d.target, k.key_hash FROM databases d
            LEFT JOIN api_keys k ON k.database_id = d.id AND k.revoked_at IS NULL
           WHERE d.id = $1::uuid`,

@@ -1,5 +1,5 @@
 // Rows as the SQL modules read them, and the little they all use, turned into the features' types.
-import type { Command, SystemInfo, TargetKindV1 } from '../../protocol/v1.ts';
+import type { Command, SystemInfo, TargetKind } from '../../protocol/v1.ts';
 import type { AgentLease } from '../agents/store.ts';
 import type { CommandOutcome, CommandRecord, CommandStatus, DatabaseEntry } from '../databases/store.ts';
 import type { User } from '../people/store.ts';
@@ -21,7 +21,7 @@ export interface DatabaseRow {
   id: string;
   account_id: string;
   name: string;
-  target: TargetKindV1;
+  target: TargetKind;
   report_interval_seconds: number | null;
   created_at: Date;
 }
@@ -31,7 +31,7 @@ export interface LeaseColumns {
   hostname: string | null;
   pid: number | null;
   agent_version: string | null;
-  lease_target: TargetKindV1 | null;
+  lease_target: TargetKind | null;
   target_identity: string | null;
   mode: string | null;
   allow_restart: boolean | null;

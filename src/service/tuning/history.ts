@@ -4,7 +4,7 @@
 // judged, each with its noise level. Windows that were contaminated, cancelled or are still open
 // count for nothing.
 import { drift, judge, windowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
-import { best, type Observation, type SearchSpace } from '../../optimizer/index.ts';
+import { best, configKey, type Observation, type SearchSpace } from '../../optimizer/index.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 
 const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['heuristic', 'explore', 'remeasure']);
@@ -74,14 +74,12 @@ export function historyOf(iterations: readonly TuningIterationRecord[], judgemen
   });
 }
 
-const keyOf = (config: Readonly<Record<string, unknown>>) => JSON.stringify(Object.entries(config).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-
 /** The search's best as the optimizer sees it (not verified), with the trial that last measured it. */
 export function searchBest(space: SearchSpace, iterations: readonly TuningIterationRecord[], judgement: SessionJudgement): { iteration: number; config: Record<string, number | string>; objective: number } | null {
   const incumbent = best({ space, history: historyOf(iterations, judgement) });
   if (!incumbent) return null;
-  const key = keyOf(incumbent.config);
-  const last = iterations.filter((it) => isTrial(it) && it.state === 'ok' && keyOf(it.config) === key).at(-1);
+  const key = configKey(incumbent.config);
+  const last = iterations.filter((it) => isTrial(it) && it.state === 'ok' && configKey(it.config) === key).at(-1);
   return { iteration: last?.ordinal ?? 0, config: { ...incumbent.config }, objective: incumbent.objective };
 }
 

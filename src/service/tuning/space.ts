@@ -2,8 +2,9 @@
 // session so that every step (on any replica, after any restart) rebuilds the same space.
 import { describeValue, getKnob, parseSetting, parseValue, type KnobValue } from '../../knobs/index.ts';
 import { createSpace, type SearchSpace } from '../../optimizer/index.ts';
-import type { Setting, TargetKindV1 } from '../../protocol/v1.ts';
-import type { SessionSpaceInput, TuningMode } from './store.ts';
+import type { Setting, TargetKind } from '../../protocol/v1.ts';
+import type { TuningMode } from '../../protocol/v1.ts';
+import type { SessionSpaceInput } from './store.ts';
 
 /**
  * Settings the agent's memory and ordering checks read that are not catalog knobs. Protocol v1
@@ -18,7 +19,7 @@ const CONTEXT_SETTINGS: ReadonlyArray<SessionSpaceInput['settings'][number]> = [
 ];
 
 export function sessionSpaceInput(input: {
-  target: TargetKindV1;
+  target: TargetKind;
   mode: TuningMode;
   machine: { memoryBytes: number; vcpus: number };
   settings: readonly Setting[];

@@ -1,6 +1,6 @@
 // What tuning sessions ask of their storage: sessions, their windows (iterations), and the
 // transaction a session's step runs in.
-import type { Command, Setting, TargetKindV1, TargetMetric } from '../../protocol/v1.ts';
+import type { Command, Setting, TargetKind, TargetMetric, TuningMode } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
 import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
@@ -13,11 +13,10 @@ export type TuningSessionState = 'baseline' | 'iterating' | 'verifying' | 'await
 export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'awaiting_approval', 'applying_best'];
 /** Active states that time can move on (a window that closes, an ack that never comes). */
 export const RUNNING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'applying_best'];
-export type TuningMode = 'reload-only' | 'restart';
 
 /** What the search space is built from, as it was when the session started (plain JSON). */
 export interface SessionSpaceInput {
-  target: TargetKindV1;
+  target: TargetKind;
   mode: TuningMode;
   machine: { memoryBytes: number; vcpus: number };
   settings: Array<{ name: string; setting: string; unit: string | null; context: string }>;
