@@ -17,35 +17,12 @@ import {
 import { roundOrder } from '../src/measure/verify.ts';
 import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
 import { createRng, type Rng } from '../src/optimizer/index.ts';
+import { PG15_KNOB_SETTINGS } from './helpers/pg15-settings.ts';
 import { AgentClient, type PersonClient } from './helpers/service.ts';
 import { sampleMetrics, sampleTargetMetrics, startRequest } from './helpers/service-reports.ts';
 
 /** The catalog's knobs as a PostgreSQL 15 cluster reports them by default. */
-export const FULL_SETTINGS: Setting[] = [
-  ['bgwriter_delay', '200', 'ms', 'sighup'],
-  ['bgwriter_lru_maxpages', '100', null, 'sighup'],
-  ['bgwriter_lru_multiplier', '2', null, 'sighup'],
-  ['checkpoint_completion_target', '0.9', null, 'sighup'],
-  ['checkpoint_timeout', '300', 's', 'sighup'],
-  ['default_statistics_target', '100', null, 'user'],
-  ['effective_cache_size', '524288', '8kB', 'user'],
-  ['effective_io_concurrency', '1', null, 'user'],
-  ['jit', 'on', null, 'user'],
-  ['maintenance_work_mem', '65536', 'kB', 'user'],
-  ['max_parallel_maintenance_workers', '2', null, 'user'],
-  ['max_parallel_workers', '8', null, 'user'],
-  ['max_parallel_workers_per_gather', '2', null, 'user'],
-  ['max_wal_size', '1024', 'MB', 'sighup'],
-  ['max_worker_processes', '8', null, 'postmaster'],
-  ['min_wal_size', '80', 'MB', 'sighup'],
-  ['random_page_cost', '4', null, 'user'],
-  ['seq_page_cost', '1', null, 'user'],
-  ['shared_buffers', '16384', '8kB', 'postmaster'],
-  ['wal_buffers', '512', '8kB', 'postmaster'],
-  ['wal_compression', 'off', null, 'superuser'],
-  ['wal_writer_delay', '200', 'ms', 'sighup'],
-  ['work_mem', '4096', 'kB', 'user'],
-].map(([name, setting, unit, context]) => ({ name: name!, setting: setting!, unit: unit ?? null, context: context!, source: 'default', pendingRestart: false }));
+export const FULL_SETTINGS: Setting[] = PG15_KNOB_SETTINGS;
 
 export const MACHINE = { memoryBytes: 8 * 1024 ** 3, vcpus: 2 };
 
