@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
+import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { SimulatedAgent, assertSessionShape, getTuningSession } from './sessions-agent.ts';
 
@@ -16,21 +16,15 @@ let store: ServiceStore;
 let service: TestService;
 let browser: Browser;
 let page: Page;
-const problems: string[] = [];
+let problems: string[] = [];
 
 before(async () => {
   if (skip) return;
   store = await createServiceStore('pglite');
   service = await startTestService(store);
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('console', (message) => {
-    const expected = /^Failed to load resource: the server responded with a status of 4(00|09)/.test(message.text());
-    if (message.type() === 'error' && !expected) problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  // The stop and revert buttons ask first.
-  page.on('dialog', (dialog) => void dialog.accept());
+  // The stop and revert buttons ask first; refused actions answer 400 and 409.
+  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 409], dialogs: 'accept' }));
 });
 
 after(async () => {

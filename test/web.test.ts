@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import YAML from 'yaml';
 import { ReportResponseSchema } from '../src/protocol/v1.ts';
-import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
+import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
 import { ADMIN_PASSWORD, AgentClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
@@ -21,7 +21,7 @@ let service: TestService;
 let browser: Browser;
 let page: Page;
 let downloads: string;
-const problems: string[] = [];
+let problems: string[] = [];
 
 before(async () => {
   if (skip) return;
@@ -32,18 +32,8 @@ before(async () => {
   writeFileSync(join(downloads, 'SHA256SUMS'), `${createHash('sha256').update('not a real binary').digest('hex')}  tuner-agent-linux-x64\n`);
   service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  // A script error or a Content-Security-Policy violation shows up here.
-  page.on('console', (message) => {
-    // 4xx answers to forms posted wrong on purpose are logged by the browser too: not a problem.
-    const expected = /^Failed to load resource: the server responded with a status of 4(00|01|03)/.test(message.text());
-    if (message.type() === 'error' && !expected) problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  page.on('dialog', (dialog) => {
-    problems.push(`unexpected dialog: ${dialog.message()}`);
-    void dialog.dismiss();
-  });
+  // Forms posted wrong on purpose answer 400, 401 and 403.
+  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 401, 403] }));
 });
 
 after(async () => {

@@ -1,11 +1,10 @@
 // What tuning sessions ask of their storage: sessions, their windows (iterations), and the
 // transaction a session's step runs in.
-import type { Command, Setting, TargetKind, TargetMetric, TuningMode } from '../../protocol/v1.ts';
-import type { MetricsReport } from '../../protocol/report.ts';
+import type { Command, TargetKind, TuningMode } from '../../protocol/v1.ts';
 import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
 import type { Decision, Interval } from '../../measure/verify.ts';
-import type { CommandRecord } from '../databases/store.ts';
+import type { CommandRecord, StoredReport } from '../databases/store.ts';
 
 /** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
 export type TuningSessionState = 'baseline' | 'iterating' | 'verifying' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
@@ -152,18 +151,9 @@ export type NewTuningIteration = Pick<TuningIterationRecord, 'ordinal' | 'kind' 
   measuring?: Pick<TuningIterationRecord, 'sentAt' | 'ackedAt' | 'effective' | 'window'>;
 };
 
-/** A report as a session measures it: the agent's clock (sentAt) beside the service's (receivedAt). */
-export interface SessionReport {
-  id: number;
-  /** The agent lease that sent it, and its place in that lease's sequence (0, 1, …). */
-  leaseId: string;
-  seq: number;
-  sentAt: Date;
-  receivedAt: Date;
-  metrics: MetricsReport | null;
-  settings: Setting[];
-  targetMetrics: TargetMetric[];
-}
+/** A report as a session measures it: the agent's clock (sentAt) beside the service's (receivedAt),
+ * and the lease that sent it with its place in that lease's sequence (0, 1, …). */
+export type SessionReport = StoredReport;
 
 export interface GuardrailBreach {
   commandId: string;
