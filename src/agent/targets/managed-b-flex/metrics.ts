@@ -2,7 +2,7 @@
 // minute that has a value. The guardrails read the canonical names (memory_available_bytes from
 // memory_percent and the SKU's memory); every series also goes out under its own name.
 import type { TargetMetric } from '../../../protocol/v1.ts';
-import type { CloudBApi, MetricSeries } from './api.ts';
+import type { ManagedBFlexApi, MetricSeries } from './api.ts';
 
 export const MONITOR_METRICS = [
   'cpu_percent',
@@ -34,7 +34,7 @@ function unitOf(azureUnit: string): string {
   return azureUnit.toLowerCase();
 }
 
-export async function monitorMetrics(api: CloudBApi, memoryTotalBytes: number | undefined): Promise<TargetMetric[]> {
+export async function monitorMetrics(api: ManagedBFlexApi, memoryTotalBytes: number | undefined): Promise<TargetMetric[]> {
   const series = await api.metrics(MONITOR_METRICS, WINDOW_MINUTES, GRAIN);
   const metrics: TargetMetric[] = [];
   const byName = new Map<string, { value: number; at: Date }>();

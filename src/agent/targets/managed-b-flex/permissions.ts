@@ -5,7 +5,7 @@ import type { AgentConfig } from '../../config/load.ts';
 import { ACTIONS } from './api.ts';
 
 /** The spec's seven actions, in its order. */
-export const CLOUD_B_ROLE_ACTIONS: readonly string[] = [
+export const MANAGED_B_FLEX_ROLE_ACTIONS: readonly string[] = [
   ACTIONS.restart,
   ACTIONS.serverRead,
   ACTIONS.serverMetricDefinitionsRead,
@@ -15,7 +15,7 @@ export const CLOUD_B_ROLE_ACTIONS: readonly string[] = [
   ACTIONS.metricDefinitionsRead,
 ];
 
-export interface CloudBRole {
+export interface ManagedBFlexRole {
   Name: string;
   IsCustom: true;
   Description: string;
@@ -24,7 +24,7 @@ export interface CloudBRole {
   AssignableScopes: string[];
 }
 
-export function cloudBRole(config: AgentConfig | null): CloudBRole {
+export function managedBFlexRole(config: AgentConfig | null): ManagedBFlexRole {
   const b = config?.managedBFlex;
   const subscription = b?.subscriptionId ?? '<subscription_id>';
   const resourceGroup = b?.resourceGroupName ?? '<resource_group_name>';
@@ -33,14 +33,14 @@ export function cloudBRole(config: AgentConfig | null): CloudBRole {
     Name: `tuner-agent ${b?.serverName ?? '<server_name>'}`,
     IsCustom: true,
     Description: 'tuner-agent: read a PostgreSQL flexible server, its server parameters and metrics, and change its server parameters',
-    Actions: [...CLOUD_B_ROLE_ACTIONS],
+    Actions: [...MANAGED_B_FLEX_ROLE_ACTIONS],
     NotActions: [],
     AssignableScopes: [`/subscriptions/${subscription}/resourceGroups/${resourceGroup}`],
   };
 }
 
 export function managedBFlexPermissionsText(config: AgentConfig | null): string {
-  const role = cloudBRole(config);
+  const role = managedBFlexRole(config);
   const scope = role.AssignableScopes[0]!;
   const rg = config?.managedBFlex.resourceGroupName ?? '<resource_group_name>';
   const steps = [

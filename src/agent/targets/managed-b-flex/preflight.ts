@@ -2,12 +2,12 @@
 // identity, the flexible server and its parameters readable, the extension allow-list and
 // pg_stat_statements.track set as the setup says, the tuned parameters changeable without a
 // restart, and Azure Monitor readable. A refused call names the role action it needed.
-import { CLOUD_B_KNOBS } from '../../../knobs/index.ts';
+import { MANAGED_B_FLEX_KNOBS } from '../../../knobs/index.ts';
 import type { AgentConfig } from '../../config/load.ts';
 import { errorMessage } from '../../log.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
-import { ACTIONS, type CloudBApi, type FlexibleServer, type ServerParameter } from './api.ts';
-import { CloudBError } from './errors.ts';
+import { ACTIONS, type ManagedBFlexApi, type FlexibleServer, type ServerParameter } from './api.ts';
+import { ManagedBFlexError } from './errors.ts';
 import { describeServer, type ServerMachine } from './machine.ts';
 import { MONITOR_METRICS } from './metrics.ts';
 import type { PreflightCheck } from '../target.ts';
@@ -17,11 +17,11 @@ export const EXTENSIONS_PARAMETER = 'azure.extensions';
 export const TRACK_PARAMETER = 'pg_stat_statements.track';
 
 function failed(name: string, err: unknown, fallbackFix?: string): PreflightCheck {
-  const fix = err instanceof CloudBError ? (err.fix ?? fallbackFix) : fallbackFix;
+  const fix = err instanceof ManagedBFlexError ? (err.fix ?? fallbackFix) : fallbackFix;
   return {
     name,
     ok: false,
-    detail: err instanceof CloudBError ? err.problem : errorMessage(err),
+    detail: err instanceof ManagedBFlexError ? err.problem : errorMessage(err),
     ...(fix !== undefined && { fix }),
   };
 }
@@ -88,7 +88,7 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
     ...(!tracking && { fix: parameterSetCommand(config, TRACK_PARAMETER, 'top') }),
   });
 
-  const problems = CLOUD_B_KNOBS.flatMap((name) => {
+  const problems = MANAGED_B_FLEX_KNOBS.flatMap((name) => {
     const p = params.get(name);
     if (!p) return [`${name} missing`];
     if (p.isReadOnly) return [`${name} read-only`];
@@ -99,19 +99,19 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
   checks.push({
     name: 'tuned parameters are changeable without a restart',
     ok: problems.length === 0,
-    detail: problems.length === 0 ? `all ${CLOUD_B_KNOBS.length} are dynamic and writable` : problems.join(', '),
+    detail: problems.length === 0 ? `all ${MANAGED_B_FLEX_KNOBS.length} are dynamic and writable` : problems.join(', '),
     ...(problems.length > 0 && { fix: 'the agent tunes the others and refuses changes to these; a parameter waiting for a restart takes effect at the next restart of the server (Cloud B is tuned reload-only)' }),
   });
   return checks;
 }
 
 export interface PreflightDeps {
-  api: CloudBApi;
+  api: ManagedBFlexApi;
   config: AgentConfig;
   machine: (server: FlexibleServer) => ServerMachine;
 }
 
-export async function cloudBPreflight({ api, config, machine }: PreflightDeps): Promise<PreflightCheck[]> {
+export async function managedBFlexPreflight({ api, config, machine }: PreflightDeps): Promise<PreflightCheck[]> {
   const checks: PreflightCheck[] = [];
   const tokenCheck = `Cloud B token for the ${api.identity.description}`;
   try {

@@ -8,13 +8,13 @@
 // `defaultValue` with source `user-override`, the CLI noting that writing `system-default` runs
 // into a service bug and that the service reports `system-default` again by itself. Same here.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CLOUD_B_KNOBS, isNeverTouch } from '../../../knobs/index.ts';
+import { MANAGED_B_FLEX_KNOBS, isNeverTouch } from '../../../knobs/index.ts';
 import type { Db } from '../../db.ts';
 import type { Logger } from '../../log.ts';
 import { errorMessage } from '../../log.ts';
 import { sameSetting } from '../../settings.ts';
-import { USER_OVERRIDE, type CloudBApi, type ServerParameter } from './api.ts';
-import { CloudBError } from './errors.ts';
+import { USER_OVERRIDE, type ManagedBFlexApi, type ServerParameter } from './api.ts';
+import { ManagedBFlexError } from './errors.ts';
 import { UndoFailedError, type Override, type Overrides } from '../target.ts';
 
 /** How long the agent's own session may take to see what Cloud B reports as applied. */
@@ -32,8 +32,8 @@ export function overrideOf(p: ServerParameter | undefined): Override {
 /** A second line of defence behind the catalog: only the spec's 13 parameters, never a
  * durability or security setting, whatever a bug above might pass. */
 function assertTunable(name: string): void {
-  if (!CLOUD_B_KNOBS.includes(name)) {
-    throw new Error(`refused: ${name} is not one of the ${CLOUD_B_KNOBS.length} parameters the agent tunes on Cloud B (${CLOUD_B_KNOBS.join(', ')})`);
+  if (!MANAGED_B_FLEX_KNOBS.includes(name)) {
+    throw new Error(`refused: ${name} is not one of the ${MANAGED_B_FLEX_KNOBS.length} parameters the agent tunes on Cloud B (${MANAGED_B_FLEX_KNOBS.join(', ')})`);
   }
   if (isNeverTouch(name)) throw new Error(`refused: ${name} is a durability or security setting that the agent never changes`);
 }
@@ -68,7 +68,7 @@ function checkWritable(overrides: Overrides, params: Map<string, ServerParameter
 }
 
 export interface WriteDeps {
-  api: CloudBApi;
+  api: ManagedBFlexApi;
   db: Db;
   log: Logger;
 }
@@ -122,7 +122,7 @@ export async function writeServerParameters({ api, db, log }: WriteDeps, overrid
     } catch (err) {
       const undone = await undo([...written, name]);
       if (!undone.ok) throw new UndoFailedError(`${errorMessage(err)}; ${undone.text}`, { cause: err });
-      if (err instanceof CloudBError) throw new CloudBError(`${err.problem}; ${undone.text}`, err.fix, err);
+      if (err instanceof ManagedBFlexError) throw new ManagedBFlexError(`${err.problem}; ${undone.text}`, err.fix, err);
       throw new Error(`${errorMessage(err)}; ${undone.text}`, { cause: err });
     }
   }
