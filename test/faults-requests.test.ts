@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 import { ErrorResponseSchema } from '../src/protocol/v1.ts';
 import { reportRequest, startRequest } from './helpers/service-reports.ts';
-import { ADMIN_PASSWORD, AgentClient, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
+import { ADMIN_PASSWORD, AgentClient, PersonClient, STORAGE_KINDS, assertClientError, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 
 const running: Array<{ service: TestService; store: ServiceStore }> = [];
 
@@ -24,29 +24,22 @@ after(async () => {
   }
 });
 
-function assertError(response: JsonResponse, status: number, code: string, mentions: string): void {
-  assert.equal(response.status, status, JSON.stringify(response.body));
-  const body = ErrorResponseSchema.safeParse(response.body);
-  assert.ok(body.success, `an error body of the protocol: ${JSON.stringify(response.body)}`);
-  assert.equal(body.data.error.code, code);
-  assert.ok(body.data.error.message.includes(mentions), `"${body.data.error.message}" names ${mentions}`);
-}
 
 for (const [i, kind] of STORAGE_KINDS.entries()) {
   test(`text that cannot be stored is refused naming the field (${kind} storage)`, async () => {
     const { service } = running[i]!;
     const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-    assertError(await person.post('/api/manage/databases', { name: 'nul\u0000name', target: 'local' }), 400, 'bad_request', 'body.name');
-    assertError(await person.post('/api/manage/databases', { name: 'lone \ud800 surrogate', target: 'local' }), 400, 'bad_request', 'body.name');
+    assertClientError(await person.post('/api/manage/databases', { name: 'nul\u0000name', target: 'local' }), 400, 'bad_request', 'body.name');
+    assertClientError(await person.post('/api/manage/databases', { name: 'lone \ud800 surrogate', target: 'local' }), 400, 'bad_request', 'body.name');
     const { databaseId, apiKey } = await person.createDatabase('storable');
-    assertError(await person.post(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '64MB\u0000' } }), 400, 'bad_request', 'body.values.work_mem');
-    assertError(await person.post(`/api/manage/databases/${databaseId}/keys`, { label: 'key \udc00' }), 400, 'bad_request', 'body.label');
+    assertClientError(await person.post(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '64MB\u0000' } }), 400, 'bad_request', 'body.values.work_mem');
+    assertClientError(await person.post(`/api/manage/databases/${databaseId}/keys`, { label: 'key \udc00' }), 400, 'bad_request', 'body.label');
 
     const agent = new AgentClient(service.url, databaseId, apiKey);
     const lease = (await agent.start<{ leaseId: string }>(startRequest())).body.leaseId;
     const event = { at: new Date().toISOString(), level: 'info' as const, code: 'x', message: 'ok' };
-    assertError(await agent.report(reportRequest(lease, 0, { events: [event, { ...event, message: 'a lone \ud800 surrogate' }] })), 400, 'bad_request', 'body.events[1].message');
-    assertError(await agent.report(reportRequest(lease, 0, { events: [{ ...event, code: '\udfff' }] })), 400, 'bad_request', 'body.events[0].code');
+    assertClientError(await agent.report(reportRequest(lease, 0, { events: [event, { ...event, message: 'a lone \ud800 surrogate' }] })), 400, 'bad_request', 'body.events[1].message');
+    assertClientError(await agent.report(reportRequest(lease, 0, { events: [{ ...event, code: '\udfff' }] })), 400, 'bad_request', 'body.events[0].code');
     assert.equal((await agent.report(reportRequest(lease, 0, { events: [{ ...event, message: 'a pair 😀 is fine' }] }))).status, 200);
   });
 
@@ -54,7 +47,7 @@ for (const [i, kind] of STORAGE_KINDS.entries()) {
     const { service } = running[i]!;
     const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
     assert.equal((await person.post('/api/manage/users', { username: `dup-${kind}` })).status, 201);
-    assertError(await person.post('/api/manage/users', { username: `dup-${kind}` }), 409, 'conflict', `dup-${kind}`);
+    assertClientError(await person.post('/api/manage/users', { username: `dup-${kind}` }), 409, 'conflict', `dup-${kind}`);
   });
 }
 

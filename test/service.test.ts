@@ -11,9 +11,9 @@ import {
   AgentClient,
   PersonClient,
   STORAGE_KINDS,
+  assertClientError,
   createServiceStore,
   startTestService,
-  type JsonResponse,
   type ServiceStore,
   type TestService,
 } from './helpers/service.ts';
@@ -27,18 +27,6 @@ interface CommandView {
   outcome: { status: string; effective: Record<string, string>; errors: string[] } | null;
 }
 
-/** A 4xx with the protocol's error body, whose message mentions `mentions` when given. */
-function assertClientError(response: JsonResponse, status: number, code: string, mentions?: string | RegExp): void {
-  const context = `${response.status} ${JSON.stringify(response.body).slice(0, 400)}`;
-  assert.equal(response.status, status, context);
-  const parsed = ErrorResponseSchema.safeParse(response.body);
-  assert.ok(parsed.success, `error body is { error: { code, message } }: ${context}`);
-  assert.equal(parsed.data.error.code, code, context);
-  if (mentions !== undefined) {
-    if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
-    else assert.match(parsed.data.error.message, mentions, context);
-  }
-}
 
 async function startAgent(agent: AgentClient, options: Parameters<typeof startRequest>[0] = {}) {
   const response = await agent.start(startRequest(options), { gzip: true });

@@ -6,10 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '../src/lab/cluster.ts';
 import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
-import { ErrorResponseSchema } from '../src/protocol/v1.ts';
 import { advanceTuningSession } from '../src/service/tuning/advance.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
-import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
+import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, assertClientError, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertSessionShape, getTuningSession, isTrialJson, startTuningSession, type IterationJson } from './sessions-agent.ts';
 
 interface CommandView {
@@ -18,14 +17,6 @@ interface CommandView {
   command: { id: string; kind: string; keep?: boolean; to?: string; values?: Record<string, string | number> };
 }
 
-function assertClientError(response: JsonResponse, status: number, mentions: string | RegExp): void {
-  const context = `${response.status} ${JSON.stringify(response.body).slice(0, 500)}`;
-  assert.equal(response.status, status, context);
-  const parsed = ErrorResponseSchema.safeParse(response.body);
-  assert.ok(parsed.success, `error body is { error: { code, message } }: ${context}`);
-  if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
-  else assert.match(parsed.data.error.message, mentions, context);
-}
 
 /** The space the service builds for the simulated agent (its settings, 100 connections). */
 const space = () => buildSpace(sessionSpaceInput({ target: 'local', mode: 'reload-only', machine: MACHINE, settings: FULL_SETTINGS, maxConnections: 100 }));
@@ -118,7 +109,7 @@ for (const kind of STORAGE_KINDS) {
       assert.match(done.message ?? '', /applied and kept/);
       assert.equal(agent.knownGood.get('work_mem'), String(session.best.config['work_mem']));
 
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/approve`), 409, /only a session awaiting approval/);
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/approve`), 409, 'conflict', /only a session awaiting approval/);
       const list = await person.get<{ sessions: Array<{ id: string; state: string }> }>(`/api/manage/databases/${databaseId}/tuning-sessions`);
       assert.deepEqual(list.body.sessions.map((s) => [s.id, s.state]), [[started.id, 'done']]);
     });
@@ -251,17 +242,17 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good');
       const { iterations } = await getTuningSession(person, databaseId, first.id);
       assert.equal(iterations.at(-1)?.state, 'cancelled');
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/stop`), 409, 'stopped already');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/stop`), 409, 'conflict', 'stopped already');
 
       const second = await startTuningSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 12 });
       await agent.runUntil('a trial to be applied', async () => (await getTuningSession(person, databaseId, second.id)).iterations[0]?.state === 'measuring');
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/revert`), 409, 'latest session');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/revert`), 409, 'conflict', 'latest session');
       const reverted = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/tuning-sessions/${second.id}/revert`);
       assert.equal(reverted.body.session.state, 'reverted');
       const toBaseline = await agent.report();
       assert.deepEqual(toBaseline.command && toBaseline.command.kind === 'revert' && toBaseline.command.to, 'baseline');
       assert.deepEqual(agent.settings, agent.baseline);
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${second.id}/revert`), 409, 'reverted already');
+      assertClientError(await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${second.id}/revert`), 409, 'conflict', 'reverted already');
     });
 
     test('a session goes on after the service restarts mid-iteration', async () => {
@@ -311,39 +302,39 @@ for (const kind of STORAGE_KINDS) {
     test('bad inputs to the session routes get a clear 4xx naming the field', async () => {
       const { databaseId, agent } = await connect('bad-inputs');
       const path = `/api/manage/databases/${databaseId}/tuning-sessions`;
-      assertClientError(await person.post(path, { iterations: 0 }), 400, 'body.iterations: expected at least 1');
-      assertClientError(await person.post(path, { iterations: 2.5 }), 400, 'body.iterations: expected a whole number');
-      assertClientError(await person.post(path, { windowSeconds: 1 }), 400, 'body.windowSeconds: expected at least 2 seconds');
-      assertClientError(await person.post(path, { windowSeconds: '600' }), 400, 'body.windowSeconds');
-      assertClientError(await person.post(path, { warmupSeconds: -1 }), 400, 'body.warmupSeconds');
-      assertClientError(await person.post(path, { mode: 'fast' }), 400, 'body.mode');
-      assertClientError(await person.post(path, { seed: -3 }), 400, 'body.seed');
-      assertClientError(await person.post(path, { requireApproval: 'no' }), 400, 'body.requireApproval');
-      assertClientError(await person.post(path, { abRoundsMin: 2 }), 400, 'body.abRoundsMin: expected at least 3 rounds');
-      assertClientError(await person.post(path, { abRoundsMin: 6, abRoundsMax: 4 }), 400, 'body.abRoundsMax: expected at least as many rounds as abRoundsMin');
-      assertClientError(await person.post(path, { minEffectPercent: -1 }), 400, 'body.minEffectPercent: expected 0 % or more');
-      assertClientError(await person.post(path, { confidencePercent: 100 }), 400, 'body.confidencePercent: expected at most 99.9 %');
-      assertClientError(await person.post(path, { confidencePercent: '95' }), 400, 'body.confidencePercent: expected a number of percent');
-      assertClientError(await person.post(path, { iterations: 3, extra: true }), 400, 'extra');
-      assertClientError(await person.post(path, { mode: 'restart' }), 400, /body\.mode: restart needs an agent allowed to restart/);
-      assertClientError(await person.post('/api/manage/databases/not-a-uuid/tuning-sessions', {}), 400, 'path.databaseId');
-      assertClientError(await person.post(`/api/manage/databases/${crypto.randomUUID()}/tuning-sessions`, {}), 404, 'no database');
-      assertClientError(await person.get(`${path}/nope`), 400, 'path.sessionId');
-      assertClientError(await person.get(`${path}/${crypto.randomUUID()}`), 404, 'no tuning session');
-      assertClientError(await person.post(`${path}/${crypto.randomUUID()}/approve`), 404, 'no tuning session');
-      assertClientError(await person.get(`${path}?limit=0`), 400, 'query.limit');
+      assertClientError(await person.post(path, { iterations: 0 }), 400, 'bad_request', 'body.iterations: expected at least 1');
+      assertClientError(await person.post(path, { iterations: 2.5 }), 400, 'bad_request', 'body.iterations: expected a whole number');
+      assertClientError(await person.post(path, { windowSeconds: 1 }), 400, 'bad_request', 'body.windowSeconds: expected at least 2 seconds');
+      assertClientError(await person.post(path, { windowSeconds: '600' }), 400, 'bad_request', 'body.windowSeconds');
+      assertClientError(await person.post(path, { warmupSeconds: -1 }), 400, 'bad_request', 'body.warmupSeconds');
+      assertClientError(await person.post(path, { mode: 'fast' }), 400, 'bad_request', 'body.mode');
+      assertClientError(await person.post(path, { seed: -3 }), 400, 'bad_request', 'body.seed');
+      assertClientError(await person.post(path, { requireApproval: 'no' }), 400, 'bad_request', 'body.requireApproval');
+      assertClientError(await person.post(path, { abRoundsMin: 2 }), 400, 'bad_request', 'body.abRoundsMin: expected at least 3 rounds');
+      assertClientError(await person.post(path, { abRoundsMin: 6, abRoundsMax: 4 }), 400, 'bad_request', 'body.abRoundsMax: expected at least as many rounds as abRoundsMin');
+      assertClientError(await person.post(path, { minEffectPercent: -1 }), 400, 'bad_request', 'body.minEffectPercent: expected 0 % or more');
+      assertClientError(await person.post(path, { confidencePercent: 100 }), 400, 'bad_request', 'body.confidencePercent: expected at most 99.9 %');
+      assertClientError(await person.post(path, { confidencePercent: '95' }), 400, 'bad_request', 'body.confidencePercent: expected a number of percent');
+      assertClientError(await person.post(path, { iterations: 3, extra: true }), 400, 'bad_request', 'extra');
+      assertClientError(await person.post(path, { mode: 'restart' }), 400, 'bad_request', /body\.mode: restart needs an agent allowed to restart/);
+      assertClientError(await person.post('/api/manage/databases/not-a-uuid/tuning-sessions', {}), 400, 'bad_request', 'path.databaseId');
+      assertClientError(await person.post(`/api/manage/databases/${crypto.randomUUID()}/tuning-sessions`, {}), 404, 'not_found', 'no database');
+      assertClientError(await person.get(`${path}/nope`), 400, 'bad_request', 'path.sessionId');
+      assertClientError(await person.get(`${path}/${crypto.randomUUID()}`), 404, 'not_found', 'no tuning session');
+      assertClientError(await person.post(`${path}/${crypto.randomUUID()}/approve`), 404, 'not_found', 'no tuning session');
+      assertClientError(await person.get(`${path}?limit=0`), 400, 'bad_request', 'query.limit');
 
       const started = await startTuningSession(person, databaseId, { windowSeconds: 30 });
-      assertClientError(await person.post(path, {}), 409, `session ${started.id} is baseline on this database`);
-      assertClientError(await person.post(`${path}/${started.id}/approve`), 409, 'only a session awaiting approval');
+      assertClientError(await person.post(path, {}), 409, 'conflict', `session ${started.id} is baseline on this database`);
+      assertClientError(await person.post(`${path}/${started.id}/approve`), 409, 'conflict', 'only a session awaiting approval');
       assert.equal((await person.post(`${path}/${started.id}/stop`)).status, 200);
       void agent;
 
       // No agent yet; a reload-only target asked to restart; an agent that may restart.
       const { databaseId: idle } = await person.createDatabase('no-agent');
-      assertClientError(await person.post(`/api/manage/databases/${idle}/tuning-sessions`, {}), 409, 'no agent is connected');
+      assertClientError(await person.post(`/api/manage/databases/${idle}/tuning-sessions`, {}), 409, 'conflict', 'no agent is connected');
       const flex = await connect('flex', { target: 'managed-b-flex', allowRestart: true });
-      assertClientError(await person.post(`/api/manage/databases/${flex.databaseId}/tuning-sessions`, { mode: 'restart' }), 400, 'body.mode: managed-b-flex is reload-only');
+      assertClientError(await person.post(`/api/manage/databases/${flex.databaseId}/tuning-sessions`, { mode: 'restart' }), 400, 'bad_request', 'body.mode: managed-b-flex is reload-only');
       const restartable = await connect('restartable', { allowRestart: true });
       const restart = await startTuningSession(person, restartable.databaseId, { mode: 'restart', windowSeconds: 30 });
       assert.equal(restart.mode, 'restart');

@@ -1,13 +1,14 @@
 // Runs the real tuning service for tests: on loopback, on a free port, with either storage (PGlite
 // in a temporary directory, or a database of its own on the shared PostgreSQL, dropped after).
 // Clients: a person (cookie session + CSRF header) and an agent (protocol v1 over fetch).
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
-import { routes } from '../../src/protocol/v1.ts';
+import { ErrorResponseSchema, routes } from '../../src/protocol/v1.ts';
 import { parseServiceArgs, type ServiceConfig } from '../../src/service/app/config.ts';
 import { startService, type RunningService, type StartOptions } from '../../src/service/app/server.ts';
 
@@ -191,4 +192,16 @@ export class AgentClient {
   stop<T = unknown>(body: unknown) {
     return this.post<T>(routes.agentStop(this.databaseId), body);
   }
+}
+
+/** A 4xx with an error body `{ error: { code, message } }` of this code, whose message mentions `mentions` when given. */
+export function assertClientError(response: JsonResponse, status: number, code: string, mentions?: string | RegExp): void {
+  const context = `${response.status} ${JSON.stringify(response.body).slice(0, 500)}`;
+  assert.equal(response.status, status, context);
+  const parsed = ErrorResponseSchema.safeParse(response.body);
+  assert.ok(parsed.success, `error body is { error: { code, message } }: ${context}`);
+  assert.equal(parsed.data.error.code, code, context);
+  if (mentions === undefined) return;
+  if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
+  else assert.match(parsed.data.error.message, mentions, context);
 }
