@@ -5,6 +5,7 @@ import { generatePassword, hashPassword } from './auth/passwords.ts';
 import type { ServiceConfig } from './config.ts';
 import { leasePolicyOf, type ServiceContext } from './context.ts';
 import { buildApp } from './http/app.ts';
+import { createServiceMetrics, startMetricsListener, type MetricsListener } from './metrics.ts';
 import { startSessionTicker } from './sessions/ticker.ts';
 import { openStorage } from './storage/open.ts';
 import type { Storage } from './storage/storage.ts';
@@ -16,6 +17,8 @@ export interface RunningService {
   url: string;
   app: FastifyInstance;
   storage: Storage;
+  /** The separate metrics listener's address (--metrics-listen), when there is one. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -38,13 +41,17 @@ async function ensureAdmin(storage: Storage, config: ServiceConfig, announce: (t
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
-  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  const metrics = config.metricsToken || config.metricsListen ? createServiceMetrics() : undefined;
+  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize, onError: metrics?.storageError });
+  metrics?.readGaugesFrom(storage);
   let app: FastifyInstance | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
     await ensureAdmin(storage, config, options.announce ?? ((text) => process.stdout.write(text)));
-    const ctx: ServiceContext = { storage, config, leasePolicy: leasePolicyOf(config) };
+    const ctx: ServiceContext = { storage, config, leasePolicy: leasePolicyOf(config), ...(metrics && { metrics }) };
     app = buildApp(ctx, { ...(options.logStream && { logStream: options.logStream }), ...(options.requestTimeoutMs && { requestTimeoutMs: options.requestTimeoutMs }) });
     await app.listen({ host: config.host, port: config.port });
+    if (metrics && config.metricsListen) metricsListener = await startMetricsListener(config.metricsListen, metrics, config.metricsToken);
   } catch (err) {
     await app?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
@@ -81,8 +88,10 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     url: `${config.tls ? 'https' : 'http'}://${host}:${port}`,
     app: listening,
     storage,
+    ...(metricsListener && { metricsUrl: metricsListener.url }),
     close: () =>
       (closing ??= (async () => {
+        await metricsListener?.close();
         clearInterval(timer);
         await sessionTicker.stop();
         await listening.close();

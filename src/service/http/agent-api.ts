@@ -142,6 +142,7 @@ export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): voi
     const result = ServiceCommandIdSchema.safeParse(commandId).success ? await storage.recordAck(database.id, commandId, body) : { kind: 'unknown_command' as const };
     if (result.kind === 'lease_expired') throw leaseExpired(body.leaseId);
     if (result.kind === 'unknown_command') throw notFound(`no command ${commandId.slice(0, 100)} for this database`);
+    if (result.kind === 'recorded') ctx.metrics?.commandAcknowledged(result.commandKind, body.status);
     if (result.kind === 'recorded') await afterAck(storage, database.id, request.log);
     return reply.code(204).send();
   });

@@ -14,6 +14,7 @@ import type { MetricsReport } from '../../protocol/report.ts';
 import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
 import type { Decision, Interval } from '../../measure/verify.ts';
+import type { MetricsSnapshot } from './sql-metrics.ts';
 
 export interface User {
   id: string;
@@ -134,7 +135,7 @@ export type ReportResult =
   | { kind: 'accepted'; expiresAt: Date; reportIntervalSeconds: number; command: Command | null }
   | { kind: 'lease_expired' };
 
-export type AckResult = { kind: 'recorded' | 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
+export type AckResult = { kind: 'recorded'; commandKind: Command['kind'] } | { kind: 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
 
 export type StopResult = { kind: 'released' | 'already_released' } | { kind: 'lease_expired' };
 
@@ -413,6 +414,8 @@ export interface Storage {
   // Housekeeping
   /** Throws when the storage does not answer (the health check). */
   ping(): Promise<void>;
+  /** The figures the Prometheus gauges show (src/service/metrics.ts). */
+  metricsSnapshot(): Promise<MetricsSnapshot>;
   prune(policy: RetentionPolicy): Promise<{ reports: number; events: number; sessions: number }>;
   close(): Promise<void>;
 }
