@@ -150,9 +150,7 @@ describe('the storage-errors counter', () => {
       await assert.rejects(observed.transaction((tx) => tx.query('SELECT * FROM no_such_table')));
       assert.equal(errors.length, 2, 'a statement failing in a transaction counts once');
       await assert.rejects(
-        observed.transaction(async () => {
-          throw new Error('the caller refused');
-        }),
+        observed.transaction(() => Promise.reject(new Error('the caller refused'))),
         /the caller refused/,
       );
       assert.equal(errors.length, 2, "the caller's own error is not a storage error");
