@@ -72,7 +72,8 @@ Commands (default: run and report to the tuning service):
 Options:
   --interval SECONDS    --once: seconds between the two snapshots (default 5)
   --config PATH         read PATH instead of ./agent.yaml
-  --metrics-listen HOST:PORT  while running, serve Prometheus metrics on GET /metrics there
+  --metrics-listen HOST:PORT
+                        while running, serve Prometheus metrics at http://HOST:PORT/metrics
   --version             print the version
   --help                print this help
 

@@ -125,7 +125,9 @@ Options (each also an environment variable; a flag wins):
                         /install.sh installs (default: the package's dist/, npm run build:agent)
   --tls-cert FILE       TUNER_TLS_CERT, serve HTTPS with this PEM certificate (chain)
   --tls-key FILE        TUNER_TLS_KEY, and this PEM private key (HSTS and Secure cookies follow)
-  --metrics-listen HOST:PORT  TUNER_METRICS_LISTEN, serve Prometheus /metrics on this listener
+  --metrics-listen HOST:PORT
+                        TUNER_METRICS_LISTEN, serve Prometheus /metrics on a listener of its
+                        own (docs/metrics.md)
   --help, --version
 
 Environment only:
