@@ -5,6 +5,7 @@
 // cleanly (what systemd and `docker stop` send). A wrong --metrics-listen is refused.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -128,9 +129,20 @@ describe('metrics of the agent and the service, end to end', () => {
     assert.equal(await agentMetrics(), null, 'the metrics listener went with the agent');
   });
 
-  test('a wrong --metrics-listen is refused with what is expected', async () => {
+  test('a wrong --metrics-listen is refused with what is expected (exit 2); an address in use exits 1', async () => {
     const run = await runAgent(['--local', '--metrics-listen', 'localhost'], { cwd: dir, timeoutMs: 60_000 });
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr, /--metrics-listen: expected HOST:PORT, e\.g\. 127\.0\.0\.1:9187/);
+
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      const busy = await runAgent(['--local', '--metrics-listen', `127.0.0.1:${port}`], { cwd: dir, timeoutMs: 60_000 });
+      assert.equal(busy.code, 1, busy.stderr);
+      assert.match(busy.stderr, new RegExp(`--metrics-listen: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 });

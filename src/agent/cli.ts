@@ -342,7 +342,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         log.info(`the tuning service at ${config.tuner.serverUrl!} is reached ${outbound.describe(config.tuner.serverUrl!)}`);
         const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId!, dispatcher: outbound.dispatcher });
         const metricsServer = await serveMetrics(invocation, config, kind, log);
-        if (metricsServer === 'refused') return EXIT.usage;
+        if (metricsServer === 'malformed' || metricsServer === 'unavailable') return metricsServer === 'malformed' ? EXIT.usage : EXIT.failure;
         const stop = stopWhenAsked(log);
         try {
           const end = await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stop.signal, ...(metricsServer && { metrics: metricsServer.metrics }) });
@@ -385,9 +385,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   }
 }
 
-/** Prometheus metrics, when an address is given (the flag wins over tuner.metrics_listen);
- * 'refused' when the address is wrong or cannot be listened on (said in the log). */
-async function serveMetrics(invocation: Invocation, config: AgentConfig, kind: TargetKind, log: Logger): Promise<AgentMetricsServer | undefined | 'refused'> {
+/** Prometheus metrics, when an address is given (the flag wins over tuner.metrics_listen); or
+ * why not, said in the log: a malformed address (a usage error), or one that cannot be listened
+ * on now (in use: a runtime failure, which a supervisor's restart may get past). */
+async function serveMetrics(invocation: Invocation, config: AgentConfig, kind: TargetKind, log: Logger): Promise<AgentMetricsServer | undefined | 'malformed' | 'unavailable'> {
   const text = invocation.metricsListen ?? config.tuner.metricsListen;
   if (text === undefined) return undefined;
   const source = invocation.metricsListen !== undefined ? '--metrics-listen' : 'tuner.metrics_listen (AGENT_TUNER_METRICS_LISTEN)';
@@ -395,7 +396,7 @@ async function serveMetrics(invocation: Invocation, config: AgentConfig, kind: T
   const address = parseMetricsListen(text, source);
   if ('problem' in address) {
     log.error(address.problem);
-    return 'refused';
+    return 'malformed';
   }
   try {
     const server = await startAgentMetrics(address, { target: kind });
@@ -403,7 +404,7 @@ async function serveMetrics(invocation: Invocation, config: AgentConfig, kind: T
     return server;
   } catch (err) {
     log.error(`${source}: cannot listen on ${text}: ${errorMessage(err)}; choose a free port, or leave metrics off`);
-    return 'refused';
+    return 'unavailable';
   }
 }
 

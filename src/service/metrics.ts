@@ -150,8 +150,6 @@ export async function startMetricsListener(address: { host: string; port: number
       () => answer(response, 500, json, JSON.stringify(errorBody('internal', 'the metrics could not be gathered'))),
     );
   });
-  // Scrapers keep connections open; closing must not wait for them.
-  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(address.port, address.host, () => {
