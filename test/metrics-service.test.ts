@@ -13,7 +13,7 @@ import { observeDriverErrors } from '../src/service/storage/observed-driver.ts';
 import { openPgliteDriver } from '../src/service/storage/pglite-driver.ts';
 import { parseExposition, scrape } from './helpers/prometheus.ts';
 import { reportRequest, startRequest } from './helpers/service-reports.ts';
-import { ADMIN_PASSWORD, AgentClient, PersonClient, createServiceStore, startTestService, type ServiceStore } from './helpers/service.ts';
+import { ADMIN_PASSWORD, AgentClient, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type ServiceStore } from './helpers/service.ts';
 
 const TOKEN = 'metrics-token-for-tests-0123456789';
 
@@ -38,64 +38,68 @@ describe('tuner-service /metrics', () => {
     }
   });
 
-  test('behind TUNER_METRICS_TOKEN on the main listener: 401 without the token, counters that move with the agents', async () => {
-    const service = await startTestService(store, { TUNER_METRICS_TOKEN: TOKEN });
-    try {
-      const url = `${service.url}/metrics`;
-      for (const headers of [{}, { authorization: 'Bearer not-the-token-at-all-000000' }, { authorization: TOKEN }]) {
-        const response = await fetch(url, { headers });
-        assert.equal(response.status, 401, JSON.stringify(headers));
-        const body = await response.text();
-        assert.match(body, /TUNER_METRICS_TOKEN/);
-        assert.ok(!body.includes(TOKEN), 'the token is never shown');
+  for (const kind of STORAGE_KINDS) {
+    test(`behind TUNER_METRICS_TOKEN on the main listener: 401 without the token, counters that move with the agents (${kind} storage)`, async () => {
+      const own = await createServiceStore(kind);
+      const service = await startTestService(own, { TUNER_METRICS_TOKEN: TOKEN });
+      try {
+        const url = `${service.url}/metrics`;
+        for (const headers of [{}, { authorization: 'Bearer not-the-token-at-all-000000' }, { authorization: TOKEN }]) {
+          const response = await fetch(url, { headers });
+          assert.equal(response.status, 401, JSON.stringify(headers));
+          const body = await response.text();
+          assert.match(body, /TUNER_METRICS_TOKEN/);
+          assert.ok(!body.includes(TOKEN), 'the token is never shown');
+        }
+
+        const first = await scrape(url, TOKEN);
+        assert.equal(first.types.get('tuner_service_reports_total'), 'counter');
+        assert.equal(first.types.get('tuner_service_report_duration_seconds'), 'histogram');
+        assert.equal(first.types.get('tuner_service_agents_connected'), 'gauge');
+        assert.equal(first.value('tuner_service_reports_total', { outcome: 'accepted' }), 0);
+        assert.equal(first.value('tuner_service_commands_total', { kind: 'apply', outcome: 'applied' }), 0);
+        assert.equal(first.value('tuner_service_tuning_sessions', { state: 'iterating' }), 0);
+        assert.equal(first.value('tuner_service_storage_errors_total'), 0);
+
+        const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+        const { databaseId, apiKey } = await person.createDatabase('metrics', 'local');
+        const agent = new AgentClient(service.url, databaseId, apiKey);
+        const started = await agent.start<{ leaseId: string }>(startRequest());
+        assert.equal(started.status, 200);
+        const leaseId = started.body.leaseId;
+        for (let seq = 0; seq < 3; seq++) assert.equal((await agent.report(reportRequest(leaseId, seq), { gzip: true })).status, 200);
+        const wrongKey = new AgentClient(service.url, databaseId, `${apiKey.slice(0, -4)}AAAA`);
+        assert.equal((await wrongKey.report(reportRequest(leaseId, 3))).status, 401);
+        assert.equal((await agent.report(reportRequest('00000000-0000-4000-8000-000000000000', 3))).status, 409);
+
+        const during = await scrape(url, TOKEN);
+        assert.equal(during.value('tuner_service_agents_connected'), 1);
+        assert.equal(during.value('tuner_service_reports_total', { outcome: 'accepted' }), 3);
+        assert.equal(during.value('tuner_service_reports_total', { outcome: 'unauthorized' }), 1);
+        assert.equal(during.value('tuner_service_reports_total', { outcome: 'lease_expired' }), 1);
+        assert.equal(during.value('tuner_service_report_duration_seconds_count'), 5);
+        assert.equal(during.value('tuner_service_report_duration_seconds_bucket', { le: '+Inf' }), 5);
+        assert.ok(during.value('tuner_service_report_duration_seconds_sum') > 0);
+
+        const issued = await person.post<{ command: { id: string } }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '8MB' }, keep: true });
+        assert.equal(issued.status, 201);
+        const answer = await agent.report<{ command: { id: string; kind: string } | null }>(reportRequest(leaseId, 3));
+        assert.equal(answer.body.command?.id, issued.body.command.id);
+        const ack = await agent.ack(issued.body.command.id, { leaseId, status: 'applied', effective: { work_mem: '8MB' }, errors: [], restarted: false, restored: false });
+        assert.equal(ack.status, 204);
+        assert.equal((await agent.stop({ leaseId })).status, 204);
+
+        const later = await scrape(url, TOKEN);
+        assert.equal(later.value('tuner_service_commands_total', { kind: 'apply', outcome: 'applied' }), 1);
+        assert.equal(later.value('tuner_service_commands_total', { kind: 'revert', outcome: 'applied' }), 0);
+        assert.equal(later.value('tuner_service_reports_total', { outcome: 'accepted' }), 4);
+        assert.equal(later.value('tuner_service_agents_connected'), 0, 'the agent released its lease');
+      } finally {
+        await service.close();
+        await own.dispose();
       }
-
-      const first = await scrape(url, TOKEN);
-      assert.equal(first.types.get('tuner_service_reports_total'), 'counter');
-      assert.equal(first.types.get('tuner_service_report_duration_seconds'), 'histogram');
-      assert.equal(first.types.get('tuner_service_agents_connected'), 'gauge');
-      assert.equal(first.value('tuner_service_reports_total', { outcome: 'accepted' }), 0);
-      assert.equal(first.value('tuner_service_commands_total', { kind: 'apply', outcome: 'applied' }), 0);
-      assert.equal(first.value('tuner_service_tuning_sessions', { state: 'iterating' }), 0);
-      assert.equal(first.value('tuner_service_storage_errors_total'), 0);
-
-      const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-      const { databaseId, apiKey } = await person.createDatabase('metrics', 'local');
-      const agent = new AgentClient(service.url, databaseId, apiKey);
-      const started = await agent.start<{ leaseId: string }>(startRequest());
-      assert.equal(started.status, 200);
-      const leaseId = started.body.leaseId;
-      for (let seq = 0; seq < 3; seq++) assert.equal((await agent.report(reportRequest(leaseId, seq), { gzip: true })).status, 200);
-      const wrongKey = new AgentClient(service.url, databaseId, `${apiKey.slice(0, -4)}AAAA`);
-      assert.equal((await wrongKey.report(reportRequest(leaseId, 3))).status, 401);
-      assert.equal((await agent.report(reportRequest('00000000-0000-4000-8000-000000000000', 3))).status, 409);
-
-      const during = await scrape(url, TOKEN);
-      assert.equal(during.value('tuner_service_agents_connected'), 1);
-      assert.equal(during.value('tuner_service_reports_total', { outcome: 'accepted' }), 3);
-      assert.equal(during.value('tuner_service_reports_total', { outcome: 'unauthorized' }), 1);
-      assert.equal(during.value('tuner_service_reports_total', { outcome: 'lease_expired' }), 1);
-      assert.equal(during.value('tuner_service_report_duration_seconds_count'), 5);
-      assert.equal(during.value('tuner_service_report_duration_seconds_bucket', { le: '+Inf' }), 5);
-      assert.ok(during.value('tuner_service_report_duration_seconds_sum') > 0);
-
-      const issued = await person.post<{ command: { id: string } }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '8MB' }, keep: true });
-      assert.equal(issued.status, 201);
-      const answer = await agent.report<{ command: { id: string; kind: string } | null }>(reportRequest(leaseId, 3));
-      assert.equal(answer.body.command?.id, issued.body.command.id);
-      const ack = await agent.ack(issued.body.command.id, { leaseId, status: 'applied', effective: { work_mem: '8MB' }, errors: [], restarted: false, restored: false });
-      assert.equal(ack.status, 204);
-      assert.equal((await agent.stop({ leaseId })).status, 204);
-
-      const later = await scrape(url, TOKEN);
-      assert.equal(later.value('tuner_service_commands_total', { kind: 'apply', outcome: 'applied' }), 1);
-      assert.equal(later.value('tuner_service_commands_total', { kind: 'revert', outcome: 'applied' }), 0);
-      assert.equal(later.value('tuner_service_reports_total', { outcome: 'accepted' }), 4);
-      assert.equal(later.value('tuner_service_agents_connected'), 0, 'the agent released its lease');
-    } finally {
-      await service.close();
-    }
-  });
+    });
+  }
 
   test('TUNER_METRICS_LISTEN: a listener of its own, and none on the main one', async () => {
     const service = await startTestService(store, { TUNER_METRICS_LISTEN: '127.0.0.1:0' });
