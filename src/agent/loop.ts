@@ -158,6 +158,7 @@ class AgentLoop {
       return null;
     });
     if (!outcome) return;
+    this.#options.metrics?.reverted('recovery', outcome.status);
     if (outcome.status !== 'applied') ctx.log.error(`recovery did not complete: ${outcome.errors.join('; ')}`);
     const done = outcome.status === 'applied' ? 'the database was returned to its known-good configuration' : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
     this.#event(outcome.status === 'applied' ? 'warn' : 'error', 'recovered', `at start, ${reason}: ${done}`);
