@@ -351,8 +351,8 @@ class AgentLoop {
         this.#trial = null;
         const message = `guardrail: ${breaches.join('; ')}`;
         ctx.log.warn(`${message}: reverting trial ${watched.commandId}`);
-        const outcome = await restore(ctx, 'knownGood', message);
         this.#options.metrics?.guardrailBreached();
+        const outcome = await restore(ctx, 'knownGood', message);
         if (outcome) this.#options.metrics?.reverted('guardrail', outcome.status);
         this.#event('warn', 'guardrail_breach', `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`, watched.commandId);
       }
