@@ -14,6 +14,7 @@ import { AGENT_BIN } from './helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload, untilRevertedWithin, type RangeWorkload } from './helpers/wrecking-trial.ts';
 import { until } from './helpers/until.ts';
+import { scrape } from './helpers/prometheus.ts';
 
 interface CommandView {
   id: string;
@@ -56,7 +57,8 @@ test('a wrecking trial is reverted by the agent alone while the service is down,
   let person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
   const { databaseId, apiKey } = await person.createDatabase('guarded', 'local');
   assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
-  writeFileSync(join(dir, 'agent.yaml'), `postgresql:\n  connection_url: ${cluster.agentUrl}\ntuner:\n  server_url: http://${listen}\n  api_key: ${apiKey}\n  database_id: ${databaseId}\n`);
+  const metricsUrl = `http://127.0.0.1:${await freePort()}/metrics`;
+  writeFileSync(join(dir, 'agent.yaml'), `postgresql:\n  connection_url: ${cluster.agentUrl}\ntuner:\n  server_url: http://${listen}\n  api_key: ${apiKey}\n  database_id: ${databaseId}\n  metrics_listen: ${new URL(metricsUrl).host}\n`);
 
   // The workload runs before the agent starts, so that its first window is the known-good one.
   workload = await startRangeWorkload(cluster);
@@ -86,6 +88,15 @@ test('a wrecking trial is reverted by the agent alone while the service is down,
   const revertedAfterMs = Date.now() - appliedAt;
   console.log(`reverted by the agent ${(revertedAfterMs / 1000).toFixed(1)} s after the service stopped`);
   assert.match(output, /guardrail: .*query runtime .* is \d+\.\d× the known-good.*reverting trial/);
+  // The agent's own metrics say it too, while the service is away (docs/metrics.md).
+  const metrics = await until('reports to queue up in the agent', async () => {
+    const m = await scrape(metricsUrl);
+    return m.value('tuner_agent_reports_queued') >= 1 ? m : null;
+  });
+  assert.equal(metrics.value('tuner_agent_guardrail_breaches_total'), 1);
+  assert.equal(metrics.value('tuner_agent_reverts_total', { cause: 'guardrail', outcome: 'applied' }), 1);
+  assert.equal(metrics.value('tuner_agent_applies_total', { outcome: 'applied' }), 1);
+  assert.equal(metrics.value('tuner_agent_parameters_unaccepted'), 0, 'back at known-good');
 
   // Back up: the agent's queued reports carry the breach, tied to the trial's command.
   service = await startTestService(store, {}, listen);

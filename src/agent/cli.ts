@@ -24,6 +24,7 @@ import { createManagedATarget, managedAPermissions } from './targets/managed-a/i
 // about half a second of start-up that --version, --local and the binary should not pay.
 const managedBFlex = () => import('./targets/managed-b-flex/index.ts');
 import type { Target, TargetDeps } from './targets/target.ts';
+import type { AgentMetricsServer } from './metrics.ts';
 import { AGENT_VERSION } from './version.ts';
 
 export const EXIT = {
@@ -72,6 +73,8 @@ Commands (default: run and report to the tuning service):
 Options:
   --interval SECONDS    --once: seconds between the two snapshots (default 5)
   --config PATH         read PATH instead of ./agent.yaml
+  --metrics-listen HOST:PORT
+                        while running, serve Prometheus metrics at http://HOST:PORT/metrics
   --version             print the version
   --help                print this help
 
@@ -98,6 +101,8 @@ interface Invocation {
   configPath: string | undefined;
   /** init: the directory to make. */
   initDir: string | undefined;
+  /** --metrics-listen HOST:PORT (wins over tuner.metrics_listen). */
+  metricsListen: string | undefined;
 }
 
 export function parseInvocation(argv: string[]): Invocation {
@@ -117,6 +122,7 @@ export function parseInvocation(argv: string[]): Invocation {
         revert: { type: 'boolean' },
         interval: { type: 'string' },
         config: { type: 'string' },
+        'metrics-listen': { type: 'string' },
         version: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -160,7 +166,7 @@ export function parseInvocation(argv: string[]): Invocation {
   if (command !== 'help' && command !== 'version' && target === null) {
     throw new UsageError('choose a target: --local, --managed-a, --managed-a-cluster or --managed-b-flex; see tuner-agent --help');
   }
-  return { target, command, apply, intervalSeconds, configPath: values.config, initDir: positionals[0] === 'init' ? positionals[1] : undefined };
+  return { target, command, apply, intervalSeconds, configPath: values.config, initDir: positionals[0] === 'init' ? positionals[1] : undefined, metricsListen: values['metrics-listen'] };
 }
 
 /** Whom the agent talks to besides the database, for the preflight's route lines. */
@@ -336,12 +342,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         log.info(`tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode, connection ${describeSecurity(db.security)}`);
         log.info(`the tuning service at ${config.tuner.serverUrl!} is reached ${outbound.describe(config.tuner.serverUrl!)}`);
         const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId!, dispatcher: outbound.dispatcher });
+        const metricsServer = await serveMetrics(invocation, config, kind, log);
+        if (metricsServer === 'malformed' || metricsServer === 'unavailable') return metricsServer === 'malformed' ? EXIT.usage : EXIT.failure;
         const stop = stopWhenAsked(log);
         try {
-          const end = await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stop.signal });
+          const end = await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stop.signal, ...(metricsServer && { metrics: metricsServer.metrics }) });
           return end.atKnownGood && !stop.failed() ? EXIT.ok : EXIT.failure;
         } finally {
           stop.dispose();
+          await metricsServer?.close();
         }
       }
       case 'revert': {
@@ -374,6 +383,29 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   } finally {
     await target?.close();
     await db.close();
+  }
+}
+
+/** Prometheus metrics, when an address is given (the flag wins over tuner.metrics_listen); or
+ * why not, said in the log: a malformed address (a usage error), or one that cannot be listened
+ * on now (in use: a runtime failure, which a supervisor's restart may get past). */
+async function serveMetrics(invocation: Invocation, config: AgentConfig, kind: TargetKind, log: Logger): Promise<AgentMetricsServer | undefined | 'malformed' | 'unavailable'> {
+  const text = invocation.metricsListen ?? config.tuner.metricsListen;
+  if (text === undefined) return undefined;
+  const source = invocation.metricsListen !== undefined ? '--metrics-listen' : 'tuner.metrics_listen (AGENT_TUNER_METRICS_LISTEN)';
+  const { parseMetricsListen, startAgentMetrics } = await import('./metrics.ts');
+  const address = parseMetricsListen(text, source);
+  if ('problem' in address) {
+    log.error(address.problem);
+    return 'malformed';
+  }
+  try {
+    const server = await startAgentMetrics(address, { target: kind });
+    log.info(`Prometheus metrics on ${server.url}`);
+    return server;
+  } catch (err) {
+    log.error(`${source}: cannot listen on ${text}: ${errorMessage(err)}; choose a free port, or leave metrics off`);
+    return 'unavailable';
   }
 }
 

@@ -14,6 +14,7 @@ import { applyChange, recoverOnStart, recoveryReason, restore, tuningMode, type 
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
 import { errorMessage } from './log.ts';
+import type { AgentMetrics } from './metrics.ts';
 import { LeaseExpiredError, RequestRefusedError, ServiceRejectedError, ServiceUnavailableError, backoffMs, type ServiceClient } from './service-client.ts';
 import { catalogSettings, describeSystem } from './system.ts';
 import { AGENT_VERSION } from './version.ts';
@@ -39,6 +40,8 @@ export interface LoopOptions {
   signal: AbortSignal;
   /** Guardrail tick; shorter in tests. */
   guardIntervalMs?: number;
+  /** Prometheus metrics, when the agent serves them (--metrics-listen). */
+  metrics?: AgentMetrics;
 }
 
 interface Lease {
@@ -108,6 +111,7 @@ class AgentLoop {
     this.#leaseFile = join(options.cwd, LEASE_FILE_NAME);
     this.#guardIntervalMs = options.guardIntervalMs ?? GUARD_INTERVAL_MS;
     this.#collector = createCollector(this.#ctx.db, { includeQueries: this.#ctx.config.postgresql.includeQueries });
+    options.metrics?.observe({ queuedReports: () => this.#queue.length, journal: this.#ctx.journal });
   }
 
   async run(): Promise<LoopEnd> {
@@ -134,7 +138,9 @@ class AgentLoop {
       if (!(await this.#watch(wakeAt - Date.now()))) break;
       await this.#returnUnwatchedToKnownGood();
       if (Date.now() >= nextCollectAt) {
+        const collecting = performance.now();
         this.#enqueue(await this.#collect());
+        this.#options.metrics?.collected((performance.now() - collecting) / 1000);
         nextCollectAt = Date.now() + this.#lease.intervalSeconds * 1000;
       }
       if (this.#failures === 0 || Date.now() >= this.#nextAttemptAt) await this.#deliver();
@@ -152,6 +158,7 @@ class AgentLoop {
       return null;
     });
     if (!outcome) return;
+    this.#options.metrics?.reverted('recovery', outcome.status);
     if (outcome.status !== 'applied') ctx.log.error(`recovery did not complete: ${outcome.errors.join('; ')}`);
     const done = outcome.status === 'applied' ? 'the database was returned to its known-good configuration' : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
     this.#event(outcome.status === 'applied' ? 'warn' : 'error', 'recovered', `at start, ${reason}: ${done}`);
@@ -237,6 +244,7 @@ class AgentLoop {
     this.#queue.push(report);
     if (this.#queue.length > MAX_QUEUED_REPORTS) {
       this.#dropped += this.#queue.length - MAX_QUEUED_REPORTS;
+      this.#options.metrics?.reportsDropped(this.#queue.length - MAX_QUEUED_REPORTS);
       this.#queue.splice(0, this.#queue.length - MAX_QUEUED_REPORTS);
     }
   }
@@ -281,6 +289,7 @@ class AgentLoop {
       const response = await service.report({ ...this.#queue[0]!, leaseId: lease.leaseId, seq: this.#seq, sentAt: new Date().toISOString() });
       this.#queue.shift();
       this.#seq++;
+      this.#options.metrics?.reportDelivered();
       lease.intervalSeconds = response.nextReportInSeconds;
       const command = response.command;
       if (!command) continue;
@@ -307,6 +316,8 @@ class AgentLoop {
       // and the loop returns to known-good as soon as the database answers again.
       ack = { status: 'failed', effective: {}, errors: [errorMessage(err)], restarted: false, restored: false };
     }
+    if (command.kind === 'apply') this.#options.metrics?.applied(ack.status);
+    else this.#options.metrics?.reverted('command', ack.status);
     ctx.log.info(`command ${command.id} (${command.kind}): ${ack.status}${ack.errors.length ? `: ${ack.errors.join('; ')}` : ''}`);
     // A trial is watched by the guardrails until it is replaced, accepted or reverted. A change
     // that did not go through leaves the trial before it in place, and under watch.
@@ -340,7 +351,9 @@ class AgentLoop {
         this.#trial = null;
         const message = `guardrail: ${breaches.join('; ')}`;
         ctx.log.warn(`${message}: reverting trial ${watched.commandId}`);
+        this.#options.metrics?.guardrailBreached();
         const outcome = await restore(ctx, 'knownGood', message);
+        if (outcome) this.#options.metrics?.reverted('guardrail', outcome.status);
         this.#event('warn', 'guardrail_breach', `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`, watched.commandId);
       }
       if (Date.now() >= until) return true;
@@ -355,6 +368,7 @@ class AgentLoop {
     const reason = journal.data.inFlight ? 'a change was interrupted' : 'a configuration that was not accepted is no longer watched';
     await restore(this.#ctx, 'knownGood', reason).then(
       (outcome) => {
+        if (outcome) this.#options.metrics?.reverted('recovery', outcome.status);
         if (!journal.needsRecovery()) this.#trial = null;
         this.#event('warn', 'recovered', `${reason}; returning to known-good: ${outcome?.status ?? 'nothing to undo'}`);
       },

@@ -44,6 +44,7 @@ export const KEYS: readonly KeySpec[] = [
   { section: 'tuner', key: 'database_id', env: 'AGENT_TUNER_DATABASE_ID', kind: 'string', secret: false, requiredFor: ['service'], help: 'database id from the agent setup page of the tuning service' },
   { section: 'tuner', key: 'proxy_url', env: 'AGENT_TUNER_PROXY_URL', kind: 'proxy-url', secret: false, requiredFor: [], ours: true, help: 'egress proxy for the tuning service and the clouds\' APIs, e.g. http://user:<password>@proxy.internal:3128 (default: HTTPS_PROXY / HTTP_PROXY / NO_PROXY; never used for instance metadata)' },
   { section: 'tuner', key: 'ca_file', env: 'AGENT_TUNER_CA_FILE', kind: 'string', secret: false, requiredFor: [], ours: true, help: 'PEM file of CA certificates trusted besides the system\'s, for the tuning service, the proxy and custom cloud endpoints' },
+  { section: 'tuner', key: 'metrics_listen', env: 'AGENT_TUNER_METRICS_LISTEN', kind: 'string', secret: false, requiredFor: [], ours: true, help: 'serve Prometheus metrics on GET /metrics at this HOST:PORT, e.g. 127.0.0.1:9187 (default: none; --metrics-listen wins; docs/metrics.md)' },
   { section: 'tuner', key: 'debug', env: 'AGENT_TUNER_DEBUG', kind: 'boolean', secret: false, requiredFor: [], help: 'debug logging (default false)' },
 ];
 

@@ -24,7 +24,7 @@ export interface AgentConfig {
     clientSecret?: string;
     tenantId?: string;
   };
-  tuner: { serverUrl?: string; apiKey?: string; databaseId?: string; proxyUrl?: string; caFile?: string; debug: boolean };
+  tuner: { serverUrl?: string; apiKey?: string; databaseId?: string; proxyUrl?: string; caFile?: string; metricsListen?: string; debug: boolean };
 }
 
 export interface LoadOptions {
@@ -275,7 +275,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
       clientSecret: str('CLOUDB_CLIENT_SECRET'),
       tenantId: str('CLOUDB_TENANT_ID'),
     }),
-    tuner: { ...compact({ serverUrl: str('server_url'), apiKey: str('api_key'), databaseId: str('database_id'), proxyUrl: str('proxy_url'), caFile: str('ca_file') }), debug: bool('debug', false) },
+    tuner: { ...compact({ serverUrl: str('server_url'), apiKey: str('api_key'), databaseId: str('database_id'), proxyUrl: str('proxy_url'), caFile: str('ca_file'), metricsListen: str('metrics_listen') }), debug: bool('debug', false) },
   };
   const source = [fileExists ? file : null, envSet.length > 0 ? `${envSet.length} environment variable(s)` : null].filter(Boolean).join(' + ');
   return { config, warnings, source };

@@ -76,7 +76,9 @@ export async function acknowledgeCommand(ctx: ServiceContext, database: AgentDat
   const result = ServiceCommandIdSchema.safeParse(commandId).success ? await ctx.storage.recordAck(database.id, commandId, ack) : { kind: 'unknown_command' as const };
   if (result.kind === 'lease_expired') throw leaseExpired(ack.leaseId);
   if (result.kind === 'unknown_command') throw notFound(`no command ${commandId.slice(0, 100)} for this database`);
-  if (result.kind === 'recorded') await afterAck(ctx, database.id, log);
+  if (result.kind !== 'recorded') return;
+  ctx.metrics?.commandAcknowledged(result.commandKind, ack.status);
+  await afterAck(ctx, database.id, log);
 }
 
 export async function stopAgent(ctx: ServiceContext, database: AgentDatabase, request: AgentStopRequest, log: FastifyBaseLogger): Promise<void> {

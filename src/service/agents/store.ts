@@ -39,7 +39,7 @@ export type ReportResult =
   | { kind: 'accepted'; expiresAt: Date; reportIntervalSeconds: number; command: Command | null }
   | { kind: 'lease_expired' };
 
-export type AckResult = { kind: 'recorded' | 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
+export type AckResult = { kind: 'recorded'; commandKind: Command['kind'] } | { kind: 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
 
 export type StopResult = { kind: 'released' | 'already_released' } | { kind: 'lease_expired' };
 

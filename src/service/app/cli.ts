@@ -32,6 +32,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   const storage = config.databaseUrl ? 'PostgreSQL (TUNER_DATABASE_URL)' : `embedded PGlite in ${config.dataDir}`;
   process.stdout.write(`tuner-service ${SERVICE_VERSION} listening on ${service.url} (storage: ${storage})\n`);
+  if (service.metricsUrl) process.stdout.write(`tuner-service: Prometheus metrics on ${service.metricsUrl}\n`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       process.stdout.write(`tuner-service: ${signal}, stopping\n`);

@@ -33,6 +33,10 @@ export interface ServiceConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Serve HTTPS with this certificate and key (PEM, read at start), without a reverse proxy. */
   tls?: { cert: string; key: string; certFile: string };
+  /** /metrics on the main listener behind this bearer token (src/service/app/metrics.ts). Secret. */
+  metricsToken: string | undefined;
+  /** /metrics on a listener of its own. */
+  metricsListen: { host: string; port: number } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -102,6 +106,8 @@ const SETTINGS = {
   downloadsDir: { flag: 'downloads-dir', env: 'TUNER_DOWNLOADS_DIR', schema: z.string().min(1), default: DEFAULT_DOWNLOADS_DIR },
   tlsCert: { flag: 'tls-cert', env: 'TUNER_TLS_CERT', schema: z.string().min(1), default: undefined },
   tlsKey: { flag: 'tls-key', env: 'TUNER_TLS_KEY', schema: z.string().min(1), default: undefined },
+  metricsToken: { flag: null, env: 'TUNER_METRICS_TOKEN', schema: z.string().regex(/^[\x21-\x7e]{16,200}$/, 'expected 16 to 200 printable characters without spaces, e.g. from: openssl rand -hex 24'), default: undefined },
+  metricsListen: { flag: 'metrics-listen', env: 'TUNER_METRICS_LISTEN', schema: listen, default: undefined },
   logLevel: { flag: null, env: 'TUNER_LOG_LEVEL', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info' },
 } as const;
 
@@ -109,7 +115,7 @@ export const HELP = `tuner-service: the tuning service that tuner-agents report 
 
 Usage:
   tuner-service [--listen HOST:PORT] [--data-dir DIR] [--public-url URL] [--downloads-dir DIR]
-                [--tls-cert FILE --tls-key FILE]
+                [--tls-cert FILE --tls-key FILE] [--metrics-listen HOST:PORT]
 
 Options (each also an environment variable; a flag wins):
   --listen HOST:PORT    TUNER_LISTEN, default 127.0.0.1:8080
@@ -119,12 +125,16 @@ Options (each also an environment variable; a flag wins):
                         /install.sh installs (default: the package's dist/, npm run build:agent)
   --tls-cert FILE       TUNER_TLS_CERT, serve HTTPS with this PEM certificate (chain)
   --tls-key FILE        TUNER_TLS_KEY, and this PEM private key (HSTS and Secure cookies follow)
+  --metrics-listen HOST:PORT
+                        TUNER_METRICS_LISTEN, serve Prometheus /metrics on a listener of its
+                        own (docs/metrics.md)
   --help, --version
 
 Environment only:
   TUNER_DATABASE_URL              PostgreSQL storage instead of the embedded one
   TUNER_ADMIN_PASSWORD            the first admin's password (else generated and printed once)
   TUNER_REPORT_INTERVAL_SECONDS   default report interval (60)
+  TUNER_METRICS_TOKEN             serve /metrics on the main listener behind this bearer token
   See docs/service.md for every variable.
 `;
 
@@ -142,6 +152,7 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
         'downloads-dir': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
+        'metrics-listen': { type: 'string' },
         help: { type: 'boolean' },
         version: { type: 'boolean' },
       },
@@ -168,7 +179,7 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
     const parsed = (setting.schema as z.ZodType).safeParse(raw);
     if (parsed.success) resolved[name] = parsed.data;
     else {
-      const secret = setting.env === 'TUNER_DATABASE_URL' || setting.env === 'TUNER_ADMIN_PASSWORD';
+      const secret = setting.env === 'TUNER_DATABASE_URL' || setting.env === 'TUNER_ADMIN_PASSWORD' || setting.env === 'TUNER_METRICS_TOKEN';
       const shown = secret ? '' : ` (got "${String(raw).slice(0, 80)}")`;
       problems.push(`${source}: ${parsed.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }

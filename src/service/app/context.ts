@@ -3,6 +3,7 @@ import type { LeasePolicy } from '../agents/store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { RunningSessions } from '../tuning/running.ts';
 import type { ServiceConfig } from './config.ts';
+import type { ServiceMetrics } from './metrics.ts';
 
 export interface ServiceContext {
   storage: Storage;
@@ -10,10 +11,12 @@ export interface ServiceContext {
   leasePolicy: LeasePolicy;
   /** Which databases have a running tuning session, as this replica last saw it (a cache). */
   runningSessions: RunningSessions;
+  /** Present when metrics are served (TUNER_METRICS_TOKEN or --metrics-listen). */
+  metrics?: ServiceMetrics;
 }
 
-export function createServiceContext(storage: Storage, config: ServiceConfig): ServiceContext {
-  return { storage, config, leasePolicy: leasePolicyOf(config), runningSessions: new RunningSessions() };
+export function createServiceContext(storage: Storage, config: ServiceConfig, metrics?: ServiceMetrics): ServiceContext {
+  return { storage, config, leasePolicy: leasePolicyOf(config), runningSessions: new RunningSessions(), ...(metrics && { metrics }) };
 }
 
 /** The protocol's rule: a lease lasts max(3 × report interval, 30 s) (the minimum configurable). */

@@ -5,6 +5,7 @@ import { ensureFirstAdmin } from '../people/actions.ts';
 import type { ServiceConfig } from './config.ts';
 import { createServiceContext } from './context.ts';
 import { buildApp } from '../http/app.ts';
+import { createServiceMetrics, startMetricsListener, type MetricsListener } from './metrics.ts';
 import { startTuningSessionTicker } from '../tuning/ticker.ts';
 import { openStorage } from '../storage/open.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -16,6 +17,8 @@ export interface RunningService {
   url: string;
   app: FastifyInstance;
   storage: Storage;
+  /** The separate metrics listener's address (--metrics-listen), when there is one. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -29,13 +32,17 @@ export interface StartOptions {
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
-  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
-  const ctx = createServiceContext(storage, config);
+  const metrics = config.metricsToken || config.metricsListen ? createServiceMetrics() : undefined;
+  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize, onError: metrics?.storageError });
+  metrics?.readGaugesFrom(storage);
+  const ctx = createServiceContext(storage, config, metrics);
   let app: FastifyInstance | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
     await ensureFirstAdmin(ctx, options.announce ?? ((text) => process.stdout.write(text)));
     app = buildApp(ctx, { ...(options.logStream && { logStream: options.logStream }), ...(options.requestTimeoutMs && { requestTimeoutMs: options.requestTimeoutMs }) });
     await app.listen({ host: config.host, port: config.port });
+    if (metrics && config.metricsListen) metricsListener = await startMetricsListener(config.metricsListen, metrics, config.metricsToken);
   } catch (err) {
     await app?.close().catch(() => undefined);
     await storage.close().catch(() => undefined);
@@ -72,8 +79,10 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     url: `${config.tls ? 'https' : 'http'}://${host}:${port}`,
     app: listening,
     storage,
+    ...(metricsListener && { metricsUrl: metricsListener.url }),
     close: () =>
       (closing ??= (async () => {
+        await metricsListener?.close();
         clearInterval(timer);
         await tuningSessionTicker.stop();
         await listening.close();

@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import { API_PREFIX, MAX_BODY_BYTES } from '../../protocol/v1.ts';
 import { errorBody } from './errors.ts';
 import type { ServiceContext } from '../app/context.ts';
+import { observeAgentApi, registerMetricsRoute } from '../app/metrics.ts';
 import { registerAgentApi } from './agent-api.ts';
 import { registerDownloads } from './downloads.ts';
 import { MANAGE_PREFIX, registerManageApi } from './manage-api.ts';
@@ -90,9 +91,11 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
       return reply.code(503).send(errorBody('internal', 'the storage does not answer'));
     }
   });
+  if (ctx.metrics && ctx.config.metricsToken) registerMetricsRoute(app, ctx.metrics, ctx.config.metricsToken);
   void app.register(
     (scope, _options, done) => {
       registerAgentApi(scope, ctx);
+      if (ctx.metrics) observeAgentApi(scope, ctx.metrics);
       done();
     },
     { prefix: API_PREFIX },

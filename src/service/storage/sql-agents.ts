@@ -139,12 +139,12 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
         const lease = await one<{ lease_id: string }>(tx, 'SELECT lease_id FROM agent_leases WHERE database_id = $1::uuid', [databaseId]);
         if (!lease || lease.lease_id !== ack.leaseId) return { kind: 'lease_expired' };
         const { leaseId: _leaseId, ...outcome } = ack;
-        const updated = await tx.query(
+        const [updated] = await tx.query<{ kind: Command['kind'] }>(
           `UPDATE commands SET status = 'done', acked_at = now(), outcome = $3::jsonb
-            WHERE id = $1::uuid AND database_id = $2::uuid AND status <> 'done' RETURNING id`,
+            WHERE id = $1::uuid AND database_id = $2::uuid AND status <> 'done' RETURNING body->>'kind' AS kind`,
           [commandId, databaseId, JSON.stringify(outcome)],
         );
-        if (updated.length > 0) return { kind: 'recorded' };
+        if (updated) return { kind: 'recorded', commandKind: updated.kind };
         const exists = await one(tx, 'SELECT 1 AS ok FROM commands WHERE id = $1::uuid AND database_id = $2::uuid', [commandId, databaseId]);
         return { kind: exists ? 'already_done' : 'unknown_command' };
       }),

@@ -6,6 +6,7 @@ import { createAgentStore } from './sql-agents.ts';
 import { createDatabaseStore } from './sql-databases.ts';
 import { createPeopleStore } from './sql-people.ts';
 import { one } from './sql-rows.ts';
+import { readMetricsSnapshot } from './sql-metrics.ts';
 import { createTuningStore } from './sql-tuning.ts';
 import type { RetentionPolicy, Storage } from './storage.ts';
 
@@ -46,6 +47,8 @@ export function createSqlStorage(driver: SqlDriver): Storage {
     async ping() {
       await db.query('SELECT 1 AS ok');
     },
+
+    metricsSnapshot: () => readMetricsSnapshot(db),
 
     close: () => driver.close(),
   };

@@ -5,6 +5,7 @@ import type { AgentStore } from '../agents/store.ts';
 import type { DatabaseStore } from '../databases/store.ts';
 import type { PeopleStore } from '../people/store.ts';
 import type { TuningStore } from '../tuning/store.ts';
+import type { MetricsSnapshot } from './sql-metrics.ts';
 
 export interface RetentionPolicy {
   /** Reports and events older than this are deleted. */
@@ -21,6 +22,8 @@ export interface Storage extends PeopleStore, DatabaseStore, AgentStore, TuningS
   // Housekeeping
   /** Throws when the storage does not answer (the health check). */
   ping(): Promise<void>;
+  /** The figures the Prometheus gauges show (src/service/app/metrics.ts). */
+  metricsSnapshot(): Promise<MetricsSnapshot>;
   prune(policy: RetentionPolicy): Promise<{ reports: number; events: number; loginSessions: number }>;
   close(): Promise<void>;
 }
