@@ -1,4 +1,7 @@
-// Protocol v1 between tuner-agent and the tuning service: the only code both sides import.
+// Protocol v1 between tuner-agent and the tuning service. The agent and the service never import
+// each other; what they share is this protocol (and report.ts), and the pure libraries both
+// need to mean the same thing: src/knobs (a configuration is valid or not), src/measure (how a
+// window is measured) and src/postgres (what a connection URL means).
 // JSON over HTTP(S); `Authorization: Bearer <api_key>`; the database id in the path; bodies may
 // be gzip-encoded (`Content-Encoding: gzip`). Every body is validated with these schemas on the
 // side that receives it. Errors are `{ "error": { "code", "message" } }` with a 4xx/5xx status.
