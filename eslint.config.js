@@ -25,7 +25,17 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/service/http/**', 'src/service/app/**'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/http/*', '**/service/http/*'], message: 'only src/service/http and src/service/app import from http/: throw the errors of src/service/errors.ts instead' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/http/*', '**/service/http/*'],
+              message: 'only src/service/http and src/service/app import from http/: throw the errors of src/service/errors.ts instead',
+            },
+          ],
+        },
+      ],
     },
   },
   {

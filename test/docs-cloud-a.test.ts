@@ -10,12 +10,19 @@ import { policyDocument } from '../src/agent/targets/managed-a/permissions.ts';
 const DOC = readFileSync(join(import.meta.dirname, '..', 'docs', 'cloud-a.md'), 'utf8');
 
 /** The spec's five statements, its neutral prefixes spelled as AWS spells them. */
-const SPEC_ACTIONS = new Set(['ec2:DescribeInstanceTypes', 'rds:DescribeDBInstances', 'cloudwatch:GetMetricStatistics', 'pi:GetResourceMetrics', 'rds:ModifyDBParameterGroup', 'rds:RebootDBInstance']);
+const SPEC_ACTIONS = new Set([
+  'ec2:DescribeInstanceTypes',
+  'rds:DescribeDBInstances',
+  'cloudwatch:GetMetricStatistics',
+  'pi:GetResourceMetrics',
+  'rds:ModifyDBParameterGroup',
+  'rds:RebootDBInstance',
+]);
 
 test('docs/cloud-a.md lists each action the agent needs beyond the spec, and no other', () => {
   const printed = policyDocument().Statement.flatMap((s) => s.Action);
   const extra = printed.filter((action) => !SPEC_ACTIONS.has(action));
-  const start = DOC.indexOf('**A policy with only the spec\'s five statements is not enough.**');
+  const start = DOC.indexOf("**A policy with only the spec's five statements is not enough.**");
   assert.ok(start >= 0, 'the section on the extra actions is there');
   const section = DOC.slice(start, DOC.indexOf('\n### ', start));
   const listed = [...section.matchAll(/^\| (`[^|]+`) \|/gm)].flatMap((m) => [...m[1]!.matchAll(/`([a-z]+:[A-Za-z]+)`/g)].map((a) => a[1]!));

@@ -14,7 +14,14 @@ import { AGENT_VERSION } from '../src/agent/version.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, startAgent, type AgentProcess } from './helpers/agent-process.ts';
 import { scrape, type Exposition } from './helpers/prometheus.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
 import { until } from './helpers/until.ts';
 
 const TOKEN = 'metrics-token-for-tests-0123456789';
@@ -36,7 +43,10 @@ describe('metrics of the agent and the service, end to end', () => {
 
   before(async () => {
     cluster = await startCluster();
-    for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    for (const sql of localGrantsSql('agent_user')
+      .split('\n')
+      .filter((l) => l.startsWith('GRANT')))
+      await cluster.sql(sql);
     store = await createServiceStore('pglite');
     service = await startTestService(store, { TUNER_METRICS_TOKEN: TOKEN });
     person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
@@ -84,10 +94,14 @@ describe('metrics of the agent and the service, end to end', () => {
 
   test('the counters move with reports, an apply and a revert; SIGTERM stops the agent cleanly', async () => {
     agent = startAgent(['--local'], { cwd: dir });
-    const reporting: Exposition = await until('the agent to serve metrics and deliver two reports', async () => {
-      const m = await agentMetrics();
-      return m && m.value('tuner_agent_reports_delivered_total') >= 2 ? m : null;
-    }, 60_000);
+    const reporting: Exposition = await until(
+      'the agent to serve metrics and deliver two reports',
+      async () => {
+        const m = await agentMetrics();
+        return m && m.value('tuner_agent_reports_delivered_total') >= 2 ? m : null;
+      },
+      60_000,
+    );
     assert.match(agent.output(), /Prometheus metrics on http:\/\/127\.0\.0\.1:\d+\/metrics/);
     assert.equal(reporting.types.get('tuner_agent_collection_duration_seconds'), 'histogram');
     assert.ok(reporting.value('tuner_agent_collection_duration_seconds_count') >= 1);
@@ -119,8 +133,13 @@ describe('metrics of the agent and the service, end to end', () => {
     const after = await serviceMetrics();
     assert.equal(after.value('tuner_service_commands_total', { kind: 'apply', outcome: 'applied' }), 1);
     assert.equal(after.value('tuner_service_commands_total', { kind: 'revert', outcome: 'applied' }), 1);
-    assert.ok(after.value('tuner_service_reports_total', { outcome: 'accepted' }) > seen.value('tuner_service_reports_total', { outcome: 'accepted' }));
-    assert.ok(after.value('tuner_service_report_duration_seconds_count') >= after.value('tuner_service_reports_total', { outcome: 'accepted' }));
+    assert.ok(
+      after.value('tuner_service_reports_total', { outcome: 'accepted' }) >
+        seen.value('tuner_service_reports_total', { outcome: 'accepted' }),
+    );
+    assert.ok(
+      after.value('tuner_service_report_duration_seconds_count') >= after.value('tuner_service_reports_total', { outcome: 'accepted' }),
+    );
 
     agent.child.kill('SIGTERM');
     assert.equal(await agent.exited, 0, agent.output());

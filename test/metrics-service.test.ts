@@ -13,7 +13,15 @@ import { observeDriverErrors } from '../src/service/storage/observed-driver.ts';
 import { openPgliteDriver } from '../src/service/storage/pglite-driver.ts';
 import { parseExposition, scrape } from './helpers/prometheus.ts';
 import { reportRequest, startRequest } from './helpers/service-reports.ts';
-import { ADMIN_PASSWORD, AgentClient, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type ServiceStore } from './helpers/service.ts';
+import {
+  ADMIN_PASSWORD,
+  AgentClient,
+  PersonClient,
+  STORAGE_KINDS,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+} from './helpers/service.ts';
 
 const TOKEN = 'metrics-token-for-tests-0123456789';
 
@@ -81,11 +89,22 @@ describe('tuner-service /metrics', () => {
         assert.equal(during.value('tuner_service_report_duration_seconds_bucket', { le: '+Inf' }), 5);
         assert.ok(during.value('tuner_service_report_duration_seconds_sum') > 0);
 
-        const issued = await person.post<{ command: { id: string } }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '8MB' }, keep: true });
+        const issued = await person.post<{ command: { id: string } }>(`/api/manage/databases/${databaseId}/commands`, {
+          kind: 'apply',
+          values: { work_mem: '8MB' },
+          keep: true,
+        });
         assert.equal(issued.status, 201);
         const answer = await agent.report<{ command: { id: string; kind: string } | null }>(reportRequest(leaseId, 3));
         assert.equal(answer.body.command?.id, issued.body.command.id);
-        const ack = await agent.ack(issued.body.command.id, { leaseId, status: 'applied', effective: { work_mem: '8MB' }, errors: [], restarted: false, restored: false });
+        const ack = await agent.ack(issued.body.command.id, {
+          leaseId,
+          status: 'applied',
+          effective: { work_mem: '8MB' },
+          errors: [],
+          restarted: false,
+          restored: false,
+        });
         assert.equal(ack.status, 204);
         assert.equal((await agent.stop({ leaseId })).status, 204);
 

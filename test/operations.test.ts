@@ -20,7 +20,8 @@ const INSTANCE = 'orders-db';
 const SYSTEM_UNITS = ['/usr/lib/systemd/system', '/lib/systemd/system'].find((dir) => existsSync(join(dir, 'sysinit.target')));
 const ANALYZE = ['/usr/bin/systemd-analyze', '/bin/systemd-analyze'].find((file) => existsSync(file));
 const inCi = process.env['CI'] === 'true';
-const missing = !ANALYZE || !SYSTEM_UNITS ? 'systemd-analyze or the system units are not installed (Debian package systemd; .ci/run installs it)' : null;
+const missing =
+  !ANALYZE || !SYSTEM_UNITS ? 'systemd-analyze or the system units are not installed (Debian package systemd; .ci/run installs it)' : null;
 if (missing && !inCi) process.stdout.write(`# skipping systemd-analyze verify: ${missing}\n`);
 
 /** The unit's settings in one section, as key → values. */
@@ -61,7 +62,9 @@ describe('the systemd unit', () => {
   async function verify(unitText: string): Promise<{ code: number; stderr: string }> {
     const root = throwawayRoot(unitText);
     try {
-      const { stderr } = await promisify(execFile)(ANALYZE!, [`--root=${root}`, 'verify', `tuner-agent@${INSTANCE}.service`], { timeout: 60_000 });
+      const { stderr } = await promisify(execFile)(ANALYZE!, [`--root=${root}`, 'verify', `tuner-agent@${INSTANCE}.service`], {
+        timeout: 60_000,
+      });
       return { code: 0, stderr };
     } catch (err) {
       const failed = err as { code?: number; stderr?: string };

@@ -77,7 +77,11 @@ describe('search space', () => {
     const sb = numericDim(s, 'shared_buffers');
     assert.equal(sb.scale, 'log');
     assert.equal(sb.unit, '8kB');
-    const at = (u: number, name: string) => decode(s, s.dimensions.map((d) => (d.name === name ? u : 0)))[name];
+    const at = (u: number, name: string) =>
+      decode(
+        s,
+        s.dimensions.map((d) => (d.name === name ? u : 0)),
+      )[name];
     assert.equal(at(0, 'shared_buffers'), sb.min);
     assert.equal(at(1, 'shared_buffers'), sb.max);
     // Halfway on a log scale is the geometric mean.
@@ -87,13 +91,27 @@ describe('search space', () => {
     assert.equal(at(0.5, 'max_parallel_workers'), 2);
     assert.equal(at(0.123456, 'random_page_cost'), 2.11);
     // Categorical knobs by index.
-    assert.deepEqual(dim(s, 'wal_compression'), { kind: 'categorical', name: 'wal_compression', type: 'enum', values: ['off', 'pglz', 'lz4', 'zstd'] });
-    assert.equal(decode(s, s.dimensions.map((d) => (d.name === 'jit' ? 1 : 0)))['jit'], 'on');
+    assert.deepEqual(dim(s, 'wal_compression'), {
+      kind: 'categorical',
+      name: 'wal_compression',
+      type: 'enum',
+      values: ['off', 'pglz', 'lz4', 'zstd'],
+    });
+    assert.equal(
+      decode(
+        s,
+        s.dimensions.map((d) => (d.name === 'jit' ? 1 : 0)),
+      )['jit'],
+      'on',
+    );
 
     // encode ∘ decode is the identity on configurations; values given with units are read as the agent reads them.
     const rng = createRng('roundtrip');
     for (let i = 0; i < 50; i++) {
-      const config = decode(s, s.dimensions.map((d) => (d.kind === 'numeric' ? rng.next() : rng.int(d.values.length))));
+      const config = decode(
+        s,
+        s.dimensions.map((d) => (d.kind === 'numeric' ? rng.next() : rng.int(d.values.length))),
+      );
       assert.deepEqual(decode(s, encode(s, config)), config);
     }
     assert.deepEqual(encode(s, { work_mem: '64MB' }), encode(s, { work_mem: 65536 }));
@@ -105,10 +123,24 @@ describe('search space', () => {
     const s = space(M64);
     assert.deepEqual([numericDim(s, 'max_parallel_workers').min, numericDim(s, 'max_parallel_workers').max], [0, 16]);
     assert.equal(numericDim(s, 'shared_buffers').max, Math.floor((0.4 * 64 * GiB) / 8192));
-    const narrow = space(M16, 'restart', 'local', pg15Settings({ effective_io_concurrency: { max_val: '0' }, wal_compression: { enumvals: ['pglz', 'on', 'off'] }, work_mem: { max_val: '1048576' } }));
+    const narrow = space(
+      M16,
+      'restart',
+      'local',
+      pg15Settings({
+        effective_io_concurrency: { max_val: '0' },
+        wal_compression: { enumvals: ['pglz', 'on', 'off'] },
+        work_mem: { max_val: '1048576' },
+      }),
+    );
     assert.ok(!narrow.dimensions.some((d) => d.name === 'effective_io_concurrency'));
     assert.match(narrow.excluded.find((e) => e.name === 'effective_io_concurrency')?.reason ?? '', /do not overlap/);
-    assert.deepEqual(dim(narrow, 'wal_compression'), { kind: 'categorical', name: 'wal_compression', type: 'enum', values: ['off', 'pglz'] });
+    assert.deepEqual(dim(narrow, 'wal_compression'), {
+      kind: 'categorical',
+      name: 'wal_compression',
+      type: 'enum',
+      values: ['off', 'pglz'],
+    });
     assert.equal(numericDim(narrow, 'work_mem').max, 1048576);
     // A server that needs a restart for a knob the catalog reloads: left out in reload-only mode.
     const strict = createSpace({ target: 'local', machine: M16, settings: pg15Settings({ work_mem: { context: 'postmaster' } }) });
@@ -193,7 +225,14 @@ describe('the heuristic first suggestion', () => {
     bgwriter_lru_maxpages: 100,
     bgwriter_lru_multiplier: 2,
   };
-  const pgtuned = { checkpoint_completion_target: 0.9, default_statistics_target: 100, random_page_cost: 1.1, effective_io_concurrency: 200, min_wal_size: 1024, max_wal_size: 4096 };
+  const pgtuned = {
+    checkpoint_completion_target: 0.9,
+    default_statistics_target: 100,
+    random_page_cost: 1.1,
+    effective_io_concurrency: 200,
+    min_wal_size: 1024,
+    max_wal_size: 4096,
+  };
 
   test("is pgtune's recommendation within the bounds, for 1 GiB/1, 16 GiB/4 and 64 GiB/16", () => {
     const expected: Array<[Machine, Config]> = [
@@ -335,18 +374,35 @@ describe('history and incumbent', () => {
     const features = featuresFor(s);
     const y = [0.1, -0.2, 0.05, 0.3, -0.1, 0.0];
     const rng = () => createRng('gp-noise');
-    const fitted = fitGp(xs.map((p) => features.of(p)), y, features.groups, rng());
-    const measured = fitGp(xs.map((p) => features.of(p)), y, features.groups, rng(), { noiseVariances: y.map(() => 0.2 ** 2) });
+    const fitted = fitGp(
+      xs.map((p) => features.of(p)),
+      y,
+      features.groups,
+      rng(),
+    );
+    const measured = fitGp(
+      xs.map((p) => features.of(p)),
+      y,
+      features.groups,
+      rng(),
+      { noiseVariances: y.map(() => 0.2 ** 2) },
+    );
     assert.ok(Math.abs(measured.noiseVariance - 0.04) < 1e-9, `${measured.noiseVariance}`);
     assert.notEqual(fitted.noiseVariance, measured.noiseVariance);
     const withNoise = configs.slice(0, 4).map((c, i): Observation => ({ config: c, objective: 0.9 + i / 20, status: 'ok', noise: 0.1 }));
-    assert.deepEqual(trainingData(s, withNoise).measured.noiseVariances, withNoise.map(() => 0.1 ** 2));
+    assert.deepEqual(
+      trainingData(s, withNoise).measured.noiseVariances,
+      withNoise.map(() => 0.1 ** 2),
+    );
     assert.equal(trainingData(s, [...withNoise, ok(configs[5]!, 1)]).measured.noiseVariances, null);
   });
 
   test('a malformed history is refused with the entry named', () => {
     assert.throws(() => suggest({ space: s, history: [ok(heuristic, Number.NaN)], seed: 1 }), /history\[0\]\.objective/);
-    assert.throws(() => suggest({ space: s, history: [{ config: heuristic, objective: 1, status: 'done' } as unknown as Observation], seed: 1 }), /history\[0\]\.status/);
+    assert.throws(
+      () => suggest({ space: s, history: [{ config: heuristic, objective: 1, status: 'done' } as unknown as Observation], seed: 1 }),
+      /history\[0\]\.status/,
+    );
   });
 });
 
@@ -428,7 +484,12 @@ function run(s: SearchSpace, p: Problem, method: 'bo' | 'random', seed: number, 
   }
   const incumbent = best({ space: s, history });
   assert.ok(incumbent, `${p.name}: something measured`);
-  return { regret: p.f(encode(s, incumbent.config)) - p.optimum, failures: history.filter((o) => o.status === 'failed').length, suggestions, history };
+  return {
+    regret: p.f(encode(s, incumbent.config)) - p.optimum,
+    failures: history.filter((o) => o.status === 'failed').length,
+    suggestions,
+    history,
+  };
 }
 
 describe('Bayesian optimization against random search', () => {

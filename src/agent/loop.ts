@@ -15,7 +15,14 @@ import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, ty
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
 import { errorMessage } from './log.ts';
 import type { AgentMetrics } from './metrics.ts';
-import { LeaseExpiredError, RequestRefusedError, ServiceRejectedError, ServiceUnavailableError, backoffMs, type ServiceClient } from './service-client.ts';
+import {
+  LeaseExpiredError,
+  RequestRefusedError,
+  ServiceRejectedError,
+  ServiceUnavailableError,
+  backoffMs,
+  type ServiceClient,
+} from './service-client.ts';
 import { catalogSettings, describeSystem } from './system.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -160,7 +167,10 @@ class AgentLoop {
     if (!outcome) return;
     this.#options.metrics?.reverted('recovery', outcome.status);
     if (outcome.status !== 'applied') ctx.log.error(`recovery did not complete: ${outcome.errors.join('; ')}`);
-    const done = outcome.status === 'applied' ? 'the database was returned to its known-good configuration' : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
+    const done =
+      outcome.status === 'applied'
+        ? 'the database was returned to its known-good configuration'
+        : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
     this.#event(outcome.status === 'applied' ? 'warn' : 'error', 'recovered', `at start, ${reason}: ${done}`);
   }
 
@@ -274,7 +284,9 @@ class AgentLoop {
         const wait = backoffMs(this.#failures);
         this.#failures++;
         this.#nextAttemptAt = Date.now() + wait;
-        log.warn(`${errorMessage(err)}; ${this.#queue.length} report(s) queued, collecting goes on; sending again in ${(wait / 1000).toFixed(1)} s`);
+        log.warn(
+          `${errorMessage(err)}; ${this.#queue.length} report(s) queued, collecting goes on; sending again in ${(wait / 1000).toFixed(1)} s`,
+        );
       } else {
         throw err;
       }
@@ -286,7 +298,12 @@ class AgentLoop {
     const { service } = this.#options;
     while (this.#queue.length > 0 && this.#lease) {
       const lease = this.#lease;
-      const response = await service.report({ ...this.#queue[0]!, leaseId: lease.leaseId, seq: this.#seq, sentAt: new Date().toISOString() });
+      const response = await service.report({
+        ...this.#queue[0]!,
+        leaseId: lease.leaseId,
+        seq: this.#seq,
+        sentAt: new Date().toISOString(),
+      });
       this.#queue.shift();
       this.#seq++;
       this.#options.metrics?.reportDelivered();
@@ -307,9 +324,10 @@ class AgentLoop {
     const ctx = this.#ctx;
     let ack: Acknowledgement;
     try {
-      const outcome = command.kind === 'apply'
-        ? await applyChange(ctx, command.values, { id: command.id, accept: command.keep, allowRestart: command.allowRestart })
-        : await restore(ctx, command.to === 'baseline' ? 'baseline' : 'knownGood', `the service asked for a revert to ${command.to}`);
+      const outcome =
+        command.kind === 'apply'
+          ? await applyChange(ctx, command.values, { id: command.id, accept: command.keep, allowRestart: command.allowRestart })
+          : await restore(ctx, command.to === 'baseline' ? 'baseline' : 'knownGood', `the service asked for a revert to ${command.to}`);
       ack = toAck(outcome);
     } catch (err) {
       // The database went away mid-command, say. The journal still holds the change in flight,
@@ -354,7 +372,12 @@ class AgentLoop {
         this.#options.metrics?.guardrailBreached();
         const outcome = await restore(ctx, 'knownGood', message);
         if (outcome) this.#options.metrics?.reverted('guardrail', outcome.status);
-        this.#event('warn', 'guardrail_breach', `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`, watched.commandId);
+        this.#event(
+          'warn',
+          'guardrail_breach',
+          `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`,
+          watched.commandId,
+        );
       }
       if (Date.now() >= until) return true;
     }
@@ -392,8 +415,10 @@ class AgentLoop {
     }
     const atKnownGood = !journal.needsRecovery();
     if (!atKnownGood) {
-      log.error(`THE DATABASE MAY STILL RUN A CONFIGURATION THAT WAS NOT ACCEPTED (${journal.notAtKnownGood().join(', ')}): ` +
-        `start the agent again, or run tuner-agent --${ctx.target.kind} --revert, to return it to known-good (${journal.path} records what to return to)`);
+      log.error(
+        `THE DATABASE MAY STILL RUN A CONFIGURATION THAT WAS NOT ACCEPTED (${journal.notAtKnownGood().join(', ')}): ` +
+          `start the agent again, or run tuner-agent --${ctx.target.kind} --revert, to return it to known-good (${journal.path} records what to return to)`,
+      );
     }
     if (this.#lease && !(failure instanceof ServiceRejectedError)) {
       await service.stop({ leaseId: this.#lease.leaseId }).then(

@@ -32,7 +32,8 @@ export interface AgentMetrics {
 /** A HOST:PORT address, or a message naming `source` and what is expected. */
 export function parseMetricsListen(text: string, source: string): { host: string; port: number } | { problem: string } {
   const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text.trim());
-  if (!m || Number(m[2]) > 65535) return { problem: `${source}: expected HOST:PORT, e.g. 127.0.0.1:9187 or 0.0.0.0:9187 (got "${text.slice(0, 80)}")` };
+  if (!m || Number(m[2]) > 65535)
+    return { problem: `${source}: expected HOST:PORT, e.g. 127.0.0.1:9187 or 0.0.0.0:9187 (got "${text.slice(0, 80)}")` };
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
 }
 
@@ -41,7 +42,12 @@ export function createAgentMetrics(labels: { target: string }): { registry: Regi
   const registers = [registry];
   let state: { queuedReports: () => number; journal: Journal } | null = null;
 
-  new Gauge({ name: 'tuner_agent_info', help: 'Always 1; the version and target of this tuner-agent.', labelNames: ['version', 'target'], registers }).set({ version: AGENT_VERSION, target: labels.target }, 1);
+  new Gauge({
+    name: 'tuner_agent_info',
+    help: 'Always 1; the version and target of this tuner-agent.',
+    labelNames: ['version', 'target'],
+    registers,
+  }).set({ version: AGENT_VERSION, target: labels.target }, 1);
   const collectionSeconds = new Histogram({
     name: 'tuner_agent_collection_duration_seconds',
     help: 'Time one collection of the database statistics took, in seconds.',
@@ -56,12 +62,34 @@ export function createAgentMetrics(labels: { target: string }): { registry: Regi
       this.set(state?.queuedReports() ?? 0);
     },
   });
-  const dropped = new Counter({ name: 'tuner_agent_reports_dropped_total', help: 'Reports dropped because the queue was full while the tuning service was away.', registers });
+  const dropped = new Counter({
+    name: 'tuner_agent_reports_dropped_total',
+    help: 'Reports dropped because the queue was full while the tuning service was away.',
+    registers,
+  });
   const delivered = new Counter({ name: 'tuner_agent_reports_delivered_total', help: 'Reports the tuning service took.', registers });
-  const lastDelivered = new Gauge({ name: 'tuner_agent_last_report_timestamp_seconds', help: 'When the tuning service last took a report (Unix time, seconds); 0 before the first.', registers });
-  const applies = new Counter({ name: 'tuner_agent_applies_total', help: 'Apply commands carried out, by outcome.', labelNames: ['outcome'], registers });
-  const reverts = new Counter({ name: 'tuner_agent_reverts_total', help: 'Returns to the baseline or known-good configuration, by cause (command, guardrail, recovery) and outcome.', labelNames: ['cause', 'outcome'], registers });
-  const breaches = new Counter({ name: 'tuner_agent_guardrail_breaches_total', help: 'Trial configurations reverted because a guardrail was breached.', registers });
+  const lastDelivered = new Gauge({
+    name: 'tuner_agent_last_report_timestamp_seconds',
+    help: 'When the tuning service last took a report (Unix time, seconds); 0 before the first.',
+    registers,
+  });
+  const applies = new Counter({
+    name: 'tuner_agent_applies_total',
+    help: 'Apply commands carried out, by outcome.',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const reverts = new Counter({
+    name: 'tuner_agent_reverts_total',
+    help: 'Returns to the baseline or known-good configuration, by cause (command, guardrail, recovery) and outcome.',
+    labelNames: ['cause', 'outcome'],
+    registers,
+  });
+  const breaches = new Counter({
+    name: 'tuner_agent_guardrail_breaches_total',
+    help: 'Trial configurations reverted because a guardrail was breached.',
+    registers,
+  });
   new Gauge({
     name: 'tuner_agent_parameters_changed',
     help: 'Parameters whose applied value differs from the value the agent found (the baseline).',

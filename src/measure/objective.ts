@@ -56,7 +56,10 @@ export function mixOf(totals: ReadonlyMap<string, StatementTotals>): QueryMix {
  * renormalised by the share they cover. A shift of the workload toward cheap queries lowers the
  * plain average but not this; statements of the mix that did not run (or the reverse) are left out.
  */
-export function weightedRuntimeOf(totals: ReadonlyMap<string, StatementTotals>, mix: QueryMix): { runtimeMs: number | null; coverage: number } {
+export function weightedRuntimeOf(
+  totals: ReadonlyMap<string, StatementTotals>,
+  mix: QueryMix,
+): { runtimeMs: number | null; coverage: number } {
   let weighted = 0;
   let coverage = 0;
   for (const [key, share] of Object.entries(mix)) {

@@ -15,7 +15,16 @@ import { getCACertificates } from 'node:tls';
 import pg from 'pg';
 import { parse, toClientConfig } from 'pg-connection-string';
 import { explainConnectFailure, type Failure } from './connect-errors.ts';
-import { LIBPQ_DEFAULTS, SSL_MODES, type Attempt, type ConnectionContext, type ConnectionPlan, type ConnectionSecurity, type SslMode, type Verification } from './connection-plan.ts';
+import {
+  LIBPQ_DEFAULTS,
+  SSL_MODES,
+  type Attempt,
+  type ConnectionContext,
+  type ConnectionPlan,
+  type ConnectionSecurity,
+  type SslMode,
+  type Verification,
+} from './connection-plan.ts';
 
 /** Where the agent connects, as people read it: host:port/dbname, socket paths included. */
 export function describeConnection(connectionUrl: string): { host: string; port: string; database: string; user: string } {
@@ -30,7 +39,15 @@ export function describeConnection(connectionUrl: string): { host: string; port:
 }
 
 export { LIBPQ_DEFAULTS, SSL_MODES } from './connection-plan.ts';
-export type { Attempt, ConnectionContext, ConnectionPlan, ConnectionSecurity, SslMode, TlsDefaults, Verification } from './connection-plan.ts';
+export type {
+  Attempt,
+  ConnectionContext,
+  ConnectionPlan,
+  ConnectionSecurity,
+  SslMode,
+  TlsDefaults,
+  Verification,
+} from './connection-plan.ts';
 
 /** A URL whose TLS parameters cannot mean anything: a configuration error, not a connection failure. */
 export class ConnectionSettingError extends Error {
@@ -52,13 +69,20 @@ const isSslMode = (s: string): s is SslMode => (SSL_MODES as readonly string[]).
 /** Splits off the query string so that the rest of the URL reaches the library exactly as typed. */
 function splitQuery(url: string): { head: string; params: URLSearchParams } {
   const cut = url.indexOf('?');
-  return cut < 0 ? { head: url, params: new URLSearchParams() } : { head: url.slice(0, cut), params: new URLSearchParams(url.slice(cut + 1)) };
+  return cut < 0
+    ? { head: url, params: new URLSearchParams() }
+    : { head: url.slice(0, cut), params: new URLSearchParams(url.slice(cut + 1)) };
 }
 
 function describeTarget(config: pg.ClientConfig): ConnectionPlan['target'] {
   const host = typeof config.host === 'string' && config.host !== '' ? config.host : 'localhost';
   const user = typeof config.user === 'string' ? config.user : '';
-  return { host, port: String(config.port ?? 5432), database: typeof config.database === 'string' && config.database !== '' ? config.database : user, user };
+  return {
+    host,
+    port: String(config.port ?? 5432),
+    database: typeof config.database === 'string' && config.database !== '' ? config.database : user,
+    user,
+  };
 }
 
 function verificationOf(ssl: pg.ClientConfig['ssl']): Verification {
@@ -72,14 +96,18 @@ export function planConnection(url: string, context: ConnectionContext): Connect
   const { head, params } = splitQuery(url);
   const given = params.get('sslmode');
   if (given !== null && !isSslMode(given)) {
-    throw new ConnectionSettingError(`${context.setting}: sslmode=${given} is not a libpq sslmode; expected one of ${SSL_MODES.join(', ')}`);
+    throw new ConnectionSettingError(
+      `${context.setting}: sslmode=${given} is not a libpq sslmode; expected one of ${SSL_MODES.join(', ')}`,
+    );
   }
   const rootcert = params.get('sslrootcert');
   const system = rootcert === 'system';
   const sslmode: SslMode = given ?? (system ? 'verify-full' : defaults.sslmode);
   const sslmodeReason = given !== null ? 'the connection URL' : system ? 'sslrootcert=system' : defaults.reason;
   if (system && sslmode !== 'verify-full') {
-    throw new ConnectionSettingError(`${context.setting}: sslrootcert=system verifies against the system's CAs, which only sslmode=verify-full does safely; use sslmode=verify-full or name a CA file`);
+    throw new ConnectionSettingError(
+      `${context.setting}: sslrootcert=system verifies against the system's CAs, which only sslmode=verify-full does safely; use sslmode=verify-full or name a CA file`,
+    );
   }
   const passphrase = params.get('sslpassword');
   for (const ours of ['sslpassword', 'uselibpqcompat', 'sslmode']) params.delete(ours);
@@ -89,9 +117,10 @@ export function planConnection(url: string, context: ConnectionContext): Connect
   const defaultCa = system
     ? { certificates: getCACertificates('system'), description: "the system's trusted CAs (sslrootcert=system)" }
     : defaults.ca;
-  const trust = rootcert && !system
-    ? `sslrootcert ${rootcert}`
-    : (defaultCa?.description ?? `Node's trust store${process.env['NODE_EXTRA_CA_CERTS'] ? ' and NODE_EXTRA_CA_CERTS' : ''}`);
+  const trust =
+    rootcert && !system
+      ? `sslrootcert ${rootcert}`
+      : (defaultCa?.description ?? `Node's trust store${process.env['NODE_EXTRA_CA_CERTS'] ? ' and NODE_EXTRA_CA_CERTS' : ''}`);
 
   /** The library's meaning of one mode, with what it lacks added. */
   const withMode = (mode: Exclude<SslMode, 'allow'>): pg.ClientConfig => {
@@ -100,7 +129,9 @@ export function planConnection(url: string, context: ConnectionContext): Connect
     // the chain against that CA, as verify-full does, without the host name.
     const caOnly = mode === 'verify-ca' && !(rootcert && !system);
     if (caOnly && !defaultCa) {
-      throw new ConnectionSettingError(`${context.setting}: sslmode=verify-ca needs sslrootcert=<file of the CA that signed the server's certificate>; or use sslmode=verify-full, which also checks the host name`);
+      throw new ConnectionSettingError(
+        `${context.setting}: sslmode=verify-ca needs sslrootcert=<file of the CA that signed the server's certificate>; or use sslmode=verify-full, which also checks the host name`,
+      );
     }
     query.set('sslmode', caOnly ? 'verify-full' : mode);
     let config: pg.ClientConfig;
@@ -119,7 +150,11 @@ export function planConnection(url: string, context: ConnectionContext): Connect
     }
     return config;
   };
-  const attempt = (config: pg.ClientConfig): Attempt => ({ encrypted: config.ssl !== false && config.ssl !== undefined, verification: verificationOf(config.ssl), config });
+  const attempt = (config: pg.ClientConfig): Attempt => ({
+    encrypted: config.ssl !== false && config.ssl !== undefined,
+    verification: verificationOf(config.ssl),
+    config,
+  });
 
   const plain = () => attempt(withMode('disable'));
   const attempts: Attempt[] = {
@@ -150,7 +185,10 @@ function fallsBack(err: unknown): boolean {
 export type ClientOptions = Omit<pg.ClientConfig, 'connectionString' | 'ssl' | 'host' | 'port' | 'user' | 'password' | 'database'>;
 
 /** Connects as the plan says, falling back as libpq does; throws PostgresConnectError naming the cause. */
-export async function connectClient(plan: ConnectionPlan, options: ClientOptions = {}): Promise<{ client: pg.Client; attempt: Attempt; security: ConnectionSecurity }> {
+export async function connectClient(
+  plan: ConnectionPlan,
+  options: ClientOptions = {},
+): Promise<{ client: pg.Client; attempt: Attempt; security: ConnectionSecurity }> {
   const failures: Failure[] = [];
   for (const attempt of plan.attempts) {
     const client = new pg.Client({ ...attempt.config, ...options });
@@ -186,7 +224,12 @@ export function securityOf(plan: ConnectionPlan, attempt: Attempt): ConnectionSe
 export function describeSecurity(s: ConnectionSecurity, tlsVersion?: string | null): string {
   const mode = `sslmode=${s.sslmode} (${s.sslmodeReason})`;
   if (!s.encrypted) {
-    const why = s.sslmode === 'disable' ? '' : s.sslmode === 'allow' ? ': the server accepted a plain connection first' : ': the server did not accept TLS';
+    const why =
+      s.sslmode === 'disable'
+        ? ''
+        : s.sslmode === 'allow'
+          ? ': the server accepted a plain connection first'
+          : ': the server did not accept TLS';
     return `not encrypted, ${mode}${why}`;
   }
   const tls = `encrypted${tlsVersion ? ` (${tlsVersion})` : ''}, ${mode}`;

@@ -56,4 +56,3 @@ export interface ConnectionSecurity {
   trust: string;
   host: string;
 }
-

@@ -169,9 +169,7 @@ export const ActivitySectionSchema = z.strictObject({
   /** Active client sessions not waiting on anything (running on CPU, or in an untracked wait). */
   activeNotWaiting: count,
   /** Active client sessions by wait event, most frequent first. */
-  waitEvents: z
-    .array(z.strictObject({ type: name, event: name, count: count.positive() }))
-    .max(REPORT_LIMITS.maxWaitEvents),
+  waitEvents: z.array(z.strictObject({ type: name, event: name, count: count.positive() })).max(REPORT_LIMITS.maxWaitEvents),
 });
 
 export const IntervalSchema = z.strictObject({

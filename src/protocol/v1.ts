@@ -36,7 +36,11 @@ const shortText = z.string().max(500);
 const paramName = z.string().regex(/^[a-z_][a-z0-9_.]{0,62}$/);
 /** A parameter value as pg_settings shows it (a number in the parameter's unit, or a word). */
 const settingValue = z.string().max(200);
-const id = z.string().min(1).max(100).regex(/^[A-Za-z0-9._:-]+$/);
+const id = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9._:-]+$/);
 
 export const SettingSchema = z.strictObject({
   name: paramName,
@@ -50,11 +54,13 @@ export const SettingSchema = z.strictObject({
 export const SystemInfoSchema = z.strictObject({
   serverVersion: shortText,
   serverVersionNum: z.number().int().positive(),
-  machine: z.strictObject({
-    memoryBytes: z.number().int().positive(),
-    vcpus: z.number().int().positive().max(4096),
-    source: shortText,
-  }).nullable(),
+  machine: z
+    .strictObject({
+      memoryBytes: z.number().int().positive(),
+      vcpus: z.number().int().positive().max(4096),
+      source: shortText,
+    })
+    .nullable(),
   /** The catalog's parameters as the server has them now. */
   settings: z.array(SettingSchema).max(200),
   /** Why changes cannot be applied (for example a `default.*` parameter group), or null. */
@@ -90,7 +96,10 @@ export const AgentEventSchema = z.strictObject({
   at: z.iso.datetime({ offset: true }),
   level: z.enum(['info', 'warn', 'error']),
   /** A stable code such as `recovered`, `guardrail_breach`, `collect_failed`. */
-  code: z.string().max(60).regex(/^[a-z_]+$/),
+  code: z
+    .string()
+    .max(60)
+    .regex(/^[a-z_]+$/),
   message: z.string().max(2000),
   /** The command the event is about, e.g. the trial a guardrail reverted. */
   commandId: id.optional(),

@@ -39,6 +39,7 @@ export const unauthorized = (message: string) => new ServiceError('unauthorized'
 /** Error details for the log: name, code and stack only. Messages of driver errors can quote
  * the values of a statement, and those may hold a secret. */
 export function safeErrorForLog(err: unknown): { name: string; code?: unknown; stack?: string | undefined } {
-  if (err instanceof Error) return { name: err.name, code: (err as { code?: unknown }).code, stack: err.stack?.split('\n').slice(1, 6).join('\n') };
+  if (err instanceof Error)
+    return { name: err.name, code: (err as { code?: unknown }).code, stack: err.stack?.split('\n').slice(1, 6).join('\n') };
   return { name: typeof err };
 }

@@ -11,14 +11,23 @@ const CHROMIUM = '/usr/bin/chromium';
 /** Screenshots for a person to look at: $TUNER_SCREENSHOT_DIR, or a temp directory. */
 export const SCREENSHOTS = process.env['TUNER_SCREENSHOT_DIR'] ?? join(tmpdir(), 'tuner-web-screenshots');
 
-export const skipWithoutChromium: string | false = existsSync(CHROMIUM) || process.env['CI'] ? false : `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
+export const skipWithoutChromium: string | false =
+  existsSync(CHROMIUM) || process.env['CI'] ? false : `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
 
 export async function launchChromium(): Promise<Browser> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   // The background-networking flags keep Chromium from calling out: this machine has no network.
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }
 
@@ -28,7 +37,10 @@ export async function launchChromium(): Promise<Browser> {
  * buttons ask first). `expectedStatuses` are the 4xx answers the test provokes on purpose, which
  * the browser logs too.
  */
-export async function openWatchedPage(browser: Browser, options: { expectedStatuses: readonly number[]; dialogs?: 'accept' | 'problem' }): Promise<{ page: Page; problems: string[] }> {
+export async function openWatchedPage(
+  browser: Browser,
+  options: { expectedStatuses: readonly number[]; dialogs?: 'accept' | 'problem' },
+): Promise<{ page: Page; problems: string[] }> {
   const problems: string[] = [];
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const expected = new RegExp(`^Failed to load resource: the server responded with a status of (${options.expectedStatuses.join('|')})`);

@@ -5,7 +5,16 @@
 import { getKnob, type PgSettingRow } from '../../src/knobs/index.ts';
 import type { Setting } from '../../src/protocol/v1.ts';
 
-export type Pg15Row = [name: string, setting: string, unit: string | null, context: string, vartype: string, min: string | null, max: string | null, enumvals?: string[]];
+export type Pg15Row = [
+  name: string,
+  setting: string,
+  unit: string | null,
+  context: string,
+  vartype: string,
+  min: string | null,
+  max: string | null,
+  enumvals?: string[],
+];
 export const PG15_ROWS: readonly Pg15Row[] = [
   ['shared_buffers', '16384', '8kB', 'postmaster', 'integer', '16', '1073741823'],
   ['work_mem', '4096', 'kB', 'user', 'integer', '64', '2147483647'],

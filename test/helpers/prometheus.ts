@@ -71,7 +71,9 @@ export function parseExposition(text: string): Exposition {
     if (!m) throw new Error(`not a sample line: ${line}`);
     const [, name, labelText, valueText] = m as unknown as [string, string, string | undefined, string];
     if (!NAME.test(name)) throw new Error(`bad metric name in: ${line}`);
-    const family = types.has(name) ? name : SUFFIXES.map((s) => (name.endsWith(s) ? name.slice(0, -s.length) : '')).find((f) => f && types.has(f));
+    const family = types.has(name)
+      ? name
+      : SUFFIXES.map((s) => (name.endsWith(s) ? name.slice(0, -s.length) : '')).find((f) => f && types.has(f));
     if (!family) throw new Error(`sample before (or without) its TYPE line: ${line}`);
     const key = seriesKey(name, parseLabels(labelText ?? '', line));
     if (samples.has(key)) throw new Error(`series twice: ${key}`);
@@ -94,6 +96,7 @@ export async function scrape(url: string, token?: string): Promise<Exposition> {
   const response = await fetch(url, { ...(token && { headers: { authorization: `Bearer ${token}` } }) });
   const text = await response.text();
   if (response.status !== 200) throw new Error(`GET ${url}: ${response.status} ${text.slice(0, 200)}`);
-  if (!(response.headers.get('content-type') ?? '').startsWith('text/plain; version=0.0.4')) throw new Error(`GET ${url}: content-type ${response.headers.get('content-type')}`);
+  if (!(response.headers.get('content-type') ?? '').startsWith('text/plain; version=0.0.4'))
+    throw new Error(`GET ${url}: content-type ${response.headers.get('content-type')}`);
   return parseExposition(text);
 }

@@ -77,7 +77,12 @@ export interface TestService extends RunningService {
 }
 
 /** Starts the service the way the bin does: configuration from flags and environment. */
-export async function startTestService(store: ServiceStore, env: Record<string, string> = {}, listen = '127.0.0.1:0', options: Pick<StartOptions, 'requestTimeoutMs'> = {}): Promise<TestService> {
+export async function startTestService(
+  store: ServiceStore,
+  env: Record<string, string> = {},
+  listen = '127.0.0.1:0',
+  options: Pick<StartOptions, 'requestTimeoutMs'> = {},
+): Promise<TestService> {
   const request = parseServiceArgs(['--listen', listen, '--data-dir', store.dataDir], {
     TUNER_ADMIN_PASSWORD: ADMIN_PASSWORD,
     TUNER_LOG_LEVEL: 'warn',
@@ -87,7 +92,11 @@ export async function startTestService(store: ServiceStore, env: Record<string, 
   if (request.kind !== 'run') throw new Error('expected a run configuration');
   const announced: string[] = [];
   const logs: string[] = [];
-  const service = await startService(request.config, { ...options, announce: (text) => announced.push(text), logStream: { write: (line) => void logs.push(line) } });
+  const service = await startService(request.config, {
+    ...options,
+    announce: (text) => announced.push(text),
+    logStream: { write: (line) => void logs.push(line) },
+  });
   return { ...service, config: request.config, announced, logs };
 }
 
@@ -147,7 +156,10 @@ export class PersonClient {
 
   /** Creates a database and its first key: what the setup page does. */
   async createDatabase(name: string, target = 'local'): Promise<{ databaseId: string; apiKey: string; apiKeyId: string }> {
-    const response = await this.post<{ database: { id: string }; apiKey: string; apiKeyId: string }>('/api/manage/databases', { name, target });
+    const response = await this.post<{ database: { id: string }; apiKey: string; apiKeyId: string }>('/api/manage/databases', {
+      name,
+      target,
+    });
     if (response.status !== 201) throw new Error(`create database failed: ${response.status} ${JSON.stringify(response.body)}`);
     return { databaseId: response.body.database.id, apiKey: response.body.apiKey, apiKeyId: response.body.apiKeyId };
   }
@@ -165,7 +177,11 @@ export class AgentClient {
     this.apiKey = apiKey;
   }
 
-  async post<T = unknown>(path: string, body: unknown, options: { gzip?: boolean; headers?: Record<string, string> } = {}): Promise<JsonResponse<T>> {
+  async post<T = unknown>(
+    path: string,
+    body: unknown,
+    options: { gzip?: boolean; headers?: Record<string, string> } = {},
+  ): Promise<JsonResponse<T>> {
     const json = JSON.stringify(body);
     const response = await fetch(`${this.baseUrl}${path}`, {
       method: 'POST',

@@ -3,13 +3,7 @@
 // counted as well, and their time is already inside their caller's.
 import { mixOf, weightedRuntimeOf, type StatementTotals } from '../../measure/objective.ts';
 import type { DerivedMetrics } from '../../protocol/report.ts';
-import {
-  DATABASE_COUNTER_FIELDS,
-  type BaselineMix,
-  type DatabaseCounters,
-  type SnapshotDelta,
-  type StatementDelta,
-} from './types.ts';
+import { DATABASE_COUNTER_FIELDS, type BaselineMix, type DatabaseCounters, type SnapshotDelta, type StatementDelta } from './types.ts';
 
 /** Top-level, or unknown (before 1.9, where nothing tells them apart). */
 export function isTopLevel(s: Pick<StatementDelta, 'toplevel'>): boolean {

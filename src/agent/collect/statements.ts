@@ -5,16 +5,7 @@
 // outgrows pg_stat_statements.max.
 import { AGENT_QUERY_MARKER } from '../db.ts';
 import { buildStatementCountersSql, buildStatementsInfoSql, buildStatementTextsSql, type PgssShape } from './columns.ts';
-import {
-  toBoolOrNull,
-  toCount,
-  toCountOrNull,
-  toInt,
-  toIsoOrNull,
-  toText,
-  toTextOrNull,
-  type Row,
-} from './parse.ts';
+import { toBoolOrNull, toCount, toCountOrNull, toInt, toIsoOrNull, toText, toTextOrNull, type Row } from './parse.ts';
 import { statementKey } from '../../protocol/report.ts';
 import type { Queryable, StatementEntry, StatementsSnapshot } from './types.ts';
 
@@ -85,7 +76,10 @@ export function createStatementReader(db: Queryable, options: StatementReaderOpt
       });
       const text = toTextOrNull(row['text'], 'text');
       // left() counts characters, the report's bound counts UTF-16 units: cut again to be sure.
-      cache.set(key, text === null ? { own: row['own'] === true } : { own: row['own'] === true, text: text.slice(0, options.maxTextLength) });
+      cache.set(
+        key,
+        text === null ? { own: row['own'] === true } : { own: row['own'] === true, text: text.slice(0, options.maxTextLength) },
+      );
     }
     return rows.length;
   }

@@ -18,7 +18,6 @@ export type { PreflightCheck };
 export type Override = { set: false } | { set: true; value: string };
 export type Overrides = Record<string, Override>;
 
-
 export interface MachineInfo {
   machine: Machine;
   /** Where the figures come from, e.g. "this host", "agent.yaml local.memory_mb/vcpus". */

@@ -4,7 +4,15 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import type { AgentStartRequest, AgentStartResponse, AgentStopRequest, CommandAckRequest, ReportRequest, ReportResponse, TargetKind } from '../../protocol/v1.ts';
+import type {
+  AgentStartRequest,
+  AgentStartResponse,
+  AgentStopRequest,
+  CommandAckRequest,
+  ReportRequest,
+  ReportResponse,
+  TargetKind,
+} from '../../protocol/v1.ts';
 import type { ServiceContext } from '../app/context.ts';
 import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
 import { looksLikeApiKey, matchesAnyHash } from '../people/tokens.ts';
@@ -21,7 +29,10 @@ export interface AgentDatabase {
 const ServiceCommandIdSchema = z.uuid();
 
 const leaseExpired = (leaseId: string) =>
-  new ServiceError('lease_expired', `lease ${leaseId} is not the live lease of this database (it lapsed, was released, or another agent holds the database): start again`);
+  new ServiceError(
+    'lease_expired',
+    `lease ${leaseId} is not the live lease of this database (it lapsed, was released, or another agent holds the database): start again`,
+  );
 
 function describeHolder(holder: AgentLease): string {
   return `host ${holder.hostname}, pid ${holder.pid}, agent ${holder.agentVersion}, started ${holder.startedAt.toISOString()}`;
@@ -38,9 +49,16 @@ export async function authenticateAgent({ storage }: ServiceContext, databaseId:
   return { id: databaseId, target: credentials.target };
 }
 
-export async function startAgent(ctx: ServiceContext, database: AgentDatabase, request: AgentStartRequest, log: FastifyBaseLogger): Promise<AgentStartResponse> {
+export async function startAgent(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  request: AgentStartRequest,
+  log: FastifyBaseLogger,
+): Promise<AgentStartResponse> {
   if (request.target !== database.target) {
-    throw invalid(`body.target: this database is set up for target ${database.target}, but the agent runs with --${request.target}: start it with --${database.target}, or create a database entry for ${request.target}`);
+    throw invalid(
+      `body.target: this database is set up for target ${database.target}, but the agent runs with --${request.target}: start it with --${database.target}, or create a database entry for ${request.target}`,
+    );
   }
   const result = await ctx.storage.startAgent(database.id, request, randomUUID(), ctx.leasePolicy);
   if (result.kind === 'conflict') {
@@ -57,7 +75,13 @@ export async function startAgent(ctx: ServiceContext, database: AgentDatabase, r
 
 /** Stores the report (`storedBody`: as sent, compressed), moves the database's tuning session on,
  * and answers with the command that goes out now and when to report next. */
-export async function receiveReport(ctx: ServiceContext, database: AgentDatabase, report: ReportRequest, storedBody: Buffer, log: FastifyBaseLogger): Promise<ReportResponse> {
+export async function receiveReport(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  report: ReportRequest,
+  storedBody: Buffer,
+  log: FastifyBaseLogger,
+): Promise<ReportResponse> {
   const result = await ctx.storage.recordReport(database.id, report, storedBody, ctx.leasePolicy);
   if (result.kind === 'lease_expired') throw leaseExpired(report.leaseId);
   // A command waiting already goes first. What the session queued now goes out in this answer
@@ -72,8 +96,16 @@ export async function receiveReport(ctx: ServiceContext, database: AgentDatabase
   };
 }
 
-export async function acknowledgeCommand(ctx: ServiceContext, database: AgentDatabase, commandId: string, ack: CommandAckRequest, log: FastifyBaseLogger): Promise<void> {
-  const result = ServiceCommandIdSchema.safeParse(commandId).success ? await ctx.storage.recordAck(database.id, commandId, ack) : { kind: 'unknown_command' as const };
+export async function acknowledgeCommand(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  commandId: string,
+  ack: CommandAckRequest,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  const result = ServiceCommandIdSchema.safeParse(commandId).success
+    ? await ctx.storage.recordAck(database.id, commandId, ack)
+    : { kind: 'unknown_command' as const };
   if (result.kind === 'lease_expired') throw leaseExpired(ack.leaseId);
   if (result.kind === 'unknown_command') throw notFound(`no command ${commandId.slice(0, 100)} for this database`);
   if (result.kind !== 'recorded') return;
@@ -81,7 +113,12 @@ export async function acknowledgeCommand(ctx: ServiceContext, database: AgentDat
   await afterAck(ctx, database.id, log);
 }
 
-export async function stopAgent(ctx: ServiceContext, database: AgentDatabase, request: AgentStopRequest, log: FastifyBaseLogger): Promise<void> {
+export async function stopAgent(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  request: AgentStopRequest,
+  log: FastifyBaseLogger,
+): Promise<void> {
   const result = await ctx.storage.stopAgent(database.id, request.leaseId);
   if (result.kind === 'lease_expired') throw leaseExpired(request.leaseId);
   if (result.kind === 'released') log.info({ databaseId: database.id }, 'agent stopped');

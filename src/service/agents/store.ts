@@ -36,10 +36,10 @@ export type StartResult =
   | { kind: 'conflict'; holder: AgentLease };
 
 export type ReportResult =
-  | { kind: 'accepted'; expiresAt: Date; reportIntervalSeconds: number; command: Command | null }
-  | { kind: 'lease_expired' };
+  { kind: 'accepted'; expiresAt: Date; reportIntervalSeconds: number; command: Command | null } | { kind: 'lease_expired' };
 
-export type AckResult = { kind: 'recorded'; commandKind: Command['kind'] } | { kind: 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
+export type AckResult =
+  { kind: 'recorded'; commandKind: Command['kind'] } | { kind: 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
 
 export type StopResult = { kind: 'released' | 'already_released' } | { kind: 'lease_expired' };
 
@@ -54,5 +54,4 @@ export interface AgentStore {
   stopAgent(databaseId: string, leaseId: string): Promise<StopResult>;
   /** Marks the oldest command not acknowledged as sent and returns it (a command a session just queued). */
   sendNextCommand(databaseId: string): Promise<Command | null>;
-
 }

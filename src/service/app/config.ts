@@ -44,7 +44,11 @@ export class ConfigError extends Error {
 }
 
 const integer = (min: number, max: number) =>
-  z.coerce.number({ error: 'expected a whole number' }).int('expected a whole number').min(min, `expected at least ${min}`).max(max, `expected at most ${max}`);
+  z.coerce
+    .number({ error: 'expected a whole number' })
+    .int('expected a whole number')
+    .min(min, `expected at least ${min}`)
+    .max(max, `expected at most ${max}`);
 
 /** An address or a CIDR range, e.g. 10.0.0.5 or 10.0.0.0/8 or fd00::/8. */
 function isAddressOrRange(text: string): boolean {
@@ -56,16 +60,23 @@ function isAddressOrRange(text: string): boolean {
 
 /** Only proxies the operator names are trusted: `true` means the one in front of the service,
  * whose own entry is the last of X-Forwarded-For (what comes before it, the client may forge). */
-const trustProxy = z.string().trim().transform((value, ctx): false | number | string[] => {
-  const lower = value.toLowerCase();
-  if (['false', 'no', '0'].includes(lower)) return false;
-  if (['true', 'yes'].includes(lower)) return 1;
-  if (/^\d{1,2}$/.test(value) && Number(value) <= 10) return Number(value);
-  const ranges = value.split(',').map((part) => part.trim());
-  if (ranges.every(isAddressOrRange)) return ranges;
-  ctx.addIssue({ code: 'custom', message: 'expected false, true (one proxy in front of the service), the number of proxies in front (1 to 10), or their addresses or CIDR ranges separated by commas' });
-  return z.NEVER;
-});
+const trustProxy = z
+  .string()
+  .trim()
+  .transform((value, ctx): false | number | string[] => {
+    const lower = value.toLowerCase();
+    if (['false', 'no', '0'].includes(lower)) return false;
+    if (['true', 'yes'].includes(lower)) return 1;
+    if (/^\d{1,2}$/.test(value) && Number(value) <= 10) return Number(value);
+    const ranges = value.split(',').map((part) => part.trim());
+    if (ranges.every(isAddressOrRange)) return ranges;
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        'expected false, true (one proxy in front of the service), the number of proxies in front (1 to 10), or their addresses or CIDR ranges separated by commas',
+    });
+    return z.NEVER;
+  });
 
 const listen = z
   .string()
@@ -94,21 +105,48 @@ const SETTINGS = {
   dataDir: { flag: 'data-dir', env: 'TUNER_DATA_DIR', schema: z.string().min(1), default: './tuner-data' },
   databaseUrl: { flag: null, env: 'TUNER_DATABASE_URL', schema: postgresUrl, default: undefined },
   databasePoolSize: { flag: null, env: 'TUNER_DATABASE_POOL_SIZE', schema: integer(1, 200), default: '10' },
-  adminPassword: { flag: null, env: 'TUNER_ADMIN_PASSWORD', schema: z.string().min(12, 'expected at least 12 characters').max(200), default: undefined },
-  adminUsername: { flag: null, env: 'TUNER_ADMIN_USERNAME', schema: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'expected 1 to 64 letters, digits or ._@-'), default: 'admin' },
+  adminPassword: {
+    flag: null,
+    env: 'TUNER_ADMIN_PASSWORD',
+    schema: z.string().min(12, 'expected at least 12 characters').max(200),
+    default: undefined,
+  },
+  adminUsername: {
+    flag: null,
+    env: 'TUNER_ADMIN_USERNAME',
+    schema: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'expected 1 to 64 letters, digits or ._@-'),
+    default: 'admin',
+  },
   publicUrl: { flag: 'public-url', env: 'TUNER_PUBLIC_URL', schema: httpUrl, default: undefined },
   trustProxy: { flag: null, env: 'TUNER_TRUST_PROXY', schema: trustProxy, default: 'false' },
   reportIntervalSeconds: { flag: null, env: 'TUNER_REPORT_INTERVAL_SECONDS', schema: integer(1, 3600), default: '60' },
   leaseMinSeconds: { flag: null, env: 'TUNER_LEASE_MIN_SECONDS', schema: integer(1, 3600), default: '30' },
   retentionDays: { flag: null, env: 'TUNER_RETENTION_DAYS', schema: integer(1, 3650), default: '30' },
   retentionReportsPerDatabase: { flag: null, env: 'TUNER_RETENTION_REPORTS', schema: integer(100, 10_000_000), default: '20000' },
-  agentImage: { flag: null, env: 'TUNER_AGENT_IMAGE', schema: z.string().regex(/^[A-Za-z0-9._/:@<>-]{1,200}$/, 'expected an image reference such as registry.example.com/tuner-agent:latest'), default: '<REGISTRY>/tuner-agent:latest' },
+  agentImage: {
+    flag: null,
+    env: 'TUNER_AGENT_IMAGE',
+    schema: z.string().regex(/^[A-Za-z0-9._/:@<>-]{1,200}$/, 'expected an image reference such as registry.example.com/tuner-agent:latest'),
+    default: '<REGISTRY>/tuner-agent:latest',
+  },
   downloadsDir: { flag: 'downloads-dir', env: 'TUNER_DOWNLOADS_DIR', schema: z.string().min(1), default: DEFAULT_DOWNLOADS_DIR },
   tlsCert: { flag: 'tls-cert', env: 'TUNER_TLS_CERT', schema: z.string().min(1), default: undefined },
   tlsKey: { flag: 'tls-key', env: 'TUNER_TLS_KEY', schema: z.string().min(1), default: undefined },
-  metricsToken: { flag: null, env: 'TUNER_METRICS_TOKEN', schema: z.string().regex(/^[\x21-\x7e]{16,200}$/, 'expected 16 to 200 printable characters without spaces, e.g. from: openssl rand -hex 24'), default: undefined },
+  metricsToken: {
+    flag: null,
+    env: 'TUNER_METRICS_TOKEN',
+    schema: z
+      .string()
+      .regex(/^[\x21-\x7e]{16,200}$/, 'expected 16 to 200 printable characters without spaces, e.g. from: openssl rand -hex 24'),
+    default: undefined,
+  },
   metricsListen: { flag: 'metrics-listen', env: 'TUNER_METRICS_LISTEN', schema: listen, default: undefined },
-  logLevel: { flag: null, env: 'TUNER_LOG_LEVEL', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info' },
+  logLevel: {
+    flag: null,
+    env: 'TUNER_LOG_LEVEL',
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    default: 'info',
+  },
 } as const;
 
 export const HELP = `tuner-service: the tuning service that tuner-agents report to, with its web pages
@@ -179,7 +217,8 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
     const parsed = (setting.schema as z.ZodType).safeParse(raw);
     if (parsed.success) resolved[name] = parsed.data;
     else {
-      const secret = setting.env === 'TUNER_DATABASE_URL' || setting.env === 'TUNER_ADMIN_PASSWORD' || setting.env === 'TUNER_METRICS_TOKEN';
+      const secret =
+        setting.env === 'TUNER_DATABASE_URL' || setting.env === 'TUNER_ADMIN_PASSWORD' || setting.env === 'TUNER_METRICS_TOKEN';
       const shown = secret ? '' : ` (got "${String(raw).slice(0, 80)}")`;
       problems.push(`${source}: ${parsed.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
@@ -187,14 +226,24 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
   const { tlsCert, tlsKey } = resolved as { tlsCert?: string; tlsKey?: string };
   const tls = tlsCert || tlsKey ? readTls(tlsCert, tlsKey, problems) : undefined;
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
-  const { listen: address, tlsCert: _cert, tlsKey: _key, ...rest } = resolved as { listen: { host: string; port: number }; tlsCert?: string; tlsKey?: string } & Omit<ServiceConfig, 'host' | 'port' | 'tls'>;
+  const {
+    listen: address,
+    tlsCert: _cert,
+    tlsKey: _key,
+    ...rest
+  } = resolved as { listen: { host: string; port: number }; tlsCert?: string; tlsKey?: string } & Omit<
+    ServiceConfig,
+    'host' | 'port' | 'tls'
+  >;
   return { kind: 'run', config: { ...rest, host: address.host, port: address.port, ...(tls && { tls }) } };
 }
 
 /** The certificate and key, both given, readable, PEM, and belonging together. */
 function readTls(certFile: string | undefined, keyFile: string | undefined, problems: string[]): ServiceConfig['tls'] {
   if (!certFile || !keyFile) {
-    problems.push(`${certFile ? '--tls-key (TUNER_TLS_KEY)' : '--tls-cert (TUNER_TLS_CERT)'} is missing: HTTPS needs both a certificate and its key`);
+    problems.push(
+      `${certFile ? '--tls-key (TUNER_TLS_KEY)' : '--tls-cert (TUNER_TLS_CERT)'} is missing: HTTPS needs both a certificate and its key`,
+    );
     return undefined;
   }
   const read = (file: string, what: string): string | undefined => {

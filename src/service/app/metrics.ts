@@ -12,7 +12,17 @@ import type { MetricsSnapshot } from '../storage/sql-metrics.ts';
 import type { TuningSessionState } from '../tuning/store.ts';
 import { SERVICE_VERSION } from './version.ts';
 
-const SESSION_STATES = ['baseline', 'iterating', 'verifying', 'awaiting_approval', 'applying_best', 'done', 'stopped', 'reverted', 'failed'] as const satisfies readonly TuningSessionState[];
+const SESSION_STATES = [
+  'baseline',
+  'iterating',
+  'verifying',
+  'awaiting_approval',
+  'applying_best',
+  'done',
+  'stopped',
+  'reverted',
+  'failed',
+] as const satisfies readonly TuningSessionState[];
 /** A report's outcome, from the answer's status: accepted (200), unauthorized (401, a wrong key or
  * database id), lease_expired (409), refused (another 4xx: a body the service would not take),
  * error (5xx: the service's or its storage's fault). */
@@ -44,7 +54,10 @@ export function createServiceMetrics(): ServiceMetrics {
       .catch(() => null)
       .finally(() => (reading = null)));
 
-  new Gauge({ name: 'tuner_service_info', help: 'Always 1; the version of this tuner-service.', labelNames: ['version'], registers }).set({ version: SERVICE_VERSION }, 1);
+  new Gauge({ name: 'tuner_service_info', help: 'Always 1; the version of this tuner-service.', labelNames: ['version'], registers }).set(
+    { version: SERVICE_VERSION },
+    1,
+  );
   new Gauge({
     name: 'tuner_service_agents_connected',
     help: 'Databases whose agent holds a live lease (reported within its lease time, not stopped).',
@@ -65,15 +78,29 @@ export function createServiceMetrics(): ServiceMetrics {
       for (const state of SESSION_STATES) this.set({ state }, figures.sessionsByState[state] ?? 0);
     },
   });
-  const reports = new Counter({ name: 'tuner_service_reports_total', help: 'Agent reports received, by outcome.', labelNames: ['outcome'], registers });
+  const reports = new Counter({
+    name: 'tuner_service_reports_total',
+    help: 'Agent reports received, by outcome.',
+    labelNames: ['outcome'],
+    registers,
+  });
   const reportDuration = new Histogram({
     name: 'tuner_service_report_duration_seconds',
     help: 'Time from an agent report arriving to its answer being sent, in seconds.',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
-  const commands = new Counter({ name: 'tuner_service_commands_total', help: 'Commands acknowledged by agents, by kind and outcome.', labelNames: ['kind', 'outcome'], registers });
-  const storageErrors = new Counter({ name: 'tuner_service_storage_errors_total', help: 'Storage statements or transactions that failed.', registers });
+  const commands = new Counter({
+    name: 'tuner_service_commands_total',
+    help: 'Commands acknowledged by agents, by kind and outcome.',
+    labelNames: ['kind', 'outcome'],
+    registers,
+  });
+  const storageErrors = new Counter({
+    name: 'tuner_service_storage_errors_total',
+    help: 'Storage statements or transactions that failed.',
+    registers,
+  });
   // Every series exists from the start at 0, so that rate() and alerts see the first event.
   for (const outcome of REPORT_OUTCOMES) reports.inc({ outcome }, 0);
   for (const kind of COMMAND_KINDS) for (const outcome of COMMAND_OUTCOMES) commands.inc({ kind, outcome }, 0);
@@ -102,7 +129,8 @@ function reportOutcome(statusCode: number): (typeof REPORT_OUTCOMES)[number] {
 /** Counts and times the reports the agent API answers (called in its scope). */
 export function observeAgentApi(scope: FastifyInstance, metrics: ServiceMetrics): void {
   scope.addHook('onResponse', (request, reply, done) => {
-    if (request.method === 'POST' && request.routeOptions.url?.endsWith('/reports')) metrics.reportAnswered(reply.statusCode, reply.elapsedTime / 1000);
+    if (request.method === 'POST' && request.routeOptions.url?.endsWith('/reports'))
+      metrics.reportAnswered(reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 }
@@ -115,7 +143,9 @@ function tokenAccepted(header: string | undefined, token: string): boolean {
   return timingSafeEqual(digest(presented), digest(token));
 }
 
-const UNAUTHORIZED = JSON.stringify(errorBody('unauthorized', 'send the header "Authorization: Bearer <TUNER_METRICS_TOKEN>" to read the metrics'));
+const UNAUTHORIZED = JSON.stringify(
+  errorBody('unauthorized', 'send the header "Authorization: Bearer <TUNER_METRICS_TOKEN>" to read the metrics'),
+);
 
 /** GET /metrics on the main listener, behind the bearer token. */
 export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetrics, token: string): void {
@@ -123,7 +153,10 @@ export function registerMetricsRoute(app: FastifyInstance, metrics: ServiceMetri
     if (!tokenAccepted(request.headers.authorization, token)) {
       return reply.code(401).header('www-authenticate', 'Bearer').type('application/json; charset=utf-8').send(UNAUTHORIZED);
     }
-    return reply.type(metrics.registry.contentType).header('cache-control', 'no-store').send(await metrics.registry.metrics());
+    return reply
+      .type(metrics.registry.contentType)
+      .header('cache-control', 'no-store')
+      .send(await metrics.registry.metrics());
   });
 }
 
@@ -135,15 +168,23 @@ export interface MetricsListener {
 
 /** /metrics on a listener of its own (--metrics-listen): plain HTTP, meant for a private
  * interface; behind the token too when TUNER_METRICS_TOKEN is set. */
-export async function startMetricsListener(address: { host: string; port: number }, metrics: ServiceMetrics, token: string | undefined): Promise<MetricsListener> {
+export async function startMetricsListener(
+  address: { host: string; port: number },
+  metrics: ServiceMetrics,
+  token: string | undefined,
+): Promise<MetricsListener> {
   const answer = (response: ServerResponse, status: number, type: string, body: string) => {
-    response.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...(status === 401 && { 'www-authenticate': 'Bearer' }) }).end(body);
+    response
+      .writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...(status === 401 && { 'www-authenticate': 'Bearer' }) })
+      .end(body);
   };
   const json = 'application/json; charset=utf-8';
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '').split('?')[0];
-    if (path !== '/metrics') return answer(response, 404, json, JSON.stringify(errorBody('not_found', 'this listener serves GET /metrics only')));
-    if (request.method !== 'GET' && request.method !== 'HEAD') return answer(response, 405, json, JSON.stringify(errorBody('bad_request', 'use GET /metrics')));
+    if (path !== '/metrics')
+      return answer(response, 404, json, JSON.stringify(errorBody('not_found', 'this listener serves GET /metrics only')));
+    if (request.method !== 'GET' && request.method !== 'HEAD')
+      return answer(response, 405, json, JSON.stringify(errorBody('bad_request', 'use GET /metrics')));
     if (token !== undefined && !tokenAccepted(request.headers.authorization, token)) return answer(response, 401, json, UNAUTHORIZED);
     metrics.registry.metrics().then(
       (text) => answer(response, 200, metrics.registry.contentType, text),

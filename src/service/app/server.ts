@@ -33,14 +33,22 @@ export interface StartOptions {
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const metrics = config.metricsToken || config.metricsListen ? createServiceMetrics() : undefined;
-  const storage = await openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize, onError: metrics?.storageError });
+  const storage = await openStorage({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+    onError: metrics?.storageError,
+  });
   metrics?.readGaugesFrom(storage);
   const ctx = createServiceContext(storage, config, metrics);
   let app: FastifyInstance | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
     await ensureFirstAdmin(ctx, options.announce ?? ((text) => process.stdout.write(text)));
-    app = buildApp(ctx, { ...(options.logStream && { logStream: options.logStream }), ...(options.requestTimeoutMs && { requestTimeoutMs: options.requestTimeoutMs }) });
+    app = buildApp(ctx, {
+      ...(options.logStream && { logStream: options.logStream }),
+      ...(options.requestTimeoutMs && { requestTimeoutMs: options.requestTimeoutMs }),
+    });
     await app.listen({ host: config.host, port: config.port });
     if (metrics && config.metricsListen) metricsListener = await startMetricsListener(config.metricsListen, metrics, config.metricsToken);
   } catch (err) {

@@ -2,4 +2,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const SERVICE_VERSION: string = (JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+export const SERVICE_VERSION: string = (
+  JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }
+).version;

@@ -27,7 +27,11 @@ export async function databaseOf(ctx: ServiceContext, user: User, databaseId: st
   return database;
 }
 
-export async function createDatabase(ctx: ServiceContext, user: User, input: NewDatabaseInput): Promise<{ database: DatabaseEntry; key: CreatedApiKey }> {
+export async function createDatabase(
+  ctx: ServiceContext,
+  user: User,
+  input: NewDatabaseInput,
+): Promise<{ database: DatabaseEntry; key: CreatedApiKey }> {
   const existing = await ctx.storage.listDatabases(user.accountId);
   if (existing.length >= LIMITS.databasesPerAccount) {
     throw conflict(`an account holds at most ${LIMITS.databasesPerAccount} databases`);

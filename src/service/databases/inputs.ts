@@ -49,7 +49,10 @@ export function parseValueLines(text: string): Record<string, string> {
     if (eq <= 0) throw new Error(`"${trimmed.slice(0, 80)}": expected NAME=VALUE, e.g. work_mem=64MB`);
     const name = trimmed.slice(0, eq).trim();
     if (name === '__proto__') throw new Error('"__proto__" is not a parameter name');
-    values[name] = trimmed.slice(eq + 1).trim().replace(/^'(.*)'$/, '$1');
+    values[name] = trimmed
+      .slice(eq + 1)
+      .trim()
+      .replace(/^'(.*)'$/, '$1');
   }
   return values;
 }

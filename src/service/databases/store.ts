@@ -78,7 +78,10 @@ export interface DatabaseStore {
   listDatabases(accountId: string): Promise<DatabaseSummary[]>;
   getDatabase(accountId: string, databaseId: string): Promise<DatabaseSummary | null>;
   setReportInterval(accountId: string, databaseId: string, seconds: number | null): Promise<boolean>;
-  createApiKey(accountId: string, key: { id: string; databaseId: string; keyHash: string; displayPrefix: string; label: string; createdBy: string }): Promise<ApiKeyInfo | null>;
+  createApiKey(
+    accountId: string,
+    key: { id: string; databaseId: string; keyHash: string; displayPrefix: string; label: string; createdBy: string },
+  ): Promise<ApiKeyInfo | null>;
   listApiKeys(accountId: string, databaseId: string): Promise<ApiKeyInfo[]>;
   /** False when there is no such key of this account's database. */
   revokeApiKey(accountId: string, databaseId: string, keyId: string): Promise<boolean>;
@@ -91,5 +94,4 @@ export interface DatabaseStore {
   latestReport(accountId: string, databaseId: string): Promise<StoredReport | null>;
   reportSeries(accountId: string, databaseId: string, limit: number): Promise<ReportPoint[]>;
   recentEvents(accountId: string, databaseId: string, limit: number): Promise<StoredEvent[]>;
-
 }

@@ -28,7 +28,10 @@ function bearerKey(request: FastifyRequest): string {
   const header = request.headers.authorization;
   const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match?.[1]) {
-    throw new HttpError('unauthorized', 'missing API key: send the header "Authorization: Bearer <api_key>" with the key from the agent setup page');
+    throw new HttpError(
+      'unauthorized',
+      'missing API key: send the header "Authorization: Bearer <api_key>" with the key from the agent setup page',
+    );
   }
   return match[1];
 }
@@ -37,7 +40,9 @@ export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): voi
   useJsonBodies(app, { refusePrototypeKeys: false });
   app.setErrorHandler(jsonErrorHandler);
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)} in protocol v1`));
+    void reply
+      .code(404)
+      .send(errorBody('not_found', `no route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)} in protocol v1`));
   });
 
   app.addHook('onRequest', async (request) => {
@@ -64,7 +69,9 @@ export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): voi
       sentAt: storableTime(parsed.sentAt, 'body.sentAt'),
       events: parsed.events.map((e, i) => ({ ...e, at: storableTime(e.at, `body.events[${i}].at`) })),
     };
-    return reply.send(await agents.receiveReport(ctx, databaseOf(request), body, reportBodyForStorage(raw.received, raw.gzip), request.log));
+    return reply.send(
+      await agents.receiveReport(ctx, databaseOf(request), body, reportBodyForStorage(raw.received, raw.gzip), request.log),
+    );
   });
 
   app.post('/databases/:databaseId/commands/:commandId/ack', async (request, reply) => {

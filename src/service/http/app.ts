@@ -57,7 +57,10 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     frameworkErrors: (err, _request, reply) => {
       const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
       const message = tooLong ? 'a part of the path is longer than any id this service uses' : 'the path is not a valid URL path';
-      void (reply as FastifyReply).code(tooLong ? 414 : 400).type('application/json; charset=utf-8').send(errorBody('bad_request', message));
+      void (reply as FastifyReply)
+        .code(tooLong ? 414 : 400)
+        .type('application/json; charset=utf-8')
+        .send(errorBody('bad_request', message));
     },
   });
   const throttle = new LoginThrottle();
@@ -140,7 +143,9 @@ function answerClientError(err: Error & { code?: string }, socket: Socket, reque
 function answerRaw(socket: Socket, status: number, message: string): void {
   const body = JSON.stringify(errorBody('bad_request', message));
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }

@@ -7,7 +7,16 @@ import type { ErrorCode } from '../../protocol/v1.ts';
 import { ServiceError, safeErrorForLog, type ServiceErrorKind } from '../errors.ts';
 
 /** The people's API's own codes (docs/service.md); the agent API's are the protocol's ErrorCode. */
-export type PeopleErrorCode = 'bad_request' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited' | 'internal';
+export type PeopleErrorCode =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'internal';
 export type WireErrorCode = ErrorCode | PeopleErrorCode;
 
 export const ERROR_STATUS = {
@@ -97,7 +106,12 @@ export function describeError(err: unknown): { status: number; code: WireErrorCo
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { status: 413, code: 'payload_too_large', message: fastifyError.message ?? 'request body is too large', unexpected: false };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, code: 'unsupported_media_type', message: 'the body must be JSON: send Content-Type: application/json', unexpected: false };
+      return {
+        status: 415,
+        code: 'unsupported_media_type',
+        message: 'the body must be JSON: send Content-Type: application/json',
+        unexpected: false,
+      };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, code: 'bad_request', message: 'the body is empty: a JSON object is expected', unexpected: false };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -107,11 +121,29 @@ export function describeError(err: unknown): { status: number; code: WireErrorCo
   // the request's fault, not the service's. The database's message is not shown (it quotes values).
   const sqlState = (err as { code?: unknown }).code;
   if (typeof sqlState === 'string' && /^22[0-9A-Z]{3}$/.test(sqlState)) {
-    return { status: 400, code: 'bad_request', message: 'a value in the request cannot be stored (out of range, or not representable)', unexpected: false };
+    return {
+      status: 400,
+      code: 'bad_request',
+      message: 'a value in the request cannot be stored (out of range, or not representable)',
+      unexpected: false,
+    };
   }
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    const code: WireErrorCode = status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : status === 404 ? 'not_found' : status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 429 ? 'rate_limited' : 'bad_request';
+    const code: WireErrorCode =
+      status === 401
+        ? 'unauthorized'
+        : status === 403
+          ? 'forbidden'
+          : status === 404
+            ? 'not_found'
+            : status === 413
+              ? 'payload_too_large'
+              : status === 415
+                ? 'unsupported_media_type'
+                : status === 429
+                  ? 'rate_limited'
+                  : 'bad_request';
     return { status, code, message: fastifyError.message ?? 'bad request', unexpected: false };
   }
   return { status: 500, code: 'internal', message: 'the service failed to handle this request; it has been logged', unexpected: true };

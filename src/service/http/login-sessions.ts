@@ -24,7 +24,12 @@ export async function loadLoginSession(ctx: ServiceContext, request: FastifyRequ
   return ctx.storage.findLoginSession(sha256Hex(token));
 }
 
-export async function startLoginSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, user: User): Promise<LoginSession> {
+export async function startLoginSession(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+): Promise<LoginSession> {
   const token = randomToken();
   const csrfToken = randomToken();
   const expiresAt = new Date(Date.now() + SESSION_DAYS * 86_400_000);

@@ -9,7 +9,13 @@ import type { LoginSession } from '../people/store.ts';
 import type { LoginThrottle } from '../people/throttle.ts';
 import { startLoginSession } from './login-sessions.ts';
 
-export async function logIn(ctx: ServiceContext, throttle: LoginThrottle, request: FastifyRequest, reply: FastifyReply, input: LoginInput): Promise<LoginSession> {
+export async function logIn(
+  ctx: ServiceContext,
+  throttle: LoginThrottle,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  input: LoginInput,
+): Promise<LoginSession> {
   try {
     return await startLoginSession(ctx, request, reply, await authenticate(ctx, throttle, request.ip, input));
   } catch (err) {

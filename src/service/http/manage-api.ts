@@ -23,7 +23,7 @@ import { commandView, databaseView, reportView, userView } from '../databases/vi
 import { rawBodyOf, useJsonBodies } from './body.ts';
 import { HttpError, errorBody, jsonErrorHandler, parseOr400 } from './errors.ts';
 import { logIn } from './login.ts';
-import { CSRF_HEADER, csrfMatches, endLoginSession, loadLoginSession} from './login-sessions.ts';
+import { CSRF_HEADER, csrfMatches, endLoginSession, loadLoginSession } from './login-sessions.ts';
 import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
 
@@ -122,7 +122,15 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     await actions.databaseOf(ctx, user, databaseId);
     const keys = await storage.listApiKeys(user.accountId, databaseId);
-    return { keys: keys.map((k) => ({ id: k.id, prefix: k.displayPrefix, label: k.label, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null })) };
+    return {
+      keys: keys.map((k) => ({
+        id: k.id,
+        prefix: k.displayPrefix,
+        label: k.label,
+        createdAt: k.createdAt.toISOString(),
+        revokedAt: k.revokedAt?.toISOString() ?? null,
+      })),
+    };
   });
 
   app.post('/databases/:databaseId/keys', async (request, reply) => {
@@ -170,7 +178,16 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     const { limit } = parseOr400(ListQuery, request.query, 'query');
     await actions.databaseOf(ctx, user, databaseId);
     const events = await storage.recentEvents(user.accountId, databaseId, limit);
-    return { events: events.map((e) => ({ at: e.at.toISOString(), level: e.level, code: e.code, message: e.message, commandId: e.commandId, receivedAt: e.receivedAt.toISOString() })) };
+    return {
+      events: events.map((e) => ({
+        at: e.at.toISOString(),
+        level: e.level,
+        code: e.code,
+        message: e.message,
+        commandId: e.commandId,
+        receivedAt: e.receivedAt.toISOString(),
+      })),
+    };
   });
 
   // Tuning sessions (docs/service.md, "Tuning sessions")

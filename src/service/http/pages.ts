@@ -35,7 +35,7 @@ import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
-import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession} from './login-sessions.ts';
+import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession } from './login-sessions.ts';
 import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
 
@@ -109,7 +109,10 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const session = await loadLoginSession(ctx, request);
     if (!session) return reply.redirect('/login', 303);
     if (request.method === 'POST' && !csrfMatches(session, fields(request.body)[CSRF_FIELD])) {
-      throw new HttpError('forbidden', 'This form is out of date (its security token does not match your session). Go back, reload the page and try again.');
+      throw new HttpError(
+        'forbidden',
+        'This form is out of date (its security token does not match your session). Go back, reload the page and try again.',
+      );
     }
     sessions.set(request, session);
   });
@@ -124,17 +127,33 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return sendPage(reply, errorPage(session, 404, 'There is no such page.'), 404);
   });
 
-  app.get('/static/app.css', async (_request, reply) => reply.header('cache-control', 'public, max-age=300').type('text/css; charset=utf-8').send(APP_CSS));
-  app.get('/static/icon.svg', async (_request, reply) => reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(ICON_SVG));
+  app.get('/static/app.css', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').type('text/css; charset=utf-8').send(APP_CSS),
+  );
+  app.get('/static/icon.svg', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(ICON_SVG),
+  );
   app.get('/favicon.ico', async (_request, reply) => reply.redirect('/static/icon.svg', 301));
-  app.get('/static/app.js', async (_request, reply) => reply.header('cache-control', 'public, max-age=300').type('text/javascript; charset=utf-8').send(APP_JS));
+  app.get('/static/app.js', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').type('text/javascript; charset=utf-8').send(APP_JS),
+  );
 
   // Login: a CSRF token in a cookie and in the form (double submit), so that another site cannot
   // log a browser into an account of its choosing.
   const showLogin = (request: FastifyRequest, reply: FastifyReply, status: number, error?: string, username?: string) => {
     const loginCsrf = randomToken();
-    reply.setCookie(LOGIN_CSRF_COOKIE, loginCsrf, { httpOnly: true, sameSite: 'strict', secure: isHttps(ctx, request), path: '/login', maxAge: 3600 });
-    return sendPage(reply, loginPage({ loginCsrf, ...(error !== undefined && { error }), ...(username !== undefined && { username }) }), status);
+    reply.setCookie(LOGIN_CSRF_COOKIE, loginCsrf, {
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: isHttps(ctx, request),
+      path: '/login',
+      maxAge: 3600,
+    });
+    return sendPage(
+      reply,
+      loginPage({ loginCsrf, ...(error !== undefined && { error }), ...(username !== undefined && { username }) }),
+      status,
+    );
   };
 
   app.get('/login', async (request, reply) => {
@@ -171,7 +190,14 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return sendPage(reply, databasesPage(sessionOf(request), await storage.listDatabases(user.accountId)));
   });
 
-  const renderSetup = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, newKey: string | null, status = 200, error?: string) => {
+  const renderSetup = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    databaseId: string,
+    newKey: string | null,
+    status = 200,
+    error?: string,
+  ) => {
     const session = sessionOf(request);
     const database = await actions.databaseOf(ctx, session.user, databaseId);
     const keys = await storage.listApiKeys(session.user.accountId, databaseId);
@@ -179,7 +205,17 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const url = serverUrl(request);
     return sendPage(
       reply,
-      setupPage({ session, database, keys, newKey, serverUrl: url, agentImage: config.agentImage, installScriptUrl: installScriptUrl(url), binaryTargets, error }),
+      setupPage({
+        session,
+        database,
+        keys,
+        newKey,
+        serverUrl: url,
+        agentImage: config.agentImage,
+        installScriptUrl: installScriptUrl(url),
+        binaryTargets,
+        error,
+      }),
       status,
     );
   };
@@ -189,7 +225,11 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const form = fields(request.body);
     const input = NewDatabaseInputSchema.safeParse({ name: form['name'] ?? '', target: form['target'] ?? '' });
     if (!input.success) {
-      return sendPage(reply, databasesPage(session, await storage.listDatabases(session.user.accountId), formatZodError(input.error, 'form')), 400);
+      return sendPage(
+        reply,
+        databasesPage(session, await storage.listDatabases(session.user.accountId), formatZodError(input.error, 'form')),
+        400,
+      );
     }
     const { database, key } = await actions.createDatabase(ctx, session.user, input.data);
     return renderSetup(request, reply, database.id, key.apiKey, 201);
@@ -218,7 +258,13 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return reply.redirect(`/databases/${databaseId}/setup`, 303);
   });
 
-  const renderDashboard = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, notice?: { kind: 'ok' | 'bad'; text: string }, status = 200) => {
+  const renderDashboard = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    databaseId: string,
+    notice?: { kind: 'ok' | 'bad'; text: string },
+    status = 200,
+  ) => {
     const session = sessionOf(request);
     const accountId = session.user.accountId;
     const database = await actions.databaseOf(ctx, session.user, databaseId);
@@ -233,10 +279,23 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const asked = UuidSchema.safeParse((request.query as Record<string, unknown>)['session']);
     const shownId = asked.success ? asked.data : sessions[0]?.id;
     const found = shownId ? await storage.getTuningSession(accountId, databaseId, shownId) : null;
-    const shown = found && { view: sessionView(found.session, found.iterations), iterations: iterationViews(found.session, found.iterations) };
+    const shown = found && {
+      view: sessionView(found.session, found.iterations),
+      iterations: iterationViews(found.session, found.iterations),
+    };
     return sendPage(
       reply,
-      dashboardPage({ session, database, defaultIntervalSeconds: config.reportIntervalSeconds, report, series, commands, events, notice, tuning: { shown, sessions } }),
+      dashboardPage({
+        session,
+        database,
+        defaultIntervalSeconds: config.reportIntervalSeconds,
+        report,
+        series,
+        commands,
+        events,
+        notice,
+        tuning: { shown, sessions },
+      }),
       status,
     );
   };
@@ -291,7 +350,12 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
       const raw =
         form['kind'] === 'revert'
           ? { kind: 'revert', to: form['to'] }
-          : { kind: form['kind'], values: parseValueLines(form['values'] ?? ''), keep: form['keep'] === 'true', allowRestart: form['allowRestart'] === 'true' };
+          : {
+              kind: form['kind'],
+              values: parseValueLines(form['values'] ?? ''),
+              keep: form['keep'] === 'true',
+              allowRestart: form['allowRestart'] === 'true',
+            };
       input = parseForm(CommandInputSchema, raw);
     } catch (err) {
       return renderDashboard(request, reply, databaseId, { kind: 'bad', text: `Command not sent: ${(err as Error).message}` }, 400);
@@ -299,7 +363,8 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     try {
       await actions.issueCommand(ctx, sessionOf(request).user, databaseId, input);
     } catch (err) {
-      if (statusOfExpected(err) === 409) return renderDashboard(request, reply, databaseId, { kind: 'bad', text: (err as Error).message }, 409);
+      if (statusOfExpected(err) === 409)
+        return renderDashboard(request, reply, databaseId, { kind: 'bad', text: (err as Error).message }, 409);
       throw err;
     }
     return reply.redirect(`/databases/${databaseId}?done=command`, 303);
@@ -310,7 +375,13 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const raw = (fields(request.body)['reportIntervalSeconds'] ?? '').trim();
     const seconds = raw === '' ? null : Number(raw);
     if (seconds !== null && (!Number.isInteger(seconds) || seconds < 1 || seconds > 3600)) {
-      return renderDashboard(request, reply, databaseId, { kind: 'bad', text: 'The report interval must be a whole number of seconds from 1 to 3600, or empty for the default.' }, 400);
+      return renderDashboard(
+        request,
+        reply,
+        databaseId,
+        { kind: 'bad', text: 'The report interval must be a whole number of seconds from 1 to 3600, or empty for the default.' },
+        400,
+      );
     }
     await actions.setReportInterval(ctx, sessionOf(request).user, databaseId, seconds);
     return reply.redirect(`/databases/${databaseId}?done=interval`, 303);
@@ -331,12 +402,18 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
       ...(form['password'] && { password: form['password'] }),
       isAdmin: form['isAdmin'] === 'true',
     });
-    if (!input.success) return sendPage(reply, usersPage(session, await storage.listUsers(), { error: formatZodError(input.error, 'form') }), 400);
+    if (!input.success)
+      return sendPage(reply, usersPage(session, await storage.listUsers(), { error: formatZodError(input.error, 'form') }), 400);
     try {
       const created = await people.createUser(ctx, session.user, input.data);
-      return sendPage(reply, usersPage(session, await storage.listUsers(), { created: { username: created.user.username, password: created.password } }), 201);
+      return sendPage(
+        reply,
+        usersPage(session, await storage.listUsers(), { created: { username: created.user.username, password: created.password } }),
+        201,
+      );
     } catch (err) {
-      if (statusOfExpected(err) === 409) return sendPage(reply, usersPage(session, await storage.listUsers(), { error: (err as Error).message }), 409);
+      if (statusOfExpected(err) === 409)
+        return sendPage(reply, usersPage(session, await storage.listUsers(), { error: (err as Error).message }), 409);
       throw err;
     }
   });

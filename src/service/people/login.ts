@@ -11,7 +11,11 @@ import type { LoginThrottle } from './throttle.ts';
 export async function authenticate(ctx: ServiceContext, throttle: LoginThrottle, address: string, input: LoginInput): Promise<User> {
   const wait = throttle.retryAfterSeconds(address, input.username);
   if (wait > 0) {
-    throw new ServiceError('rate_limited', `too many failed logins from this address or for this username: try again in ${Math.ceil(wait / 60)} minute(s)`, wait);
+    throw new ServiceError(
+      'rate_limited',
+      `too many failed logins from this address or for this username: try again in ${Math.ceil(wait / 60)} minute(s)`,
+      wait,
+    );
   }
   const found = await ctx.storage.findUserForLogin(input.username);
   const ok = found ? await verifyPassword(input.password, found.passwordHash) : await verifyAgainstNothing(input.password);

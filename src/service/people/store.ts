@@ -24,10 +24,8 @@ export interface PeopleStore {
   createLoginSession(tokenHash: string, userId: string, csrfToken: string, expiresAt: Date): Promise<void>;
   findLoginSession(tokenHash: string): Promise<LoginSession | null>;
   deleteLoginSession(tokenHash: string): Promise<void>;
-
 }
 
 export class UsernameTakenError extends Error {
   override name = 'UsernameTakenError';
 }
-

@@ -50,7 +50,11 @@ export class LoginThrottle {
   #keys(address: string, username: string): [[string, number], [string, number], [string, number]] {
     const user = username.toLowerCase();
     const { addressAndUsername, username: perUsername, address: perAddress } = LoginThrottle.LIMITS;
-    return [[`pair ${address} ${user}`, addressAndUsername], [`user ${user}`, perUsername], [`address ${address}`, perAddress]];
+    return [
+      [`pair ${address} ${user}`, addressAndUsername],
+      [`user ${user}`, perUsername],
+      [`address ${address}`, perAddress],
+    ];
   }
 
   #live(key: string, now: number): { count: number; since: number } | undefined {

@@ -251,7 +251,9 @@ export async function migrate(driver: SqlDriver, migrations: readonly Migration[
     const newest = Math.max(0, ...done);
     const known = Math.max(0, ...migrations.map((m) => m.version));
     if (newest > known) {
-      throw new Error(`the storage has schema version ${newest}, newer than this tuner-service knows (${known}): run a newer tuner-service`);
+      throw new Error(
+        `the storage has schema version ${newest}, newer than this tuner-service knows (${known}): run a newer tuner-service`,
+      );
     }
     const applied: number[] = [];
     for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {

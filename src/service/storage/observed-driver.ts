@@ -24,14 +24,16 @@ export function observeDriverErrors(driver: SqlDriver, onError: (err: unknown) =
     query: (text, params, options) => watched(q.query(text, params, options)),
   });
   /** The caller's function: what it throws of its own is marked as the caller's. */
-  const callerFn = <T, R>(fn: (arg: T) => Promise<R>, wrap: (arg: T) => T) => async (arg: T): Promise<R> => {
-    try {
-      return await fn(wrap(arg));
-    } catch (err) {
-      mark(err);
-      throw err;
-    }
-  };
+  const callerFn =
+    <T, R>(fn: (arg: T) => Promise<R>, wrap: (arg: T) => T) =>
+    async (arg: T): Promise<R> => {
+      try {
+        return await fn(wrap(arg));
+      } catch (err) {
+        mark(err);
+        throw err;
+      }
+    };
   const observedSession = (conn: SqlDriverSession): SqlDriverSession => ({
     ...observedQueryable(conn),
     exec: (text) => watched(conn.exec(text)),

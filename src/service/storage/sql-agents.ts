@@ -35,7 +35,9 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
           [databaseId],
         );
         if (!database) throw new Error(`database ${databaseId} vanished`);
-        const current = await one<LeaseColumns>(tx, `SELECT ${LEASE_COLUMNS} FROM agent_leases l WHERE l.database_id = $1::uuid`, [databaseId]);
+        const current = await one<LeaseColumns>(tx, `SELECT ${LEASE_COLUMNS} FROM agent_leases l WHERE l.database_id = $1::uuid`, [
+          databaseId,
+        ]);
         const holder = current ? toLease(current) : null;
         const resumed = holder !== null && holder.live && request.resumeLeaseId === holder.leaseId;
         if (holder?.live && !resumed) return { kind: 'conflict', holder };
@@ -145,7 +147,10 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
           [commandId, databaseId, JSON.stringify(outcome)],
         );
         if (updated) return { kind: 'recorded', commandKind: updated.kind };
-        const exists = await one(tx, 'SELECT 1 AS ok FROM commands WHERE id = $1::uuid AND database_id = $2::uuid', [commandId, databaseId]);
+        const exists = await one(tx, 'SELECT 1 AS ok FROM commands WHERE id = $1::uuid AND database_id = $2::uuid', [
+          commandId,
+          databaseId,
+        ]);
         return { kind: exists ? 'already_done' : 'unknown_command' };
       }),
 

@@ -3,7 +3,18 @@
 import type { ApiKeyInfo, DatabaseStore, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
-import { COMMAND_COLUMNS, DATABASE_COLUMNS, LEASE_COLUMNS, one, toCommand, toDatabase, toLease, type CommandRow, type DatabaseRow, type LeaseColumns } from './sql-rows.ts';
+import {
+  COMMAND_COLUMNS,
+  DATABASE_COLUMNS,
+  LEASE_COLUMNS,
+  one,
+  toCommand,
+  toDatabase,
+  toLease,
+  type CommandRow,
+  type DatabaseRow,
+  type LeaseColumns,
+} from './sql-rows.ts';
 
 interface ApiKeyRow {
   id: string;
@@ -109,7 +120,11 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
     },
 
     async countLiveApiKeys(databaseId) {
-      const row = await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM api_keys WHERE database_id = $1::uuid AND revoked_at IS NULL', [databaseId]);
+      const row = await one<{ n: number }>(
+        db,
+        'SELECT count(*)::int AS n FROM api_keys WHERE database_id = $1::uuid AND revoked_at IS NULL',
+        [databaseId],
+      );
       return row?.n ?? 0;
     },
 
@@ -129,7 +144,11 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
     },
 
     async countOpenCommands(databaseId) {
-      const row = await one<{ n: number }>(db, "SELECT count(*)::int AS n FROM commands WHERE database_id = $1::uuid AND status <> 'done'", [databaseId]);
+      const row = await one<{ n: number }>(
+        db,
+        "SELECT count(*)::int AS n FROM commands WHERE database_id = $1::uuid AND status <> 'done'",
+        [databaseId],
+      );
       return row?.n ?? 0;
     },
 
@@ -165,7 +184,13 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
     },
 
     async reportSeries(accountId, databaseId, limit) {
-      const rows = await db.query<{ received_at: Date; avg_query_runtime_ms: number | null; tps: number | null; cache_hit_ratio: number | null; connections: number | null }>(
+      const rows = await db.query<{
+        received_at: Date;
+        avg_query_runtime_ms: number | null;
+        tps: number | null;
+        cache_hit_ratio: number | null;
+        connections: number | null;
+      }>(
         `SELECT received_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections FROM (
            SELECT r.id, r.received_at, r.avg_query_runtime_ms, r.tps, r.cache_hit_ratio, r.connections
              FROM reports r JOIN databases d ON d.id = r.database_id
@@ -174,26 +199,38 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
          ) last ORDER BY id`,
         [databaseId, accountId, limit],
       );
-      return rows.map(
-        (r): ReportPoint => ({
-          receivedAt: r.received_at,
-          avgQueryRuntimeMs: r.avg_query_runtime_ms,
-          tps: r.tps,
-          cacheHitRatio: r.cache_hit_ratio,
-          connections: r.connections,
-        }),
-      );
+      return rows.map((r): ReportPoint => ({
+        receivedAt: r.received_at,
+        avgQueryRuntimeMs: r.avg_query_runtime_ms,
+        tps: r.tps,
+        cacheHitRatio: r.cache_hit_ratio,
+        connections: r.connections,
+      }));
     },
 
     async recentEvents(accountId, databaseId, limit) {
-      const rows = await db.query<{ at: Date; level: StoredEvent['level']; code: string; message: string; command_id: string | null; received_at: Date }>(
+      const rows = await db.query<{
+        at: Date;
+        level: StoredEvent['level'];
+        code: string;
+        message: string;
+        command_id: string | null;
+        received_at: Date;
+      }>(
         `SELECT e.at, e.level, e.code, e.message, e.command_id, e.received_at
            FROM agent_events e JOIN databases d ON d.id = e.database_id
           WHERE e.database_id = $1::uuid AND d.account_id = $2::uuid
           ORDER BY e.id DESC LIMIT $3::int`,
         [databaseId, accountId, limit],
       );
-      return rows.map((r) => ({ at: r.at, level: r.level, code: r.code, message: r.message, commandId: r.command_id, receivedAt: r.received_at }));
+      return rows.map((r) => ({
+        at: r.at,
+        level: r.level,
+        code: r.code,
+        message: r.message,
+        commandId: r.command_id,
+        receivedAt: r.received_at,
+      }));
     },
   };
 }

@@ -10,7 +10,9 @@ export interface MetricsSnapshot {
 }
 
 export async function readMetricsSnapshot(db: Queryable): Promise<MetricsSnapshot> {
-  const [agents] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agent_leases WHERE released_at IS NULL AND expires_at > now()');
+  const [agents] = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM agent_leases WHERE released_at IS NULL AND expires_at > now()',
+  );
   const states = await db.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM tuning_sessions GROUP BY state');
   return { agentsConnected: agents?.n ?? 0, sessionsByState: Object.fromEntries(states.map((row) => [row.state, row.n])) };
 }

@@ -49,17 +49,17 @@ export function createPeopleStore(driver: SqlDriver): PeopleStore {
     },
 
     async listUsers() {
-      const rows = await db.query<UserRow>('SELECT id, account_id, username, is_admin, created_at FROM users ORDER BY created_at, username');
+      const rows = await db.query<UserRow>(
+        'SELECT id, account_id, username, is_admin, created_at FROM users ORDER BY created_at, username',
+      );
       return rows.map(toUser);
     },
 
     async createLoginSession(tokenHash, userId, csrfToken, expiresAt) {
-      await db.query('INSERT INTO login_sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2::uuid, $3, $4::timestamptz)', [
-        tokenHash,
-        userId,
-        csrfToken,
-        expiresAt.toISOString(),
-      ]);
+      await db.query(
+        'INSERT INTO login_sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2::uuid, $3, $4::timestamptz)',
+        [tokenHash, userId, csrfToken, expiresAt.toISOString()],
+      );
     },
 
     async findLoginSession(tokenHash) {

@@ -5,7 +5,12 @@ import type { CommandOutcome, CommandRecord, CommandStatus, DatabaseEntry } from
 import type { User } from '../people/store.ts';
 import type { Queryable } from './driver.ts';
 
-export async function one<T extends object>(q: Queryable, text: string, params: readonly unknown[], options?: { name?: string }): Promise<T | null> {
+export async function one<T extends object>(
+  q: Queryable,
+  text: string,
+  params: readonly unknown[],
+  options?: { name?: string },
+): Promise<T | null> {
   return (await q.query<T>(text, params, options))[0] ?? null;
 }
 
@@ -132,4 +137,3 @@ export async function findCommand(q: Queryable, databaseId: string, commandId: s
   );
   return row ? toCommand(row) : null;
 }
-

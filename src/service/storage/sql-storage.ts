@@ -53,4 +53,3 @@ export function createSqlStorage(driver: SqlDriver): Storage {
     close: () => driver.close(),
   };
 }
-

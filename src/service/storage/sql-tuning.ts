@@ -6,7 +6,20 @@ import type { Command } from '../../protocol/v1.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
 import { findCommand, isUniqueViolation, one } from './sql-rows.ts';
-import { ACTIVE_SESSION_STATES, type GuardrailBreach, RUNNING_SESSION_STATES, SessionBusyError, type SessionReport, type SessionWindow, type TuningIterationPatch, type TuningIterationRecord, type TuningSessionPatch, type TuningSessionRecord, type TuningSessionTx, type TuningStore } from '../tuning/store.ts';
+import {
+  ACTIVE_SESSION_STATES,
+  type GuardrailBreach,
+  RUNNING_SESSION_STATES,
+  SessionBusyError,
+  type SessionReport,
+  type SessionWindow,
+  type TuningIterationPatch,
+  type TuningIterationRecord,
+  type TuningSessionPatch,
+  type TuningSessionRecord,
+  type TuningSessionTx,
+  type TuningStore,
+} from '../tuning/store.ts';
 
 // Constants of ours, not input: safe to write into the SQL.
 const inList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
@@ -80,7 +93,8 @@ interface IterationRow {
 const ITERATION_COLUMNS = `session_id, ordinal, kind, phase, round, config, reason, predicted, command_id, state, created_at, sent_at,
   acked_at, effective, measure_window, objective, stats, reports, failure, finished_at`;
 
-const toWindow = (w: WindowJson | null): SessionWindow | null => (w ? { start: new Date(w.start), end: new Date(w.end), attempts: w.attempts } : null);
+const toWindow = (w: WindowJson | null): SessionWindow | null =>
+  w ? { start: new Date(w.start), end: new Date(w.end), attempts: w.attempts } : null;
 const windowJson = (w: SessionWindow | null): string | null =>
   w ? JSON.stringify({ start: w.start.toISOString(), end: w.end.toISOString(), attempts: w.attempts } satisfies WindowJson) : null;
 const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
@@ -143,7 +157,11 @@ function toIteration(row: IterationRow): TuningIterationRecord {
 }
 
 /** `SET a = $n, b = $n+1 …` from the entries present; `extra` are literal assignments. */
-function assignments(entries: Array<[column: string, value: unknown, cast: string]>, firstParam: number, extra: string[]): { sql: string; params: unknown[] } {
+function assignments(
+  entries: Array<[column: string, value: unknown, cast: string]>,
+  firstParam: number,
+  extra: string[],
+): { sql: string; params: unknown[] } {
   const parts = [...extra];
   const params: unknown[] = [];
   for (const [column, value, cast] of entries) {
@@ -185,23 +203,25 @@ function isLockTimeout(err: unknown): boolean {
 }
 
 async function insertCommand(q: Queryable, databaseId: string, command: Command, createdById: string | null): Promise<void> {
-  await q.query(`INSERT INTO commands (id, database_id, body, status, created_by) VALUES ($1::uuid, $2::uuid, $3::jsonb, 'pending', $4::uuid)`, [
-    command.id,
-    databaseId,
-    JSON.stringify(command),
-    createdById,
-  ]);
+  await q.query(
+    `INSERT INTO commands (id, database_id, body, status, created_by) VALUES ($1::uuid, $2::uuid, $3::jsonb, 'pending', $4::uuid)`,
+    [command.id, databaseId, JSON.stringify(command), createdById],
+  );
 }
 
 function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx {
   const { id: sessionId, databaseId } = session;
-  const reload = async () => toSession((await one<SessionRow>(q, `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} WHERE s.id = $1::uuid`, [sessionId]))!);
+  const reload = async () =>
+    toSession((await one<SessionRow>(q, `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} WHERE s.id = $1::uuid`, [sessionId]))!);
   return {
     async now() {
       return (await one<{ now: Date }>(q, 'SELECT now() AS now', []))!.now;
     },
     async iterations() {
-      const rows = await q.query<IterationRow>(`SELECT ${ITERATION_COLUMNS} FROM tuning_iterations WHERE session_id = $1::uuid ORDER BY ordinal`, [sessionId]);
+      const rows = await q.query<IterationRow>(
+        `SELECT ${ITERATION_COLUMNS} FROM tuning_iterations WHERE session_id = $1::uuid ORDER BY ordinal`,
+        [sessionId],
+      );
       return rows.map(toIteration);
     },
     async updateSession(patch) {
@@ -239,7 +259,11 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
     async updateIteration(ordinal, patch) {
       const set = assignments(iterationAssignments(patch), 3, patch.finished ? ['finished_at = now()'] : []);
       if (set.sql === '') return;
-      await q.query(`UPDATE tuning_iterations SET ${set.sql} WHERE session_id = $1::uuid AND ordinal = $2::int`, [sessionId, ordinal, ...set.params]);
+      await q.query(`UPDATE tuning_iterations SET ${set.sql} WHERE session_id = $1::uuid AND ordinal = $2::int`, [
+        sessionId,
+        ordinal,
+        ...set.params,
+      ]);
     },
     issueCommand: (command, createdById) => insertCommand(q, databaseId, command, createdById),
     command: (commandId) => findCommand(q, databaseId, commandId),
@@ -257,7 +281,14 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
           WHERE database_id = $1::uuid AND received_at >= $2::timestamptz ORDER BY received_at, id LIMIT $3::int`,
         [databaseId, since.toISOString(), limit],
       );
-      return rows.map((r): SessionReport => ({ id: r.id, leaseId: r.lease_id, seq: r.seq, sentAt: r.sent_at, receivedAt: r.received_at, ...readReportBody(r.body) }));
+      return rows.map((r): SessionReport => ({
+        id: r.id,
+        leaseId: r.lease_id,
+        seq: r.seq,
+        sentAt: r.sent_at,
+        receivedAt: r.received_at,
+        ...readReportBody(r.body),
+      }));
     },
     async guardrailBreaches(commandIds) {
       if (commandIds.length === 0) return [];
@@ -271,7 +302,6 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
     },
   };
 }
-
 
 export function createTuningStore(driver: SqlDriver): TuningStore {
   const db: Queryable = driver;
@@ -339,7 +369,10 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
         [sessionId, databaseId, accountId],
       );
       if (!row) return null;
-      const iterations = await db.query<IterationRow>(`SELECT ${ITERATION_COLUMNS} FROM tuning_iterations WHERE session_id = $1::uuid ORDER BY ordinal`, [sessionId]);
+      const iterations = await db.query<IterationRow>(
+        `SELECT ${ITERATION_COLUMNS} FROM tuning_iterations WHERE session_id = $1::uuid ORDER BY ordinal`,
+        [sessionId],
+      );
       return { session: toSession(row), iterations: iterations.map(toIteration) };
     },
 
@@ -367,10 +400,10 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
           return fn(sessionTx(tx, session), session);
         });
       } catch (err) {
-        if (isLockTimeout(err)) throw new SessionBusyError('the tuning session is busy (another request or replica is advancing it): try again', { cause: err });
+        if (isLockTimeout(err))
+          throw new SessionBusyError('the tuning session is busy (another request or replica is advancing it): try again', { cause: err });
         throw err;
       }
     },
-
   };
 }

@@ -27,4 +27,3 @@ export interface Storage extends PeopleStore, DatabaseStore, AgentStore, TuningS
   prune(policy: RetentionPolicy): Promise<{ reports: number; events: number; loginSessions: number }>;
   close(): Promise<void>;
 }
-

@@ -5,7 +5,13 @@ import type { ServiceContext } from '../app/context.ts';
 import { conflict, invalid, notFound } from '../errors.ts';
 import { databaseOf } from '../databases/actions.ts';
 import type { User } from '../people/store.ts';
-import { ACTIVE_SESSION_STATES, SessionBusyError, type TuningIterationRecord, type TuningSessionRecord, type TuningSessionTx } from './store.ts';
+import {
+  ACTIVE_SESSION_STATES,
+  SessionBusyError,
+  type TuningIterationRecord,
+  type TuningSessionRecord,
+  type TuningSessionTx,
+} from './store.ts';
 import { applyBest, endTuningSession, personStep } from './engine.ts';
 import { SESSION_LIMITS, type StartSessionInput } from './params.ts';
 import { buildSpace, sessionSpaceInput } from './space.ts';
@@ -13,20 +19,32 @@ import { buildSpace, sessionSpaceInput } from './space.ts';
 const noSuchSession = (id: string) => notFound(`no tuning session ${id} for this database in your account`);
 export const isActive = (session: TuningSessionRecord) => ACTIVE_SESSION_STATES.includes(session.state);
 
-export async function startTuningSession(ctx: ServiceContext, user: User, databaseId: string, input: StartSessionInput): Promise<TuningSessionRecord> {
+export async function startTuningSession(
+  ctx: ServiceContext,
+  user: User,
+  databaseId: string,
+  input: StartSessionInput,
+): Promise<TuningSessionRecord> {
   const { storage } = ctx;
   const database = await databaseOf(ctx, user, databaseId);
   if (input.mode === 'restart' && database.target === 'managed-b-flex') {
     throw invalid('body.mode: managed-b-flex is reload-only (the agent does not restart flexible servers): use reload-only');
   }
   const agent = database.agent;
-  if (!agent?.live) throw conflict('no agent is connected to this database: a session measures through its reports, so start tuner-agent first');
+  if (!agent?.live)
+    throw conflict('no agent is connected to this database: a session measures through its reports, so start tuner-agent first');
   if (input.mode === 'restart' && !agent.allowRestart) {
-    throw invalid('body.mode: restart needs an agent allowed to restart the database: set postgresql.allow_restart: true (AGENT_POSTGRESQL_ALLOW_RESTART=true) and restart the agent, or use reload-only');
+    throw invalid(
+      'body.mode: restart needs an agent allowed to restart the database: set postgresql.allow_restart: true (AGENT_POSTGRESQL_ALLOW_RESTART=true) and restart the agent, or use reload-only',
+    );
   }
-  if (agent.system.applyBlockedReason) throw conflict(`the agent cannot apply changes to this database: ${agent.system.applyBlockedReason}`);
+  if (agent.system.applyBlockedReason)
+    throw conflict(`the agent cannot apply changes to this database: ${agent.system.applyBlockedReason}`);
   const machine = agent.system.machine;
-  if (!machine) throw conflict("the agent could not tell the machine's memory and vCPUs, which bound every setting: see its preflight (tuner-agent --check)");
+  if (!machine)
+    throw conflict(
+      "the agent could not tell the machine's memory and vCPUs, which bound every setting: see its preflight (tuner-agent --check)",
+    );
   const report = await storage.latestReport(user.accountId, databaseId);
   if (!report?.metrics) throw conflict('no report with metrics from the agent yet: wait for its next report');
 
@@ -52,7 +70,9 @@ export async function startTuningSession(ctx: ServiceContext, user: User, databa
   });
   if (result.kind === 'no_database') throw notFound(`no database ${databaseId} in your account`);
   if (result.kind === 'conflict') {
-    throw conflict(`session ${result.active.id} is ${result.active.state.replace('_', ' ')} on this database: one session at a time (stop it, or approve or revert its result, first)`);
+    throw conflict(
+      `session ${result.active.id} is ${result.active.state.replace('_', ' ')} on this database: one session at a time (stop it, or approve or revert its result, first)`,
+    );
   }
   ctx.runningSessions.add(databaseId);
   return result.session;
@@ -83,7 +103,10 @@ export function stopTuningSession(ctx: ServiceContext, user: User, databaseId: s
     if (!isActive(session)) throw conflict(`the session is ${session.state} already`);
     const step = personStep(tx, session, await tx.now());
     const trialMayBeApplied = (session.state === 'iterating' || session.state === 'verifying') && (await tx.iterations()).length > 0;
-    const kept = session.state === 'applying_best' ? '; an apply of the best configuration the agent has received already is kept (revert to undo it)' : '';
+    const kept =
+      session.state === 'applying_best'
+        ? '; an apply of the best configuration the agent has received already is kept (revert to undo it)'
+        : '';
     await endTuningSession(
       step,
       'stopped',
@@ -109,18 +132,35 @@ export function approveTuningSession(ctx: ServiceContext, user: User, databaseId
 }
 
 /** Returns the database to the configuration the agent found (its baseline), and ends the session. */
-export async function revertTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
+export async function revertTuningSession(
+  ctx: ServiceContext,
+  user: User,
+  databaseId: string,
+  sessionId: string,
+): Promise<TuningSessionRecord> {
   const [latest] = await ctx.storage.listTuningSessions(user.accountId, databaseId, 1);
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (session.state === 'reverted') throw conflict('the session is reverted already');
-    if (!isActive(session) && latest?.id !== sessionId) throw conflict("only the database's latest session, or an active one, can be reverted");
+    if (!isActive(session) && latest?.id !== sessionId)
+      throw conflict("only the database's latest session, or an active one, can be reverted");
     const step = personStep(tx, session, await tx.now());
-    await endTuningSession(step, 'reverted', `reverted to the baseline (the configuration the agent found) by ${user.username}`, 'baseline', user.id);
+    await endTuningSession(
+      step,
+      'reverted',
+      `reverted to the baseline (the configuration the agent found) by ${user.username}`,
+      'baseline',
+      user.id,
+    );
     return step.session;
   });
 }
 
-export async function getTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] }> {
+export async function getTuningSession(
+  ctx: ServiceContext,
+  user: User,
+  databaseId: string,
+  sessionId: string,
+): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] }> {
   const found = await ctx.storage.getTuningSession(user.accountId, databaseId, sessionId);
   if (!found) throw noSuchSession(sessionId);
   return found;

@@ -46,7 +46,11 @@ async function runningSession(storage: Storage, running: RunningSessions, databa
   return null;
 }
 
-export async function afterReport({ storage, runningSessions }: ServiceContext, databaseId: string, log: FastifyBaseLogger): Promise<AfterReport> {
+export async function afterReport(
+  { storage, runningSessions }: ServiceContext,
+  databaseId: string,
+  log: FastifyBaseLogger,
+): Promise<AfterReport> {
   try {
     if (!(await runningSession(storage, runningSessions, databaseId))) return NOTHING;
     const advanced = await advanceTuningSession(storage, databaseId);
@@ -57,7 +61,10 @@ export async function afterReport({ storage, runningSessions }: ServiceContext, 
       commandIssued: advanced.commandIssued,
     };
   } catch (err) {
-    log.warn({ err: safeErrorForLog(err), databaseId }, 'tuning session: advancing after a report failed; the next report or tick tries again');
+    log.warn(
+      { err: safeErrorForLog(err), databaseId },
+      'tuning session: advancing after a report failed; the next report or tick tries again',
+    );
     return NOTHING;
   }
 }
@@ -66,6 +73,9 @@ export async function afterAck({ storage, runningSessions }: ServiceContext, dat
   try {
     if (await runningSession(storage, runningSessions, databaseId)) await advanceTuningSession(storage, databaseId);
   } catch (err) {
-    log.warn({ err: safeErrorForLog(err), databaseId }, 'tuning session: advancing after an acknowledgement failed; the next report or tick tries again');
+    log.warn(
+      { err: safeErrorForLog(err), databaseId },
+      'tuning session: advancing after an acknowledgement failed; the next report or tick tries again',
+    );
   }
 }

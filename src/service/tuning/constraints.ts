@@ -31,7 +31,11 @@ export function throughput(stats: WindowStats): number {
 }
 
 /** The first constraint the window breaks, as a sentence, or null. */
-export function constraintBreach(window: WindowStats, baseline: WindowStats, memory: { window: number | null; baseline: number | null }): string | null {
+export function constraintBreach(
+  window: WindowStats,
+  baseline: WindowStats,
+  memory: { window: number | null; baseline: number | null },
+): string | null {
   const now = throughput(window);
   const before = throughput(baseline);
   if (before >= CONSTRAINTS.minBaselineThroughput && now < (1 - CONSTRAINTS.maxThroughputDrop) * before) {
@@ -41,7 +45,11 @@ export function constraintBreach(window: WindowStats, baseline: WindowStats, mem
   if (rollbacks >= CONSTRAINTS.minRollbacks && window.rollbackRate > baseline.rollbackRate + CONSTRAINTS.maxRollbackRateRise) {
     return `rollbacks rose to ${percent(window.rollbackRate)} of transactions (baseline ${percent(baseline.rollbackRate)})`;
   }
-  if (memory.window !== null && memory.window < CONSTRAINTS.memoryFloorShare && (memory.baseline === null || memory.baseline >= CONSTRAINTS.memoryFloorShare)) {
+  if (
+    memory.window !== null &&
+    memory.window < CONSTRAINTS.memoryFloorShare &&
+    (memory.baseline === null || memory.baseline >= CONSTRAINTS.memoryFloorShare)
+  ) {
     return `available memory fell to ${percent(memory.window)} of the total (floor ${percent(CONSTRAINTS.memoryFloorShare)})`;
   }
   return null;

@@ -19,10 +19,27 @@
 import { randomUUID } from 'node:crypto';
 import { callShares, contamination, type WindowReport } from '../../measure/contamination.ts';
 import { queryMix, windowStats, type WindowStats } from '../../measure/objective.ts';
-import { describeVerdict, roundOrder, verdict, type RoundFigures, type Role, type Verdict, type VerifySettings } from '../../measure/verify.ts';
+import {
+  describeVerdict,
+  roundOrder,
+  verdict,
+  type RoundFigures,
+  type Role,
+  type Verdict,
+  type VerifySettings,
+} from '../../measure/verify.ts';
 import { suggest, type SearchSpace, type Suggestion } from '../../optimizer/index.ts';
 import type { Command } from '../../protocol/v1.ts';
-import type { SessionBest, SessionVerification, SessionWindow, TuningIterationPatch, TuningIterationRecord, TuningSessionPatch, TuningSessionRecord, TuningSessionTx } from './store.ts';
+import type {
+  SessionBest,
+  SessionVerification,
+  SessionWindow,
+  TuningIterationPatch,
+  TuningIterationRecord,
+  TuningSessionPatch,
+  TuningSessionRecord,
+  TuningSessionTx,
+} from './store.ts';
 import { constraintBreach, throughput } from './constraints.ts';
 import { historyOf, isTrial, judgeSession, searchBest } from './history.ts';
 import { sessionReportInterval } from './params.ts';
@@ -85,12 +102,19 @@ async function updateSession(s: Step, patch: TuningSessionPatch): Promise<void> 
   s.session = await s.tx.updateSession(patch);
 }
 
-const graceMs = (session: TuningSessionRecord) => Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(session.windowSeconds)) * 1000;
+const graceMs = (session: TuningSessionRecord) =>
+  Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(session.windowSeconds)) * 1000;
 const fmt = (x: number) => x.toFixed(3);
-const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] => reports.map((r) => ({ leaseId: r.leaseId, seq: r.seq, metrics: r.metrics }));
+const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] =>
+  reports.map((r) => ({ leaseId: r.leaseId, seq: r.seq, metrics: r.metrics }));
 
 export function verifySettings(session: TuningSessionRecord): VerifySettings {
-  return { minRounds: session.abRoundsMin, maxRounds: session.abRoundsMax, minEffect: session.minEffectPercent / 100, confidence: session.confidencePercent / 100 };
+  return {
+    minRounds: session.abRoundsMin,
+    maxRounds: session.abRoundsMax,
+    minEffect: session.minEffectPercent / 100,
+    confidence: session.confidencePercent / 100,
+  };
 }
 
 // ---- the first baseline window ----
@@ -104,7 +128,10 @@ async function baselineStep(s: Step): Promise<boolean> {
     const [first] = await tx.reportsSince(session.createdAt, 1);
     if (!first) return false;
     const start = new Date(serviceInterval(first)?.end ?? first.receivedAt.getTime());
-    await updateSession(s, { baselineWindow: windowFrom(start, session.windowSeconds, 0), message: `measuring the baseline for ${session.windowSeconds} s` });
+    await updateSession(s, {
+      baselineWindow: windowFrom(start, session.windowSeconds, 0),
+      message: `measuring the baseline for ${session.windowSeconds} s`,
+    });
     return true;
   }
   const measured = await closedWindow(s, window, null);
@@ -119,16 +146,30 @@ async function baselineStep(s: Step): Promise<boolean> {
       await endTuningSession(s, 'failed', `the baseline could not be measured in ${ENGINE_LIMITS.windowAttempts} windows: ${why}`, null);
       return false;
     }
-    await updateSession(s, { baselineWindow: windowFrom(now, session.windowSeconds, window.attempts + 1), message: `measuring the baseline again: ${why}` });
+    await updateSession(s, {
+      baselineWindow: windowFrom(now, session.windowSeconds, window.attempts + 1),
+      message: `measuring the baseline again: ${why}`,
+    });
     return false;
   }
-  const baseline = { mix, shares: callShares(metrics), stats: roundStats(stats), reports: measured.reports.length, lowestMemoryShare: lowestMemoryShare(measured.reports), measuredAt: now.toISOString() };
+  const baseline = {
+    mix,
+    shares: callShares(metrics),
+    stats: roundStats(stats),
+    reports: measured.reports.length,
+    lowestMemoryShare: lowestMemoryShare(measured.reports),
+    measuredAt: now.toISOString(),
+  };
   await updateSession(s, { state: 'iterating', baseline, message: null });
   return true;
 }
 
 /** The window's reports once it is closed, or 'open'. */
-async function closedWindow(s: Step, window: SessionWindow, expected: Record<string, string> | null): Promise<'open' | { reports: MeasuredReport[]; mismatched: number }> {
+async function closedWindow(
+  s: Step,
+  window: SessionWindow,
+  expected: Record<string, string> | null,
+): Promise<'open' | { reports: MeasuredReport[]; mismatched: number }> {
   if (s.now < window.end) return 'open';
   const reports = await s.tx.reportsSince(window.start, ENGINE_LIMITS.reportsPerWindow);
   if (!windowClosed(reports, window, s.now, graceMs(s.session))) return 'open';
@@ -166,7 +207,12 @@ async function spaceOf(s: Step): Promise<SearchSpace | null> {
   try {
     return buildSpace(s.session.space);
   } catch (err) {
-    await endTuningSession(s, 'failed', `the search space cannot be rebuilt from what the agent reported at the start: ${(err as Error).message}`, 'known-good');
+    await endTuningSession(
+      s,
+      'failed',
+      `the search space cannot be rebuilt from what the agent reported at the start: ${(err as Error).message}`,
+      'known-good',
+    );
     return null;
   }
 }
@@ -174,9 +220,24 @@ async function spaceOf(s: Step): Promise<SearchSpace | null> {
 const nextOrdinal = (iterations: readonly TuningIterationRecord[]) => (iterations.at(-1)?.ordinal ?? 0) + 1;
 
 async function issueTrial(s: Step, iterations: readonly TuningIterationRecord[], suggestion: Suggestion): Promise<boolean> {
-  const command: Command = { id: randomUUID(), kind: 'apply', values: { ...suggestion.config }, allowRestart: s.session.mode === 'restart', keep: false };
+  const command: Command = {
+    id: randomUUID(),
+    kind: 'apply',
+    values: { ...suggestion.config },
+    allowRestart: s.session.mode === 'restart',
+    keep: false,
+  };
   await s.tx.addIteration(
-    { ordinal: nextOrdinal(iterations), kind: suggestion.kind, phase: 'search', round: null, config: { ...suggestion.config }, reason: suggestion.reason, predicted: suggestion.predicted ?? null, commandId: command.id },
+    {
+      ordinal: nextOrdinal(iterations),
+      kind: suggestion.kind,
+      phase: 'search',
+      round: null,
+      config: { ...suggestion.config },
+      reason: suggestion.reason,
+      predicted: suggestion.predicted ?? null,
+      commandId: command.id,
+    },
     command,
     s.session.createdById,
   );
@@ -190,7 +251,11 @@ async function issueTrial(s: Step, iterations: readonly TuningIterationRecord[],
  */
 function stuck(iterations: readonly TuningIterationRecord[], kind: 'baseline' | 'candidate'): string | null {
   const last = iterations.slice(-ENGINE_LIMITS.windowAttempts);
-  if (last.length < ENGINE_LIMITS.windowAttempts || !last.every((it) => it.kind === kind && (it.state === 'failed' || it.state === 'cancelled'))) return null;
+  if (
+    last.length < ENGINE_LIMITS.windowAttempts ||
+    !last.every((it) => it.kind === kind && (it.state === 'failed' || it.state === 'cancelled'))
+  )
+    return null;
   return `the last ${last.length} windows of the ${kind === 'baseline' ? 'known-good configuration' : 'candidate'} could not be measured (the last: ${last.at(-1)!.failure ?? 'no reason given'})`;
 }
 
@@ -199,7 +264,15 @@ function stuck(iterations: readonly TuningIterationRecord[], kind: 'baseline' | 
  * the database already (the last window was of the same), measured at once with the same
  * command; otherwise a revert to known-good or a trial apply first.
  */
-async function issueWindow(s: Step, iterations: readonly TuningIterationRecord[], role: Role, phase: 'search' | 'verify', round: number | null, config: Record<string, number | string>, reason: string): Promise<boolean> {
+async function issueWindow(
+  s: Step,
+  iterations: readonly TuningIterationRecord[],
+  role: Role,
+  phase: 'search' | 'verify',
+  round: number | null,
+  config: Record<string, number | string>,
+  reason: string,
+): Promise<boolean> {
   const kind = role === 'baseline' ? 'baseline' : 'candidate';
   const why = stuck(iterations, kind);
   if (why) {
@@ -210,11 +283,17 @@ async function issueWindow(s: Step, iterations: readonly TuningIterationRecord[]
   const base = { ordinal: nextOrdinal(iterations), kind, phase, round, config: { ...config }, reason, predicted: null } as const;
   if (last && last.kind === kind && (last.state === 'ok' || last.state === 'contaminated') && last.effective) {
     const window = windowFrom(s.now, s.session.windowSeconds, 0);
-    await s.tx.addIteration({ ...base, commandId: last.commandId, measuring: { sentAt: last.sentAt, ackedAt: last.ackedAt, effective: last.effective, window } }, null, s.session.createdById);
+    await s.tx.addIteration(
+      { ...base, commandId: last.commandId, measuring: { sentAt: last.sentAt, ackedAt: last.ackedAt, effective: last.effective, window } },
+      null,
+      s.session.createdById,
+    );
     return true;
   }
   const command: Command =
-    role === 'baseline' ? { id: randomUUID(), kind: 'revert', to: 'known-good' } : { id: randomUUID(), kind: 'apply', values: { ...config }, allowRestart: s.session.mode === 'restart', keep: false };
+    role === 'baseline'
+      ? { id: randomUUID(), kind: 'revert', to: 'known-good' }
+      : { id: randomUUID(), kind: 'apply', values: { ...config }, allowRestart: s.session.mode === 'restart', keep: false };
   await s.tx.addIteration({ ...base, commandId: command.id }, command, s.session.createdById);
   s.commandIssued = true;
   return false;
@@ -241,7 +320,13 @@ async function applyingStep(s: Step, it: TuningIterationRecord): Promise<boolean
     }
     const ackedAt = command.ackedAt ?? s.now;
     const start = new Date(ackedAt.getTime() + s.session.warmupSeconds * 1000);
-    await s.tx.updateIteration(it.ordinal, { state: 'measuring', sentAt, ackedAt, effective: outcome.effective, window: windowFrom(start, s.session.windowSeconds, 0) });
+    await s.tx.updateIteration(it.ordinal, {
+      state: 'measuring',
+      sentAt,
+      ackedAt,
+      effective: outcome.effective,
+      window: windowFrom(start, s.session.windowSeconds, 0),
+    });
     return true;
   }
   if (it.sentAt === null && sentAt !== null) await s.tx.updateIteration(it.ordinal, { sentAt });
@@ -254,13 +339,22 @@ async function applyingStep(s: Step, it: TuningIterationRecord): Promise<boolean
 }
 
 /** The baseline's figures nearest before `at`: what a window's constraints are judged against. */
-function nearestBaselineStats(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[], before: number): WindowStats | null {
+function nearestBaselineStats(
+  session: TuningSessionRecord,
+  iterations: readonly TuningIterationRecord[],
+  before: number,
+): WindowStats | null {
   const earlier = iterations.filter((it) => it.kind === 'baseline' && it.state === 'ok' && it.stats && it.ordinal < before).at(-1);
   return earlier?.stats ?? session.baseline?.stats ?? null;
 }
 
 /** Warming up and measuring a window. */
-async function measuringStep(s: Step, iterations: readonly TuningIterationRecord[], it: TuningIterationRecord, breach: string | undefined): Promise<boolean> {
+async function measuringStep(
+  s: Step,
+  iterations: readonly TuningIterationRecord[],
+  it: TuningIterationRecord,
+  breach: string | undefined,
+): Promise<boolean> {
   if (breach !== undefined && it.kind !== 'baseline') return failIteration(s, it, guardrailFailure(breach));
   const window = it.window;
   if (!window) return failIteration(s, it, 'no measurement window was set');
@@ -278,24 +372,54 @@ async function measuringStep(s: Step, iterations: readonly TuningIterationRecord
   }
   const baseline = s.session.baseline;
   if (!baseline) return failIteration(s, it, 'the session has no baseline');
-  const stats = windowStats(measured.reports.map((r) => r.metrics), baseline.mix);
+  const stats = windowStats(
+    measured.reports.map((r) => r.metrics),
+    baseline.mix,
+  );
   const found = contamination({ reports: windowReports(measured.reports), stats, reference: baseline.shares ?? null });
   if (found.length > 0) return remeasure(s, iterations, it, window, found.map((c) => c.message).join('; '), stats, measured.reports.length);
   // Trials are judged window by window; the A/B rounds judge the candidate's throughput over all
   // rounds instead (src/measure/verify.ts); a baseline window is what the others are judged by.
   const reference = nearestBaselineStats(s.session, iterations, it.ordinal);
   const breached =
-    !isTrial(it) || !reference ? null : constraintBreach(stats, reference, { window: lowestMemoryShare(measured.reports), baseline: baseline.lowestMemoryShare });
-  await s.tx.updateIteration(it.ordinal, { state: breached ? 'failed' : 'ok', stats: roundStats(stats), reports: measured.reports.length, failure: breached, finished: true });
+    !isTrial(it) || !reference
+      ? null
+      : constraintBreach(stats, reference, { window: lowestMemoryShare(measured.reports), baseline: baseline.lowestMemoryShare });
+  await s.tx.updateIteration(it.ordinal, {
+    state: breached ? 'failed' : 'ok',
+    stats: roundStats(stats),
+    reports: measured.reports.length,
+    failure: breached,
+    finished: true,
+  });
   return true;
 }
 
 /** A contaminated window: marked so, and measured again in a new row (the configuration is still applied). */
-async function remeasure(s: Step, iterations: readonly TuningIterationRecord[], it: TuningIterationRecord, window: SessionWindow, why: string, stats: WindowStats, reports: number): Promise<boolean> {
+async function remeasure(
+  s: Step,
+  iterations: readonly TuningIterationRecord[],
+  it: TuningIterationRecord,
+  window: SessionWindow,
+  why: string,
+  stats: WindowStats,
+  reports: number,
+): Promise<boolean> {
   const attempts = window.attempts + 1;
-  await s.tx.updateIteration(it.ordinal, { state: 'contaminated', stats: roundStats(stats), reports, failure: `contaminated: ${why}`, finished: true });
+  await s.tx.updateIteration(it.ordinal, {
+    state: 'contaminated',
+    stats: roundStats(stats),
+    reports,
+    failure: `contaminated: ${why}`,
+    finished: true,
+  });
   if (attempts >= ENGINE_LIMITS.windowAttempts) {
-    await endTuningSession(s, 'failed', `iteration ${it.ordinal} could not be measured cleanly in ${ENGINE_LIMITS.windowAttempts} windows in a row (the last: ${why}); the database returns to its known-good configuration`, 'known-good');
+    await endTuningSession(
+      s,
+      'failed',
+      `iteration ${it.ordinal} could not be measured cleanly in ${ENGINE_LIMITS.windowAttempts} windows in a row (the last: ${why}); the database returns to its known-good configuration`,
+      'known-good',
+    );
     return false;
   }
   const start = new Date(s.now.getTime() + s.session.warmupSeconds * 1000);
@@ -309,7 +433,12 @@ async function remeasure(s: Step, iterations: readonly TuningIterationRecord[], 
       reason: `iteration ${it.ordinal} measured again: its window was contaminated (${why})`,
       predicted: it.predicted,
       commandId: it.commandId,
-      measuring: { sentAt: it.sentAt, ackedAt: it.ackedAt, effective: it.effective, window: windowFrom(start, s.session.windowSeconds, attempts) },
+      measuring: {
+        sentAt: it.sentAt,
+        ackedAt: it.ackedAt,
+        effective: it.effective,
+        window: windowFrom(start, s.session.windowSeconds, attempts),
+      },
     },
     null,
     s.session.createdById,
@@ -319,7 +448,14 @@ async function remeasure(s: Step, iterations: readonly TuningIterationRecord[], 
 
 function roundStats(stats: WindowStats): WindowStats {
   const r = (x: number) => Number(x.toPrecision(6));
-  return { ...stats, weightedRuntimeMs: stats.weightedRuntimeMs === null ? null : r(stats.weightedRuntimeMs), avgRuntimeMs: stats.avgRuntimeMs === null ? null : r(stats.avgRuntimeMs), coverage: r(stats.coverage), tps: r(stats.tps), rollbackRate: r(stats.rollbackRate) };
+  return {
+    ...stats,
+    weightedRuntimeMs: stats.weightedRuntimeMs === null ? null : r(stats.weightedRuntimeMs),
+    avgRuntimeMs: stats.avgRuntimeMs === null ? null : r(stats.avgRuntimeMs),
+    coverage: r(stats.coverage),
+    tps: r(stats.tps),
+    rollbackRate: r(stats.rollbackRate),
+  };
 }
 
 // ---- the search ----
@@ -333,18 +469,36 @@ async function iterationStep(s: Step): Promise<boolean> {
   const finished = trials.filter((it) => it.state === 'ok' || it.state === 'failed').length;
   const cancelled = trials.filter((it) => it.state === 'cancelled').length;
   if (cancelled > s.session.iterations) {
-    await endTuningSession(s, 'failed', `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`, 'known-good');
+    await endTuningSession(
+      s,
+      'failed',
+      `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`,
+      'known-good',
+    );
     return false;
   }
   if (finished >= s.session.iterations) return startVerification(s, iterations, null);
   if (baselineDue(iterations)) {
-    return issueWindow(s, iterations, 'baseline', 'search', null, {}, `the baseline measured again after ${ENGINE_LIMITS.baselineEvery} trials: each trial is judged against the baseline windows nearest in time`);
+    return issueWindow(
+      s,
+      iterations,
+      'baseline',
+      'search',
+      null,
+      {},
+      `the baseline measured again after ${ENGINE_LIMITS.baselineEvery} trials: each trial is judged against the baseline windows nearest in time`,
+    );
   }
   const space = await spaceOf(s);
   if (!space) return false;
   let suggestion: Suggestion;
   try {
-    suggestion = suggest({ space, history: historyOf(iterations, judgeSession(s.session, iterations)), seed: s.session.seed, iteration: trials.length });
+    suggestion = suggest({
+      space,
+      history: historyOf(iterations, judgeSession(s.session, iterations)),
+      seed: s.session.seed,
+      iteration: trials.length,
+    });
   } catch (err) {
     return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
   }
@@ -370,11 +524,25 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
   const best = searchBest(space, iterations, judgeSession(s.session, iterations));
   const prefix = note ? `${note}; ` : '';
   if (!best || best.objective >= 1) {
-    const what = best ? `no trial measured below the baseline's runtime (the best: objective ${fmt(best.objective)})` : 'no configuration was measured';
-    await endTuningSession(s, 'done', `${prefix}no significant improvement: ${what}; the database stays on its known-good configuration`, iterations.length > 0 ? 'known-good' : null);
+    const what = best
+      ? `no trial measured below the baseline's runtime (the best: objective ${fmt(best.objective)})`
+      : 'no configuration was measured';
+    await endTuningSession(
+      s,
+      'done',
+      `${prefix}no significant improvement: ${what}; the database stays on its known-good configuration`,
+      iterations.length > 0 ? 'known-good' : null,
+    );
     return false;
   }
-  const verification: SessionVerification = { candidate: best, rounds: 0, runtime: null, throughput: null, decision: 'continue', note: null };
+  const verification: SessionVerification = {
+    candidate: best,
+    rounds: 0,
+    runtime: null,
+    throughput: null,
+    decision: 'continue',
+    note: null,
+  };
   await updateSession(s, {
     state: 'verifying',
     verification,
@@ -387,11 +555,17 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
 function roundsOf(iterations: readonly TuningIterationRecord[]): RoundFigures[] {
   const rounds: RoundFigures[] = [];
   for (let r = 1; ; r++) {
-    const of = (kind: 'baseline' | 'candidate') => iterations.find((it) => it.phase === 'verify' && it.round === r && it.kind === kind && it.state === 'ok' && it.stats?.weightedRuntimeMs);
+    const of = (kind: 'baseline' | 'candidate') =>
+      iterations.find(
+        (it) => it.phase === 'verify' && it.round === r && it.kind === kind && it.state === 'ok' && it.stats?.weightedRuntimeMs,
+      );
     const a = of('baseline');
     const b = of('candidate');
     if (!a?.stats || !b?.stats) return rounds;
-    rounds.push({ baseline: { runtimeMs: a.stats.weightedRuntimeMs!, throughput: throughput(a.stats) }, candidate: { runtimeMs: b.stats.weightedRuntimeMs!, throughput: throughput(b.stats) } });
+    rounds.push({
+      baseline: { runtimeMs: a.stats.weightedRuntimeMs!, throughput: throughput(a.stats) },
+      candidate: { runtimeMs: b.stats.weightedRuntimeMs!, throughput: throughput(b.stats) },
+    });
   }
 }
 
@@ -411,29 +585,51 @@ async function verifyStep(s: Step): Promise<boolean> {
   if (failed) {
     const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
     await updateSession(s, { verification: { ...verification, ...figures(v), decision: 'no_significant_improvement', note } });
-    await endTuningSession(s, 'done', `no significant improvement: ${note}; the database stays on its known-good configuration`, 'known-good');
+    await endTuningSession(
+      s,
+      'done',
+      `no significant improvement: ${note}; the database stays on its known-good configuration`,
+      'known-good',
+    );
     return false;
   }
-  if (v.rounds !== verification.rounds || v.decision !== verification.decision) await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
+  if (v.rounds !== verification.rounds || v.decision !== verification.decision)
+    await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
   if (v.decision === 'recommend') return recommend(s, v);
   if (v.decision === 'no_significant_improvement') {
-    await endTuningSession(s, 'done', `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`, 'known-good');
+    await endTuningSession(
+      s,
+      'done',
+      `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`,
+      'known-good',
+    );
     return false;
   }
   const round = rounds.length + 1;
-  const done = (kind: Role) => iterations.some((it) => it.phase === 'verify' && it.round === round && it.kind === kind && it.state === 'ok');
+  const done = (kind: Role) =>
+    iterations.some((it) => it.phase === 'verify' && it.round === round && it.kind === kind && it.state === 'ok');
   const role = roundOrder(round).find((r) => !done(r))!;
   const reason = `A/B round ${round}: the ${role === 'baseline' ? 'baseline (known-good)' : `candidate (iteration ${verification.candidate.iteration})`}`;
   return issueWindow(s, iterations, role, 'verify', round, role === 'baseline' ? {} : verification.candidate.config, reason);
 }
 
-const figures = (v: Verdict) => ({ rounds: v.rounds, runtime: v.runtime, throughput: v.throughput, note: v.decision === 'continue' ? null : v.why });
+const figures = (v: Verdict) => ({
+  rounds: v.rounds,
+  runtime: v.runtime,
+  throughput: v.throughput,
+  note: v.decision === 'continue' ? null : v.why,
+});
 
 /** The verified best: kept at once, or after a person's approval (meanwhile on known-good). */
 async function recommend(s: Step, v: Verdict): Promise<boolean> {
   const { session } = s;
   const candidate = session.verification!.candidate;
-  const best: SessionBest = { iteration: candidate.iteration, config: { ...candidate.config }, objective: v.runtime!.estimate, measurements: v.rounds };
+  const best: SessionBest = {
+    iteration: candidate.iteration,
+    config: { ...candidate.config },
+    objective: v.runtime!.estimate,
+    measurements: v.rounds,
+  };
   const summary = `verified: ${describeVerdict(v, session.confidencePercent / 100)}`;
   if (!session.requireApproval) {
     await applyBest(s, best, session.createdById, `${summary}; `);
@@ -452,10 +648,22 @@ async function recommend(s: Step, v: Verdict): Promise<boolean> {
 
 /** Applies the best configuration and keeps it (it becomes the agent's known-good). */
 export async function applyBest(s: Step, best: SessionBest, userId: string | null, prefix = ''): Promise<void> {
-  const command: Command = { id: randomUUID(), kind: 'apply', values: { ...best.config }, allowRestart: s.session.mode === 'restart', keep: true };
+  const command: Command = {
+    id: randomUUID(),
+    kind: 'apply',
+    values: { ...best.config },
+    allowRestart: s.session.mode === 'restart',
+    keep: true,
+  };
   await s.tx.issueCommand(command, userId);
   s.commandIssued = true;
-  await updateSession(s, { state: 'applying_best', best, finalCommandId: command.id, finalSentAt: null, message: `${prefix}applying the verified configuration (iteration ${best.iteration}) to keep it` });
+  await updateSession(s, {
+    state: 'applying_best',
+    best,
+    finalCommandId: command.id,
+    finalSentAt: null,
+    message: `${prefix}applying the verified configuration (iteration ${best.iteration}) to keep it`,
+  });
 }
 
 async function finalApplyStep(s: Step): Promise<boolean> {
@@ -469,10 +677,20 @@ async function finalApplyStep(s: Step): Promise<boolean> {
     if (command.outcome?.status === 'applied') {
       const v = session.verification;
       const figures = v ? describeVerdict(v, session.confidencePercent / 100) : 'verified';
-      await endTuningSession(s, 'done', `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`, null);
+      await endTuningSession(
+        s,
+        'done',
+        `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`,
+        null,
+      );
     } else {
       const errors = command.outcome?.errors.join('; ') || 'no reason given';
-      await endTuningSession(s, 'failed', `the agent did not apply the best configuration (${command.outcome?.status ?? 'failed'}: ${errors}); the database stays on its known-good configuration`, null);
+      await endTuningSession(
+        s,
+        'failed',
+        `the agent did not apply the best configuration (${command.outcome?.status ?? 'failed'}: ${errors}); the database stays on its known-good configuration`,
+        null,
+      );
     }
     return false;
   }
@@ -508,7 +726,13 @@ async function abandonInFlight(s: Step, reason: string): Promise<void> {
 }
 
 /** Ends the session in `state`, returning the database to `revertTo` first when given. */
-export async function endTuningSession(s: Step, state: 'done' | 'stopped' | 'reverted' | 'failed', message: string, revertTo: 'known-good' | 'baseline' | null, userId: string | null = s.session.createdById): Promise<void> {
+export async function endTuningSession(
+  s: Step,
+  state: 'done' | 'stopped' | 'reverted' | 'failed',
+  message: string,
+  revertTo: 'known-good' | 'baseline' | null,
+  userId: string | null = s.session.createdById,
+): Promise<void> {
   await abandonInFlight(s, `the tuning session ended (${state})`);
   if (revertTo) await issueRevert(s, revertTo, userId);
   await updateSession(s, { state, message, ended: true });

@@ -67,7 +67,15 @@ export function historyOf(iterations: readonly TuningIterationRecord[], judgemen
     const measuredAt = it.finishedAt?.toISOString();
     const j = judgement.judged.get(it.ordinal);
     if (it.state === 'ok' && j && j.objective > 0) {
-      return [{ config: it.config, objective: j.objective, status: 'ok', ...(j.sd !== null && { noise: j.sd }), ...(measuredAt && { measuredAt }) }];
+      return [
+        {
+          config: it.config,
+          objective: j.objective,
+          status: 'ok',
+          ...(j.sd !== null && { noise: j.sd }),
+          ...(measuredAt && { measuredAt }),
+        },
+      ];
     }
     if (it.state === 'failed') return [{ config: it.config, objective: null, status: 'failed', ...(measuredAt && { measuredAt }) }];
     return [];
@@ -75,7 +83,11 @@ export function historyOf(iterations: readonly TuningIterationRecord[], judgemen
 }
 
 /** The search's best as the optimizer sees it (not verified), with the trial that last measured it. */
-export function searchBest(space: SearchSpace, iterations: readonly TuningIterationRecord[], judgement: SessionJudgement): { iteration: number; config: Record<string, number | string>; objective: number } | null {
+export function searchBest(
+  space: SearchSpace,
+  iterations: readonly TuningIterationRecord[],
+  judgement: SessionJudgement,
+): { iteration: number; config: Record<string, number | string>; objective: number } | null {
   const incumbent = best({ space, history: historyOf(iterations, judgement) });
   if (!incumbent) return null;
   const key = configKey(incumbent.config);
@@ -84,7 +96,10 @@ export function searchBest(space: SearchSpace, iterations: readonly TuningIterat
 }
 
 /** The search's best objective after each iteration (null before any, and for rows that are no trial's), for the chart. */
-export function bestSoFar(space: SearchSpace, iterations: readonly TuningIterationRecord[], judgement: SessionJudgement): Array<number | null> {
+export function bestSoFar(
+  space: SearchSpace,
+  iterations: readonly TuningIterationRecord[],
+  judgement: SessionJudgement,
+): Array<number | null> {
   return iterations.map((it, i) => (isTrial(it) ? (searchBest(space, iterations.slice(0, i + 1), judgement)?.objective ?? null) : null));
 }
-

@@ -25,30 +25,50 @@ export const SESSION_LIMITS = {
 const whole = (what: string) => z.number({ error: `expected a whole number of ${what}` }).int(`expected a whole number of ${what}`);
 
 const rounds = () =>
-  whole('rounds').min(SESSION_LIMITS.minAbRounds, `expected at least ${SESSION_LIMITS.minAbRounds} rounds`).max(SESSION_LIMITS.maxAbRounds, `expected at most ${SESSION_LIMITS.maxAbRounds} rounds`);
+  whole('rounds')
+    .min(SESSION_LIMITS.minAbRounds, `expected at least ${SESSION_LIMITS.minAbRounds} rounds`)
+    .max(SESSION_LIMITS.maxAbRounds, `expected at most ${SESSION_LIMITS.maxAbRounds} rounds`);
 const percent = () => z.number({ error: 'expected a number of percent' });
 
 export const StartSessionInputSchema = z
   .strictObject({
-  mode: TuningModeSchema.default('reload-only'),
-  iterations: whole('iterations').min(1, 'expected at least 1 iteration').max(SESSION_LIMITS.maxIterations, `expected at most ${SESSION_LIMITS.maxIterations} iterations`).default(30),
-  windowSeconds: whole('seconds')
-    .min(SESSION_LIMITS.minWindowSeconds, `expected at least ${SESSION_LIMITS.minWindowSeconds} seconds (windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests)`)
-    .max(SESSION_LIMITS.maxWindowSeconds, `expected at most ${SESSION_LIMITS.maxWindowSeconds} seconds`)
-    .default(600),
-  warmupSeconds: whole('seconds').min(0, 'expected 0 or more seconds').max(SESSION_LIMITS.maxWarmupSeconds, `expected at most ${SESSION_LIMITS.maxWarmupSeconds} seconds`).default(60),
-  abRoundsMin: rounds().default(3),
-  abRoundsMax: rounds().default(8),
-  minEffectPercent: percent().min(0, 'expected 0 % or more').max(SESSION_LIMITS.maxMinEffectPercent, `expected at most ${SESSION_LIMITS.maxMinEffectPercent} %`).default(5),
-  confidencePercent: percent()
-    .min(SESSION_LIMITS.minConfidencePercent, `expected at least ${SESSION_LIMITS.minConfidencePercent} %`)
-    .max(SESSION_LIMITS.maxConfidencePercent, `expected at most ${SESSION_LIMITS.maxConfidencePercent} %`)
-    .default(95),
-  /** Random when absent; stored, so a session can be replayed. */
-  seed: whole('').min(0, 'expected a seed from 0').max(SESSION_LIMITS.maxSeed, `expected a seed up to ${SESSION_LIMITS.maxSeed}`).optional(),
-  requireApproval: z.boolean({ error: 'expected true or false' }).default(true),
+    mode: TuningModeSchema.default('reload-only'),
+    iterations: whole('iterations')
+      .min(1, 'expected at least 1 iteration')
+      .max(SESSION_LIMITS.maxIterations, `expected at most ${SESSION_LIMITS.maxIterations} iterations`)
+      .default(30),
+    windowSeconds: whole('seconds')
+      .min(
+        SESSION_LIMITS.minWindowSeconds,
+        `expected at least ${SESSION_LIMITS.minWindowSeconds} seconds (windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests)`,
+      )
+      .max(SESSION_LIMITS.maxWindowSeconds, `expected at most ${SESSION_LIMITS.maxWindowSeconds} seconds`)
+      .default(600),
+    warmupSeconds: whole('seconds')
+      .min(0, 'expected 0 or more seconds')
+      .max(SESSION_LIMITS.maxWarmupSeconds, `expected at most ${SESSION_LIMITS.maxWarmupSeconds} seconds`)
+      .default(60),
+    abRoundsMin: rounds().default(3),
+    abRoundsMax: rounds().default(8),
+    minEffectPercent: percent()
+      .min(0, 'expected 0 % or more')
+      .max(SESSION_LIMITS.maxMinEffectPercent, `expected at most ${SESSION_LIMITS.maxMinEffectPercent} %`)
+      .default(5),
+    confidencePercent: percent()
+      .min(SESSION_LIMITS.minConfidencePercent, `expected at least ${SESSION_LIMITS.minConfidencePercent} %`)
+      .max(SESSION_LIMITS.maxConfidencePercent, `expected at most ${SESSION_LIMITS.maxConfidencePercent} %`)
+      .default(95),
+    /** Random when absent; stored, so a session can be replayed. */
+    seed: whole('')
+      .min(0, 'expected a seed from 0')
+      .max(SESSION_LIMITS.maxSeed, `expected a seed up to ${SESSION_LIMITS.maxSeed}`)
+      .optional(),
+    requireApproval: z.boolean({ error: 'expected true or false' }).default(true),
   })
-  .refine((input) => input.abRoundsMax >= input.abRoundsMin, { path: ['abRoundsMax'], message: 'expected at least as many rounds as abRoundsMin' });
+  .refine((input) => input.abRoundsMax >= input.abRoundsMin, {
+    path: ['abRoundsMax'],
+    message: 'expected at least as many rounds as abRoundsMin',
+  });
 
 export type StartSessionInput = z.infer<typeof StartSessionInputSchema>;
 

@@ -27,9 +27,17 @@ export function sessionSpaceInput(input: {
 }): SessionSpaceInput {
   const settings = input.settings.map((s) => ({ name: s.name, setting: s.setting, unit: s.unit, context: s.context }));
   const have = new Set(settings.map((s) => s.name));
-  const context = [{ name: 'max_connections', setting: String(input.maxConnections), unit: null, context: 'postmaster' }, ...CONTEXT_SETTINGS];
+  const context = [
+    { name: 'max_connections', setting: String(input.maxConnections), unit: null, context: 'postmaster' },
+    ...CONTEXT_SETTINGS,
+  ];
   for (const row of context) if (!have.has(row.name)) settings.push({ ...row });
-  return { target: input.target, mode: input.mode, machine: { memoryBytes: input.machine.memoryBytes, vcpus: input.machine.vcpus }, settings };
+  return {
+    target: input.target,
+    mode: input.mode,
+    machine: { memoryBytes: input.machine.memoryBytes, vcpus: input.machine.vcpus },
+    settings,
+  };
 }
 
 /** Throws (a TypeError naming what is missing) when the space cannot be built. */

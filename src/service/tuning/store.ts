@@ -7,9 +7,16 @@ import type { Decision, Interval } from '../../measure/verify.ts';
 import type { CommandRecord, StoredReport } from '../databases/store.ts';
 
 /** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
-export type TuningSessionState = 'baseline' | 'iterating' | 'verifying' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
+export type TuningSessionState =
+  'baseline' | 'iterating' | 'verifying' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
 /** The states a session holds its database in: at most one such session per database. */
-export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'awaiting_approval', 'applying_best'];
+export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = [
+  'baseline',
+  'iterating',
+  'verifying',
+  'awaiting_approval',
+  'applying_best',
+];
 /** Active states that time can move on (a window that closes, an ack that never comes). */
 export const RUNNING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'applying_best'];
 
@@ -139,14 +146,22 @@ export interface TuningIterationRecord {
 }
 
 export type TuningSessionPatch = Partial<
-  Pick<TuningSessionRecord, 'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'verification' | 'finalCommandId' | 'finalSentAt'> & { ended: boolean }
+  Pick<
+    TuningSessionRecord,
+    'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'verification' | 'finalCommandId' | 'finalSentAt'
+  > & { ended: boolean }
 >;
 
 export type TuningIterationPatch = Partial<
-  Pick<TuningIterationRecord, 'state' | 'sentAt' | 'ackedAt' | 'effective' | 'window' | 'objective' | 'stats' | 'reports' | 'failure'> & { finished: boolean }
+  Pick<TuningIterationRecord, 'state' | 'sentAt' | 'ackedAt' | 'effective' | 'window' | 'objective' | 'stats' | 'reports' | 'failure'> & {
+    finished: boolean;
+  }
 >;
 
-export type NewTuningIteration = Pick<TuningIterationRecord, 'ordinal' | 'kind' | 'phase' | 'round' | 'config' | 'reason' | 'predicted' | 'commandId'> & {
+export type NewTuningIteration = Pick<
+  TuningIterationRecord,
+  'ordinal' | 'kind' | 'phase' | 'round' | 'config' | 'reason' | 'predicted' | 'commandId'
+> & {
   /** A window of a configuration that is applied already (its command's): measured from the start. */
   measuring?: Pick<TuningIterationRecord, 'sentAt' | 'ackedAt' | 'effective' | 'window'>;
 };
@@ -181,9 +196,7 @@ export interface TuningSessionTx {
 }
 
 export type CreateSessionResult =
-  | { kind: 'created'; session: TuningSessionRecord }
-  | { kind: 'conflict'; active: TuningSessionRecord }
-  | { kind: 'no_database' };
+  { kind: 'created'; session: TuningSessionRecord } | { kind: 'conflict'; active: TuningSessionRecord } | { kind: 'no_database' };
 
 export interface NewTuningSession extends TuningSessionParams {
   id: string;
@@ -196,7 +209,11 @@ export interface TuningStore {
   /** Creates the session unless the database has an active one (one at a time, enforced by a unique index). */
   createTuningSession(accountId: string, session: NewTuningSession): Promise<CreateSessionResult>;
   listTuningSessions(accountId: string, databaseId: string, limit: number): Promise<TuningSessionRecord[]>;
-  getTuningSession(accountId: string, databaseId: string, sessionId: string): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] } | null>;
+  getTuningSession(
+    accountId: string,
+    databaseId: string,
+    sessionId: string,
+  ): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] } | null>;
   /** The database's active session, unlocked: a cheap look on the report path. */
   activeTuningSession(databaseId: string): Promise<TuningSessionRecord | null>;
   /** Databases whose session is in a state the clock can move (for the timer). */

@@ -13,7 +13,11 @@ export interface TuningSessionTicker {
   stop(): Promise<void>;
 }
 
-export function startTuningSessionTicker({ storage, runningSessions: running }: ServiceContext, log: FastifyBaseLogger, everyMs = TICK_MS): TuningSessionTicker {
+export function startTuningSessionTicker(
+  { storage, runningSessions: running }: ServiceContext,
+  log: FastifyBaseLogger,
+  everyMs = TICK_MS,
+): TuningSessionTicker {
   let inFlight: Promise<void> | null = null;
   const tick = async () => {
     let databases: string[];

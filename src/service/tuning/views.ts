@@ -20,7 +20,11 @@ function spaceOrNull(session: TuningSessionRecord): SearchSpace | null {
 }
 
 /** Best so far by the optimizer's own rule, or the plain running minimum without a space. */
-function bestSoFarOf(space: SearchSpace | null, iterations: readonly TuningIterationRecord[], judgement: SessionJudgement): Array<number | null> {
+function bestSoFarOf(
+  space: SearchSpace | null,
+  iterations: readonly TuningIterationRecord[],
+  judgement: SessionJudgement,
+): Array<number | null> {
   if (space) return bestSoFar(space, iterations, judgement);
   let low: number | null = null;
   return iterations.map((it) => {
@@ -93,7 +97,11 @@ export function sessionView(session: TuningSessionRecord, iterations?: readonly 
     best: session.best && { ...session.best, diff: space ? configDiff(space, session.best.config) : [] },
     verification: verificationView(session),
     ...(judgement && {
-      drift: judgement.drift && { perHour: round4(judgement.drift.perHour), total: round4(judgement.drift.total), windows: judgement.drift.windows },
+      drift: judgement.drift && {
+        perHour: round4(judgement.drift.perHour),
+        total: round4(judgement.drift.total),
+        windows: judgement.drift.windows,
+      },
       noise: judgement.noise === null ? null : round4(judgement.noise),
     }),
     finalCommandId: session.finalCommandId,
@@ -109,28 +117,31 @@ export function iterationViews(session: TuningSessionRecord, iterations: readonl
     const judged = judgement.judged.get(it.ordinal);
     const sd = judged?.sd ?? null;
     return {
-    ordinal: it.ordinal,
-    kind: it.kind,
-    phase: it.phase,
-    round: it.round,
-    state: it.state,
-    reason: it.reason,
-    config: it.config,
-    diff: space ? configDiff(space, it.config) : [],
-    predicted: it.predicted,
-    commandId: it.commandId,
-    createdAt: it.createdAt.toISOString(),
-    sentAt: iso(it.sentAt),
-    ackedAt: iso(it.ackedAt),
-    window: windowView(it.window),
-    objective: judged ? round4(judged.objective) : null,
-    objectiveInterval: judged && sd !== null ? { low: round4(judged.objective * Math.exp(-1.96 * sd)), high: round4(judged.objective * Math.exp(1.96 * sd)) } : null,
-    baselineRatio: judgement.baselineRatios.has(it.ordinal) ? round4(judgement.baselineRatios.get(it.ordinal)!) : null,
-    bestSoFar: bests[i] ?? null,
-    stats: statsView(it.stats),
-    reports: it.reports,
-    failure: it.failure,
-    finishedAt: iso(it.finishedAt),
+      ordinal: it.ordinal,
+      kind: it.kind,
+      phase: it.phase,
+      round: it.round,
+      state: it.state,
+      reason: it.reason,
+      config: it.config,
+      diff: space ? configDiff(space, it.config) : [],
+      predicted: it.predicted,
+      commandId: it.commandId,
+      createdAt: it.createdAt.toISOString(),
+      sentAt: iso(it.sentAt),
+      ackedAt: iso(it.ackedAt),
+      window: windowView(it.window),
+      objective: judged ? round4(judged.objective) : null,
+      objectiveInterval:
+        judged && sd !== null
+          ? { low: round4(judged.objective * Math.exp(-1.96 * sd)), high: round4(judged.objective * Math.exp(1.96 * sd)) }
+          : null,
+      baselineRatio: judgement.baselineRatios.has(it.ordinal) ? round4(judgement.baselineRatios.get(it.ordinal)!) : null,
+      bestSoFar: bests[i] ?? null,
+      stats: statsView(it.stats),
+      reports: it.reports,
+      failure: it.failure,
+      finishedAt: iso(it.finishedAt),
     };
   });
 }

@@ -46,7 +46,9 @@ function sameSetting(a: string, b: string): boolean {
   if (a === b) return true;
   const x = Number(a);
   const y = Number(b);
-  return a.trim() !== '' && b.trim() !== '' && Number.isFinite(x) && Number.isFinite(y) && Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(x));
+  return (
+    a.trim() !== '' && b.trim() !== '' && Number.isFinite(x) && Number.isFinite(y) && Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(x))
+  );
 }
 
 /** The names whose reported setting differs from what the agent read back after the apply. */
@@ -65,7 +67,11 @@ export interface WindowSelection {
 }
 
 /** The reports that measure `window`; `expected` are the trial's values as read back (none for the baseline). */
-export function selectWindow(reports: readonly SessionReport[], window: SessionWindow, expected: Readonly<Record<string, string>> | null): WindowSelection {
+export function selectWindow(
+  reports: readonly SessionReport[],
+  window: SessionWindow,
+  expected: Readonly<Record<string, string>> | null,
+): WindowSelection {
   const start = window.start.getTime();
   const end = window.end.getTime();
   const inside: MeasuredReport[] = [];

@@ -32,9 +32,11 @@ export function databasesPage(session: LoginSession, databases: readonly Databas
 <p class="sub">Each database is tuned by one agent that reports here with an API key of that database.</p>
 ${error ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
 <div class="card">
-  ${databases.length === 0
-    ? html`<p class="empty">No database yet: add the first one below.</p>`
-    : html`<table><thead><tr><th>Name</th><th>Target</th><th>Agent</th><th>Host</th><th>Last report</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}
+  ${
+    databases.length === 0
+      ? html`<p class="empty">No database yet: add the first one below.</p>`
+      : html`<table><thead><tr><th>Name</th><th>Target</th><th>Agent</th><th>Host</th><th>Last report</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+  }
 </div>
 <div class="card">
   <h2>Add a database</h2>

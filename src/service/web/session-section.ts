@@ -34,7 +34,14 @@ const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: s
   failed: { text: 'failed', badge: 'bad' },
 };
 
-const ITERATION_BADGE: Record<string, string> = { applying: 'warn', measuring: 'warn', ok: 'ok', failed: 'bad', cancelled: 'off', contaminated: 'warn' };
+const ITERATION_BADGE: Record<string, string> = {
+  applying: 'warn',
+  measuring: 'warn',
+  ok: 'ok',
+  failed: 'bad',
+  cancelled: 'off',
+  contaminated: 'warn',
+};
 const ACTIVE = new Set(ACTIVE_SESSION_STATES);
 
 const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(3));
@@ -54,7 +61,14 @@ function diffList(diff: readonly ConfigChange[], open = false): Html {
   return html`${diff.slice(0, SHOWN_CHANGES).map(line)}<details${open ? html` open` : ''}><summary class="muted">${diff.length - SHOWN_CHANGES} more changes</summary>${diff.slice(SHOWN_CHANGES).map(line)}</details>`;
 }
 
-function actionButton(input: SessionSectionInput, sessionId: string, action: 'stop' | 'approve' | 'revert', label: string, style: string, confirm: string | null): Html {
+function actionButton(
+  input: SessionSectionInput,
+  sessionId: string,
+  action: 'stop' | 'approve' | 'revert',
+  label: string,
+  style: string,
+  confirm: string | null,
+): Html {
   return html`<form class="inline" method="post" action="/databases/${input.database.id}/tuning-sessions/${sessionId}/${action}"${confirm ? html` data-confirm="${confirm}"` : ''}>
   ${csrfField(input.session)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
 }
@@ -84,7 +98,8 @@ function driftText(v: View): Html {
 
 function verificationText(v: View): Html {
   const verification = v.verification;
-  if (!verification) return html`<span class="muted">after the search: the best against the baseline, ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds, recommended only if the whole ${v.confidencePercent} % interval shows a gain of at least ${v.minEffectPercent} %</span>`;
+  if (!verification)
+    return html`<span class="muted">after the search: the best against the baseline, ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds, recommended only if the whole ${v.confidencePercent} % interval shows a gain of at least ${v.minEffectPercent} %</span>`;
   const verdict =
     verification.decision === 'recommend'
       ? html`<span class="badge ok">recommended</span>`
@@ -95,7 +110,10 @@ function verificationText(v: View): Html {
 }
 
 const objectiveText = (it: IterationView): Html => {
-  if (it.kind === 'baseline') return it.baselineRatio === null ? html`–` : html`<span class="muted" title="runtime over the first baseline window's: the drift">×${ratio(it.baselineRatio)}</span>`;
+  if (it.kind === 'baseline')
+    return it.baselineRatio === null
+      ? html`–`
+      : html`<span class="muted" title="runtime over the first baseline window's: the drift">×${ratio(it.baselineRatio)}</span>`;
   if (it.objective === null) return html`–`;
   return html`${ratio(it.objective)}${it.objectiveInterval ? html`<div class="muted small" title="95 % interval from the measured noise of one window">${ratio(it.objectiveInterval.low)}–${ratio(it.objectiveInterval.high)}</div>` : ''}`;
 };
@@ -189,7 +207,8 @@ function earlierSessions(input: SessionSectionInput): Html {
   const others = input.sessions.filter((s) => s.id !== input.shown?.view.id);
   if (others.length === 0) return html``;
   return html`<h3>Other sessions</h3><table id="session-list"><tbody>${others.map(
-    (s) => html`<tr><td><a href="/databases/${input.database.id}?session=${s.id}#session">${formatTime(s.createdAt)}</a></td><td>${stateBadge(s.state)}</td><td class="muted">${s.message ?? ''}</td></tr>`,
+    (s) =>
+      html`<tr><td><a href="/databases/${input.database.id}?session=${s.id}#session">${formatTime(s.createdAt)}</a></td><td>${stateBadge(s.state)}</td><td class="muted">${s.message ?? ''}</td></tr>`,
   )}</tbody></table>`;
 }
 

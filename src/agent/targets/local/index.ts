@@ -7,7 +7,16 @@ import { availableParallelism, totalmem } from 'node:os';
 import { promisify } from 'node:util';
 import { catalogFor, isNeverTouch, type TuningMode } from '../../../knobs/index.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
-import { UndoFailedError, type MachineInfo, type Overrides, type PreflightCheck, type Target, type TargetDeps, type WriteOptions, type WriteResult } from '../target.ts';
+import {
+  UndoFailedError,
+  type MachineInfo,
+  type Overrides,
+  type PreflightCheck,
+  type Target,
+  type TargetDeps,
+  type WriteOptions,
+  type WriteResult,
+} from '../target.ts';
 import { errorMessage } from '../../log.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
 
@@ -120,14 +129,19 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
     machine(): Promise<MachineInfo> {
       const { memoryMb, vcpus } = config.local;
       if (memoryMb !== undefined && vcpus !== undefined) {
-        return Promise.resolve({ machine: { memoryBytes: memoryMb * 1024 * 1024, vcpus }, source: 'agent.yaml local.memory_mb and local.vcpus' });
+        return Promise.resolve({
+          machine: { memoryBytes: memoryMb * 1024 * 1024, vcpus },
+          source: 'agent.yaml local.memory_mb and local.vcpus',
+        });
       }
       if (isSameHost(where.host)) {
         return Promise.resolve({ machine: { memoryBytes: totalmem(), vcpus: availableParallelism() }, source: 'this host' });
       }
-      return Promise.reject(new Error(
-        `the database host ${where.host} is not this host, so its memory and vCPUs are unknown: set local.memory_mb and local.vcpus in agent.yaml (or AGENT_LOCAL_MEMORY_MB and AGENT_LOCAL_VCPUS)`,
-      ));
+      return Promise.reject(
+        new Error(
+          `the database host ${where.host} is not this host, so its memory and vCPUs are unknown: set local.memory_mb and local.vcpus in agent.yaml (or AGENT_LOCAL_MEMORY_MB and AGENT_LOCAL_VCPUS)`,
+        ),
+      );
     },
 
     applyBlockedReason: () => Promise.resolve(null),
@@ -152,15 +166,14 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
         try {
           for (const name of attempted.reverse()) await alterSystem(name, before[name]!);
         } catch (undoErr) {
-          throw new UndoFailedError(`${errorMessage(err)}; putting back ${attempted.join(', ')} failed: ${errorMessage(undoErr)}`, { cause: err });
+          throw new UndoFailedError(`${errorMessage(err)}; putting back ${attempted.join(', ')} failed: ${errorMessage(undoErr)}`, {
+            cause: err,
+          });
         }
         throw err;
       }
       await reload();
-      const pending = await db.query<{ name: string }>(
-        `SELECT name FROM pg_settings WHERE name = ANY($1) AND pending_restart`,
-        [names],
-      );
+      const pending = await db.query<{ name: string }>(`SELECT name FROM pg_settings WHERE name = ANY($1) AND pending_restart`, [names]);
       if (pending.length > 0 && options.allowRestart) {
         await restart();
         return { restarted: true };
@@ -177,7 +190,11 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
       const user = role?.user ?? where.user;
       const names = catalogFor('local', mode).map((k) => k.name);
       if (role?.superuser) {
-        checks.push({ name: 'apply rights (ALTER SYSTEM, pg_reload_conf)', ok: true, detail: `${user} is a superuser (fewer rights suffice: tuner-agent permissions --local)` });
+        checks.push({
+          name: 'apply rights (ALTER SYSTEM, pg_reload_conf)',
+          ok: true,
+          detail: `${user} is a superuser (fewer rights suffice: tuner-agent permissions --local)`,
+        });
       } else if ((role?.version ?? 0) < 150000) {
         checks.push({
           name: 'apply rights (ALTER SYSTEM, pg_reload_conf)',
@@ -210,12 +227,18 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
           ok: fileRight?.ok === true,
           severity: 'warning',
           detail: fileRight?.ok ? 'granted' : 'not granted: values waiting for a restart cannot be seen exactly',
-          ...(!fileRight?.ok && { fix: `as a superuser: GRANT EXECUTE ON FUNCTION pg_show_all_file_settings() TO ${user}; GRANT SELECT ON pg_file_settings TO ${user};` }),
+          ...(!fileRight?.ok && {
+            fix: `as a superuser: GRANT EXECUTE ON FUNCTION pg_show_all_file_settings() TO ${user}; GRANT SELECT ON pg_file_settings TO ${user};`,
+          }),
         });
       }
       try {
         const info = await this.machine();
-        checks.push({ name: 'machine size', ok: true, detail: `${Math.round(info.machine.memoryBytes / 2 ** 20)} MB, ${info.machine.vcpus} vCPUs (${info.source})` });
+        checks.push({
+          name: 'machine size',
+          ok: true,
+          detail: `${Math.round(info.machine.memoryBytes / 2 ** 20)} MB, ${info.machine.vcpus} vCPUs (${info.source})`,
+        });
       } catch (err) {
         checks.push({ name: 'machine size', ok: false, detail: 'unknown', fix: (err as Error).message });
       }
@@ -225,7 +248,9 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
           name: 'restart mode: restart command',
           ok: command !== undefined,
           detail: command ? 'local.restart_command is set' : 'postgresql.allow_restart is true but local.restart_command is not set',
-          ...(!command && { fix: 'set local.restart_command (e.g. "pg_ctlcluster 15 main restart"), or set postgresql.allow_restart: false' }),
+          ...(!command && {
+            fix: 'set local.restart_command (e.g. "pg_ctlcluster 15 main restart"), or set postgresql.allow_restart: false',
+          }),
         });
       }
       return checks;
@@ -238,7 +263,9 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
 /** The least-privilege grants for the local target, as SQL a superuser runs once. */
 export function localGrantsSql(user: string): string {
   const reloadOnly = catalogFor('local', 'reload-only').map((k) => k.name);
-  const restartOnly = catalogFor('local', 'restart').map((k) => k.name).filter((n) => !reloadOnly.includes(n));
+  const restartOnly = catalogFor('local', 'restart')
+    .map((k) => k.name)
+    .filter((n) => !reloadOnly.includes(n));
   return [
     `-- tuner-agent --local: rights for ${user} on PostgreSQL 15 or later, run once by a superuser`,
     `GRANT pg_monitor TO ${user};`,

@@ -77,7 +77,8 @@ function batches(writes: readonly Planned[]): Array<{ group: GroupRef; items: Pl
   for (const w of writes) byGroup.set(groupKey(w.group), [...(byGroup.get(groupKey(w.group)) ?? []), w]);
   for (const items of byGroup.values()) {
     for (const part of [items.filter((w) => w.value !== null), items.filter((w) => w.value === null)]) {
-      for (let i = 0; i < part.length; i += MAX_PARAMETERS_PER_CALL) out.push({ group: part[0]!.group, items: part.slice(i, i + MAX_PARAMETERS_PER_CALL) });
+      for (let i = 0; i < part.length; i += MAX_PARAMETERS_PER_CALL)
+        out.push({ group: part[0]!.group, items: part.slice(i, i + MAX_PARAMETERS_PER_CALL) });
     }
   }
   return out;
@@ -126,7 +127,9 @@ export class ParameterApplier {
     const { groups, db } = this.#d;
     const routes = await route(groups, placement, names);
     const { overrides: current } = await readLayerValues(groups, placement, names);
-    const rows = new Map((await db.query<PgRow>('SELECT name, setting, boot_val FROM pg_settings WHERE name = ANY($1)', [names])).map((r) => [r.name, r]));
+    const rows = new Map(
+      (await db.query<PgRow>('SELECT name, setting, boot_val FROM pg_settings WHERE name = ANY($1)', [names])).map((r) => [r.name, r]),
+    );
     const problems: string[] = [];
     const plan: Planned[] = [];
     for (const name of names) {
@@ -151,7 +154,8 @@ export class ParameterApplier {
       if (before === value) continue; // already so in the group: nothing to write
       const expected = expectedSetting(meta, value, rows.get(name));
       const running = rows.get(name)?.setting;
-      const needsReboot = meta.applyType === 'static' && (expected === undefined || running === undefined || !sameSetting(expected, running));
+      const needsReboot =
+        meta.applyType === 'static' && (expected === undefined || running === undefined || !sameSetting(expected, running));
       plan.push({ name, value, applyType: meta.applyType, group, meta, before, expectedSetting: expected, needsReboot });
     }
     if (problems.length > 0) throw new Error(`Cloud A cannot take this change, so nothing of it was written: ${problems.join('; ')}`);
@@ -178,9 +182,11 @@ export class ParameterApplier {
   /** Groups of the placement that already wait for a reboot. */
   #pendingReboot({ instance, cluster }: Placement): string[] {
     const pending: string[] = [];
-    if (instance.parameterGroup.applyStatus === 'pending-reboot') pending.push(groupLabel({ kind: 'instance', name: instance.parameterGroup.name }));
+    if (instance.parameterGroup.applyStatus === 'pending-reboot')
+      pending.push(groupLabel({ kind: 'instance', name: instance.parameterGroup.name }));
     const member = cluster?.members.find((m) => m.id === instance.id);
-    if (cluster && member?.parameterGroupStatus === 'pending-reboot') pending.push(groupLabel({ kind: 'cluster', name: cluster.parameterGroup }));
+    if (cluster && member?.parameterGroupStatus === 'pending-reboot')
+      pending.push(groupLabel({ kind: 'cluster', name: cluster.parameterGroup }));
     return pending;
   }
 
@@ -189,7 +195,9 @@ export class ParameterApplier {
   async #writeAll(plan: readonly Planned[]): Promise<void> {
     const written: Planned[] = [];
     for (const batch of batches(plan)) {
-      this.#d.log.debug(`${groupLabel(batch.group)}: ${batch.items.map((w) => (w.value === null ? `reset ${w.name}` : `${w.name}=${w.value}`)).join(', ')}`);
+      this.#d.log.debug(
+        `${groupLabel(batch.group)}: ${batch.items.map((w) => (w.value === null ? `reset ${w.name}` : `${w.name}=${w.value}`)).join(', ')}`,
+      );
       try {
         await this.#d.groups.writeBatch(batch.group, batch.items);
       } catch (err) {
@@ -197,11 +205,19 @@ export class ParameterApplier {
         const held = await this.#changedSinceBefore(attempted).catch(() => attempted);
         if (held.length === 0) throw err;
         const what = held.every((p) => written.includes(p)) ? 'written by earlier calls' : 'the groups held of the change';
-        const undoFailure = await this.#writeBack(held).then(() => null, (undoErr: unknown) => undoErr);
+        const undoFailure = await this.#writeBack(held).then(
+          () => null,
+          (undoErr: unknown) => undoErr,
+        );
         if (undoFailure !== null) {
-          throw new Error(`${errorMessage(err)}; putting back the ${held.length} parameter(s) ${what} failed too: ${errorMessage(undoFailure)}`, { cause: err });
+          throw new Error(
+            `${errorMessage(err)}; putting back the ${held.length} parameter(s) ${what} failed too: ${errorMessage(undoFailure)}`,
+            { cause: err },
+          );
         }
-        throw new Error(`${errorMessage(err)}; the ${held.length} parameter(s) ${what} were put back, so nothing of the change was kept`, { cause: err });
+        throw new Error(`${errorMessage(err)}; the ${held.length} parameter(s) ${what} were put back, so nothing of the change was kept`, {
+          cause: err,
+        });
       }
       written.push(...batch.items);
     }
@@ -223,7 +239,10 @@ export class ParameterApplier {
   }
 
   /** The apply status of the placement's instance and of each group in `groups`. */
-  async #statuses(placement: Placement, groups: readonly GroupRef[]): Promise<{ instance: string; groups: Map<string, string | undefined> }> {
+  async #statuses(
+    placement: Placement,
+    groups: readonly GroupRef[],
+  ): Promise<{ instance: string; groups: Map<string, string | undefined> }> {
     const { topology } = this.#d;
     const instance = await topology.describeInstance(placement.instance.id);
     const statuses = new Map<string, string | undefined>();
@@ -234,7 +253,8 @@ export class ParameterApplier {
     if (clusterGroups.length > 0 && placement.cluster) {
       const cluster = await topology.describeCluster(placement.cluster.id);
       const member = cluster.members.find((m) => m.id === placement.instance.id);
-      for (const g of clusterGroups) statuses.set(groupKey(g), cluster.parameterGroup === g.name ? member?.parameterGroupStatus : undefined);
+      for (const g of clusterGroups)
+        statuses.set(groupKey(g), cluster.parameterGroup === g.name ? member?.parameterGroupStatus : undefined);
     }
     return { instance: instance.status, groups: statuses };
   }
@@ -242,7 +262,9 @@ export class ParameterApplier {
   /** Values that pg_settings shows as expected (all known ones); false when one cannot be known. */
   async #converged(plan: readonly Planned[]): Promise<boolean> {
     if (plan.length === 0 || plan.some((p) => p.expectedSetting === undefined)) return false;
-    const rows = await this.#d.db.query<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [plan.map((p) => p.name)]);
+    const rows = await this.#d.db.query<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [
+      plan.map((p) => p.name),
+    ]);
     const settings = new Map(rows.map((r) => [r.name, r.setting]));
     return plan.every((p) => settings.has(p.name) && sameSetting(settings.get(p.name)!, p.expectedSetting!));
   }
@@ -261,7 +283,8 @@ export class ParameterApplier {
     await poll(`Cloud A to apply the parameter changes to ${placement.instance.id}`, timings, timings.applyTimeoutMs, async (elapsed) => {
       const now = await this.#statuses(placement, groups);
       const bad = [now.instance, ...now.groups.values()].includes('incompatible-parameters');
-      if (bad) throw new IncompatibleParametersError(`Cloud A reports incompatible-parameters for ${placement.instance.id} after the change`);
+      if (bad)
+        throw new IncompatibleParametersError(`Cloud A reports incompatible-parameters for ${placement.instance.id} after the change`);
       for (const [key, status] of now.groups) if (status === 'applying') seenApplying.add(key);
       const settled = elapsed >= timings.settleMs;
       const converged = dynamic.length > 0 && (await this.#converged(dynamic));
@@ -289,8 +312,17 @@ export class ParameterApplier {
       return status === 'available' || (repairing && status === 'incompatible-parameters') ? true : undefined;
     });
     const pendingBefore = [...(await this.#statuses(placement, groups)).groups.values()].includes('pending-reboot');
-    log.info(`rebooting ${id} (RebootDBInstance) so that ${plan.filter((p) => p.applyType === 'static').map((p) => p.name).join(', ') || 'the parameter group'} take effect`);
-    await retryWhileBusy(timings, () => awsCall('rds:RebootDBInstance', () => rds.send(new RebootDBInstanceCommand({ DBInstanceIdentifier: id }))));
+    log.info(
+      `rebooting ${id} (RebootDBInstance) so that ${
+        plan
+          .filter((p) => p.applyType === 'static')
+          .map((p) => p.name)
+          .join(', ') || 'the parameter group'
+      } take effect`,
+    );
+    await retryWhileBusy(timings, () =>
+      awsCall('rds:RebootDBInstance', () => rds.send(new RebootDBInstanceCommand({ DBInstanceIdentifier: id }))),
+    );
     let sawRebooting = false;
     await poll(`${id} to come back from its reboot`, timings, timings.rebootTimeoutMs, async (elapsed) => {
       const now = await this.#statuses(placement, groups);
@@ -323,13 +355,22 @@ export class ParameterApplier {
         if (!incompatible) throw err;
       });
       if (rebootToo) {
-        if (incompatible) log.warn(`rebooting ${placement.instance.id} with the previous values: an instance in incompatible-parameters does not start until it is rebooted with values it accepts`);
+        if (incompatible)
+          log.warn(
+            `rebooting ${placement.instance.id} with the previous values: an instance in incompatible-parameters does not start until it is rebooted with values it accepts`,
+          );
         await this.#reboot(placement, back, incompatible);
       }
     };
-    const failure = await putBack().then(() => null, (err: unknown) => err);
-    if (failure !== null) throw new Error(`${errorMessage(cause)}; putting the previous values back failed: ${errorMessage(failure)}`, { cause });
-    const done = rebootToo ? `the previous values were put back and ${placement.instance.id} was rebooted with them` : 'the previous values were put back';
+    const failure = await putBack().then(
+      () => null,
+      (err: unknown) => err,
+    );
+    if (failure !== null)
+      throw new Error(`${errorMessage(cause)}; putting the previous values back failed: ${errorMessage(failure)}`, { cause });
+    const done = rebootToo
+      ? `the previous values were put back and ${placement.instance.id} was rebooted with them`
+      : 'the previous values were put back';
     throw new Error(`${errorMessage(cause)}; ${done}`, { cause });
   }
 
@@ -339,6 +380,7 @@ export class ParameterApplier {
     if (known.length === 0) return;
     const { timings } = this.#d;
     await poll('the new values to show in pg_settings', { ...timings, maxPollMs: 1_000 }, timings.convergeTimeoutMs, async () =>
-      ((await this.#converged(known)) ? true : undefined)).catch(() => undefined);
+      (await this.#converged(known)) ? true : undefined,
+    ).catch(() => undefined);
   }
 }

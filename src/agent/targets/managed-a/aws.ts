@@ -30,12 +30,12 @@ export interface AwsClients {
 export function createAwsClients(settings: AgentConfig['managedA'], outbound?: Outbound): AwsClients {
   const { region, accessKeyId, secretAccessKey } = settings;
   if (!region) {
-    throw new Error('managed_a.REGION is missing: set it in agent.yaml or AGENT_CLOUDA_REGION (the region of the database, e.g. us-east-1)');
+    throw new Error(
+      'managed_a.REGION is missing: set it in agent.yaml or AGENT_CLOUDA_REGION (the region of the database, e.g. us-east-1)',
+    );
   }
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
-    const [given, missing] = accessKeyId === undefined
-      ? ['SECRET_ACCESS_KEY', 'ACCESS_KEY_ID']
-      : ['ACCESS_KEY_ID', 'SECRET_ACCESS_KEY'];
+    const [given, missing] = accessKeyId === undefined ? ['SECRET_ACCESS_KEY', 'ACCESS_KEY_ID'] : ['ACCESS_KEY_ID', 'SECRET_ACCESS_KEY'];
     throw new Error(
       `managed_a.${given} is set but managed_a.${missing} is not: set both (in agent.yaml or AGENT_CLOUDA_${given} and AGENT_CLOUDA_${missing}), ` +
         'or neither to use the role attached to this host',
@@ -44,7 +44,12 @@ export function createAwsClients(settings: AgentConfig['managedA'], outbound?: O
   const credentials = accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined;
   // The request handler carries the proxy route and the CAs (src/agent/outbound.ts). The SDK's
   // credential providers (IMDS, ECS task role) make their own direct connections.
-  const common = { region, maxAttempts: SDK_MAX_ATTEMPTS, ...(credentials && { credentials }), ...(outbound && { requestHandler: outbound.awsRequestHandler() }) };
+  const common = {
+    region,
+    maxAttempts: SDK_MAX_ATTEMPTS,
+    ...(credentials && { credentials }),
+    ...(outbound && { requestHandler: outbound.awsRequestHandler() }),
+  };
   const rds = new RDSClient(common);
   const ec2 = new EC2Client(common);
   const cloudwatch = new CloudWatchClient(common);
@@ -105,8 +110,25 @@ function httpStatus(err: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined;
 }
 
-const THROTTLING = ['Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException', 'RequestThrottled', 'SlowDown'];
-const CREDENTIALS_REFUSED = ['InvalidClientTokenId', 'SignatureDoesNotMatch', 'UnrecognizedClientException', 'AuthFailure', 'ExpiredToken', 'ExpiredTokenException', 'InvalidAccessKeyId', 'IncompleteSignature', 'MissingAuthenticationToken'];
+const THROTTLING = [
+  'Throttling',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'TooManyRequestsException',
+  'RequestThrottled',
+  'SlowDown',
+];
+const CREDENTIALS_REFUSED = [
+  'InvalidClientTokenId',
+  'SignatureDoesNotMatch',
+  'UnrecognizedClientException',
+  'AuthFailure',
+  'ExpiredToken',
+  'ExpiredTokenException',
+  'InvalidAccessKeyId',
+  'IncompleteSignature',
+  'MissingAuthenticationToken',
+];
 const ACCESS_DENIED = ['AccessDenied', 'AccessDeniedException', 'UnauthorizedOperation', 'NotAuthorizedException', 'UnauthorizedException'];
 
 export function isThrottling(err: unknown): boolean {
@@ -129,22 +151,31 @@ export function describeAwsError(action: AwsAction, err: unknown): AwsCallError 
   const code = codes[0] ?? 'Unknown';
   const message = sdkMessage(err);
   if (codes.includes('CredentialsProviderError') || /could not load credentials/i.test(message)) {
-    return new AwsCallError(action, ['NoCredentials'],
+    return new AwsCallError(
+      action,
+      ['NoCredentials'],
       `${action}: no Cloud A credentials found: set managed_a.ACCESS_KEY_ID and managed_a.SECRET_ACCESS_KEY ` +
         '(or AGENT_CLOUDA_ACCESS_KEY_ID and AGENT_CLOUDA_SECRET_ACCESS_KEY), or run the agent on a host or container with an attached role carrying the policy of tuner-agent permissions --managed-a',
-      err);
+      err,
+    );
   }
   if (codes.some((c) => CREDENTIALS_REFUSED.includes(c))) {
-    return new AwsCallError(action, codes,
+    return new AwsCallError(
+      action,
+      codes,
       `${action}: Cloud A refused the credentials (${code}): check managed_a.ACCESS_KEY_ID and managed_a.SECRET_ACCESS_KEY ` +
         '(AGENT_CLOUDA_ACCESS_KEY_ID, AGENT_CLOUDA_SECRET_ACCESS_KEY), or the role attached to this host',
-      err);
+      err,
+    );
   }
   if (isAccessDenied(err)) {
-    return new AwsCallError(action, codes,
+    return new AwsCallError(
+      action,
+      codes,
       `${action} was refused (${code}): the policy attached to the agent's role or IAM user must allow ${action}; ` +
         `print it with tuner-agent permissions --managed-a (Cloud A said: ${message})`,
-      err);
+      err,
+    );
   }
   const network = (err as SdkErrorShape | null)?.code;
   if (typeof network === 'string' && /^E[A-Z]+$/.test(network)) {

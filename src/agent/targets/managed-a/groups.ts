@@ -80,9 +80,14 @@ export class ParameterGroups {
     let marker: string | undefined;
     do {
       const input = { MaxRecords: 100, Marker: marker, Source: source };
-      const page = group.kind === 'instance'
-        ? await awsCall('rds:DescribeDBParameters', () => this.#rds.send(new DescribeDBParametersCommand({ ...input, DBParameterGroupName: group.name })))
-        : await awsCall('rds:DescribeDBClusterParameters', () => this.#rds.send(new DescribeDBClusterParametersCommand({ ...input, DBClusterParameterGroupName: group.name })));
+      const page =
+        group.kind === 'instance'
+          ? await awsCall('rds:DescribeDBParameters', () =>
+              this.#rds.send(new DescribeDBParametersCommand({ ...input, DBParameterGroupName: group.name })),
+            )
+          : await awsCall('rds:DescribeDBClusterParameters', () =>
+              this.#rds.send(new DescribeDBClusterParametersCommand({ ...input, DBClusterParameterGroupName: group.name })),
+            );
       for (const raw of page.Parameters ?? []) all.push(ParameterSchema.parse(raw));
       marker = page.Marker;
     } while (marker);
@@ -105,31 +110,46 @@ export class ParameterGroups {
   /** The parameters set in the group (Source `user`) with their exact stored values. */
   async userValues(group: GroupRef): Promise<Map<string, string>> {
     const params = await this.list(group, 'user');
-    return new Map(params.filter((p) => p.Source === 'user' && p.ParameterValue !== undefined).map((p) => [p.ParameterName, p.ParameterValue!]));
+    return new Map(
+      params.filter((p) => p.Source === 'user' && p.ParameterValue !== undefined).map((p) => [p.ParameterName, p.ParameterValue!]),
+    );
   }
 
   /** One modify or reset call (at most MAX_PARAMETERS_PER_CALL), retried while the group is busy. */
   async writeBatch(group: GroupRef, batch: readonly ParameterWrite[]): Promise<void> {
     if (batch.length === 0) return;
-    if (batch.length > MAX_PARAMETERS_PER_CALL) throw new Error(`internal: ${batch.length} parameters in one call (at most ${MAX_PARAMETERS_PER_CALL})`);
+    if (batch.length > MAX_PARAMETERS_PER_CALL)
+      throw new Error(`internal: ${batch.length} parameters in one call (at most ${MAX_PARAMETERS_PER_CALL})`);
     const method = (w: ParameterWrite): ApplyMethod => (w.applyType === 'static' ? 'pending-reboot' : 'immediate');
     const resets = batch.every((w) => w.value === null);
     if (!resets && batch.some((w) => w.value === null)) throw new Error('internal: a batch mixes values and resets');
-    const Parameters = batch.map((w) => (w.value === null
-      ? { ParameterName: w.name, ApplyMethod: method(w) }
-      : { ParameterName: w.name, ParameterValue: w.value, ApplyMethod: method(w) }));
+    const Parameters = batch.map((w) =>
+      w.value === null
+        ? { ParameterName: w.name, ApplyMethod: method(w) }
+        : { ParameterName: w.name, ParameterValue: w.value, ApplyMethod: method(w) },
+    );
     // ResetAllParameters is false on purpose: left out, Cloud A resets the whole group.
     await retryWhileBusy(this.#timings, async () => {
       if (group.kind === 'instance') {
         if (resets) {
-          await awsCall('rds:ResetDBParameterGroup', () => this.#rds.send(new ResetDBParameterGroupCommand({ DBParameterGroupName: group.name, ResetAllParameters: false, Parameters })));
+          await awsCall('rds:ResetDBParameterGroup', () =>
+            this.#rds.send(new ResetDBParameterGroupCommand({ DBParameterGroupName: group.name, ResetAllParameters: false, Parameters })),
+          );
         } else {
-          await awsCall('rds:ModifyDBParameterGroup', () => this.#rds.send(new ModifyDBParameterGroupCommand({ DBParameterGroupName: group.name, Parameters })));
+          await awsCall('rds:ModifyDBParameterGroup', () =>
+            this.#rds.send(new ModifyDBParameterGroupCommand({ DBParameterGroupName: group.name, Parameters })),
+          );
         }
       } else if (resets) {
-        await awsCall('rds:ResetDBClusterParameterGroup', () => this.#rds.send(new ResetDBClusterParameterGroupCommand({ DBClusterParameterGroupName: group.name, ResetAllParameters: false, Parameters })));
+        await awsCall('rds:ResetDBClusterParameterGroup', () =>
+          this.#rds.send(
+            new ResetDBClusterParameterGroupCommand({ DBClusterParameterGroupName: group.name, ResetAllParameters: false, Parameters }),
+          ),
+        );
       } else {
-        await awsCall('rds:ModifyDBClusterParameterGroup', () => this.#rds.send(new ModifyDBClusterParameterGroupCommand({ DBClusterParameterGroupName: group.name, Parameters })));
+        await awsCall('rds:ModifyDBClusterParameterGroup', () =>
+          this.#rds.send(new ModifyDBClusterParameterGroupCommand({ DBClusterParameterGroupName: group.name, Parameters })),
+        );
       }
     });
   }

@@ -31,7 +31,11 @@ export async function route(groups: ParameterGroups, placement: Placement, names
 }
 
 /** The override layer of `names`: the group's exact stored value when it is set there (`user`). */
-export async function readLayerValues(groups: ParameterGroups, placement: Placement, names: readonly string[]): Promise<{ overrides: Overrides; routes: Map<string, Layer> }> {
+export async function readLayerValues(
+  groups: ParameterGroups,
+  placement: Placement,
+  names: readonly string[],
+): Promise<{ overrides: Overrides; routes: Map<string, Layer> }> {
   const routes = placement.cluster
     ? await route(groups, placement, names)
     : new Map(names.map((n) => [n, { group: layersOf(placement)[0]!, meta: undefined }] as const));

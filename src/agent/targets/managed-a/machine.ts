@@ -48,7 +48,10 @@ export class MachineSizer {
     if (known) return { machine: { ...known, ...storage }, source: `EC2 DescribeInstanceTypes ${type} (for ${cls})` };
     const { memoryMb, vcpus } = this.#fallback;
     if (memoryMb !== undefined && vcpus !== undefined) {
-      return { machine: { memoryBytes: memoryMb * MiB, vcpus, ...storage }, source: `agent.yaml local.memory_mb and local.vcpus (${cls} has no EC2 instance type)` };
+      return {
+        machine: { memoryBytes: memoryMb * MiB, vcpus, ...storage },
+        source: `agent.yaml local.memory_mb and local.vcpus (${cls} has no EC2 instance type)`,
+      };
     }
     throw new Error(
       `the instance class ${cls} has no EC2 instance type to read its memory and vCPUs from: ` +
@@ -61,7 +64,9 @@ export class MachineSizer {
     if (cached !== undefined) return cached;
     let machine: Machine | null = null;
     try {
-      const out = await awsCall('ec2:DescribeInstanceTypes', () => this.#ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type as _InstanceType] })));
+      const out = await awsCall('ec2:DescribeInstanceTypes', () =>
+        this.#ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [type as _InstanceType] })),
+      );
       const info = out.InstanceTypes?.[0];
       const mib = info?.MemoryInfo?.SizeInMiB;
       const vcpus = info?.VCpuInfo?.DefaultVCpus;

@@ -68,25 +68,36 @@ export class MetricsReader {
   async cloudwatch(instance: InstanceFacts): Promise<TargetMetric[]> {
     const end = new Date();
     const names = Object.keys(CLOUDWATCH_METRICS) as Array<keyof typeof CLOUDWATCH_METRICS>;
-    const out = await awsCall('cloudwatch:GetMetricData', () => this.#cloudwatch.send(new GetMetricDataCommand({
-      StartTime: new Date(end.getTime() - WINDOW_MS),
-      EndTime: end,
-      ScanBy: 'TimestampDescending',
-      MetricDataQueries: names.map((name, i) => ({
-        Id: `m${i}`,
-        ReturnData: true,
-        MetricStat: {
-          Metric: { Namespace: 'AWS/RDS', MetricName: name, Dimensions: [{ Name: 'DBInstanceIdentifier', Value: instance.id }] },
-          Period: PERIOD_SECONDS,
-          Stat: 'Average',
-        },
-      })),
-    })));
+    const out = await awsCall('cloudwatch:GetMetricData', () =>
+      this.#cloudwatch.send(
+        new GetMetricDataCommand({
+          StartTime: new Date(end.getTime() - WINDOW_MS),
+          EndTime: end,
+          ScanBy: 'TimestampDescending',
+          MetricDataQueries: names.map((name, i) => ({
+            Id: `m${i}`,
+            ReturnData: true,
+            MetricStat: {
+              Metric: { Namespace: 'AWS/RDS', MetricName: name, Dimensions: [{ Name: 'DBInstanceIdentifier', Value: instance.id }] },
+              Period: PERIOD_SECONDS,
+              Stat: 'Average',
+            },
+          })),
+        }),
+      ),
+    );
     const metrics: TargetMetric[] = [];
     for (const result of out.MetricDataResults ?? []) {
       const name = names[Number(result.Id?.slice(1))];
       const latest = latestPoint(result.Timestamps, result.Values);
-      if (name && latest) metrics.push({ name: `cloudwatch:${name}`, value: latest.value, unit: CLOUDWATCH_METRICS[name], at: latest.at, source: 'cloudwatch' });
+      if (name && latest)
+        metrics.push({
+          name: `cloudwatch:${name}`,
+          value: latest.value,
+          unit: CLOUDWATCH_METRICS[name],
+          at: latest.at,
+          source: 'cloudwatch',
+        });
     }
     return metrics;
   }
@@ -94,20 +105,28 @@ export class MetricsReader {
   async performanceInsights(resourceId: string): Promise<TargetMetric[]> {
     const end = new Date();
     const names = Object.keys(PI_METRICS) as Array<keyof typeof PI_METRICS>;
-    const out = await awsCall('pi:GetResourceMetrics', () => this.#pi.send(new GetResourceMetricsCommand({
-      ServiceType: 'RDS',
-      Identifier: resourceId,
-      StartTime: new Date(end.getTime() - WINDOW_MS),
-      EndTime: end,
-      PeriodInSeconds: PERIOD_SECONDS,
-      MetricQueries: names.map((Metric) => ({ Metric })),
-    })));
+    const out = await awsCall('pi:GetResourceMetrics', () =>
+      this.#pi.send(
+        new GetResourceMetricsCommand({
+          ServiceType: 'RDS',
+          Identifier: resourceId,
+          StartTime: new Date(end.getTime() - WINDOW_MS),
+          EndTime: end,
+          PeriodInSeconds: PERIOD_SECONDS,
+          MetricQueries: names.map((Metric) => ({ Metric })),
+        }),
+      ),
+    );
     const metrics: TargetMetric[] = [];
     for (const series of out.MetricList ?? []) {
       const name = names.find((n) => n === series.Key?.Metric);
       const points = (series.DataPoints ?? []).filter((p) => p.Timestamp !== undefined && typeof p.Value === 'number');
-      const latest = latestPoint(points.map((p) => p.Timestamp!), points.map((p) => p.Value!));
-      if (name && latest) metrics.push({ name: `pi:${name}`, value: latest.value, unit: PI_METRICS[name], at: latest.at, source: 'performance-insights' });
+      const latest = latestPoint(
+        points.map((p) => p.Timestamp!),
+        points.map((p) => p.Value!),
+      );
+      if (name && latest)
+        metrics.push({ name: `pi:${name}`, value: latest.value, unit: PI_METRICS[name], at: latest.at, source: 'performance-insights' });
     }
     return metrics;
   }

@@ -11,7 +11,8 @@ import type { MetricsReader } from './metrics.ts';
 import type { Placement } from './topology.ts';
 import type { MachineInfo, PreflightCheck } from '../target.ts';
 
-export const POLICY_FIX = 'attach the policy printed by tuner-agent permissions --managed-a to the role of this host or to the IAM user whose keys the agent uses';
+export const POLICY_FIX =
+  'attach the policy printed by tuner-agent permissions --managed-a to the role of this host or to the IAM user whose keys the agent uses';
 
 export interface PreflightDeps {
   kind: 'managed-a' | 'managed-a-cluster';
@@ -35,8 +36,10 @@ function failed(name: string, err: unknown, fix?: string): PreflightCheck {
 
 function describePlacement({ instance, cluster }: Placement): string {
   const where = cluster ? `writer of cluster ${cluster.id}: ` : '';
-  return `${where}${instance.id}, ${instance.instanceClass}, ${instance.engine} ${instance.engineVersion}, ${instance.status}, ` +
-    `Multi-AZ ${instance.multiAz ? 'yes' : 'no'}, Performance Insights ${instance.performanceInsights ? 'on' : 'off'}`;
+  return (
+    `${where}${instance.id}, ${instance.instanceClass}, ${instance.engine} ${instance.engineVersion}, ${instance.status}, ` +
+    `Multi-AZ ${instance.multiAz ? 'yes' : 'no'}, Performance Insights ${instance.performanceInsights ? 'on' : 'off'}`
+  );
 }
 
 export async function managedAPreflight(d: PreflightDeps): Promise<PreflightCheck[]> {
@@ -47,12 +50,26 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
     placement = await d.resolve();
   } catch (err) {
     const notFound = hasCode(err, 'DBInstanceNotFound', 'DBClusterNotFound');
-    checks.push(failed(found, err, notFound ? 'set managed_a.DATABASE_IDENTIFIER to the DB instance identifier (for a cluster, its writer) and managed_a.REGION to its region' : undefined));
+    checks.push(
+      failed(
+        found,
+        err,
+        notFound
+          ? 'set managed_a.DATABASE_IDENTIFIER to the DB instance identifier (for a cluster, its writer) and managed_a.REGION to its region'
+          : undefined,
+      ),
+    );
     return checks;
   }
   checks.push({ name: found, ok: true, detail: describePlacement(placement) });
   if (placement.instance.status !== 'available') {
-    checks.push({ name: 'Cloud A: instance status', ok: false, severity: 'warning', detail: `${placement.instance.id} is ${placement.instance.status}`, fix: 'changes wait until the instance is available again' });
+    checks.push({
+      name: 'Cloud A: instance status',
+      ok: false,
+      severity: 'warning',
+      detail: `${placement.instance.id} is ${placement.instance.status}`,
+      fix: 'changes wait until the instance is available again',
+    });
   }
 
   const blocked = d.blockedReason(placement);
@@ -60,8 +77,14 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
     name: 'parameter group is custom (not default.*)',
     ok: blocked === null,
     severity: 'warning',
-    detail: blocked ?? layersOf(placement).map((g) => `${groupLabel(g)} is custom`).join('; '),
-    ...(blocked && { fix: 'attach a custom parameter group to the instance, then reboot it (docs/cloud-a.md); until then the agent applies no parameter changes and everything else keeps working' }),
+    detail:
+      blocked ??
+      layersOf(placement)
+        .map((g) => `${groupLabel(g)} is custom`)
+        .join('; '),
+    ...(blocked && {
+      fix: 'attach a custom parameter group to the instance, then reboot it (docs/cloud-a.md); until then the agent applies no parameter changes and everything else keeps working',
+    }),
   });
 
   const wanted = catalogFor(d.kind, d.mode).map((k) => k.name);
@@ -77,13 +100,18 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
   try {
     const metas = await Promise.all(layersOf(placement).map((g) => d.groups.metadata(g)));
     const missing = wanted.filter((n) => !metas.some((m) => m.has(n)));
-    const fixed = wanted.filter((n) => metas.some((m) => m.get(n)?.modifiable === false) && !metas.some((m) => m.get(n)?.modifiable === true));
+    const fixed = wanted.filter(
+      (n) => metas.some((m) => m.get(n)?.modifiable === false) && !metas.some((m) => m.get(n)?.modifiable === true),
+    );
     const problems = [...missing.map((n) => `${n} not listed`), ...fixed.map((n) => `${n} not modifiable`)];
     checks.push({
       name: 'tuned parameters are modifiable in the parameter group',
       ok: problems.length === 0,
       severity: 'warning',
-      detail: problems.length === 0 ? `all ${wanted.length} of ${d.mode} mode` : `${problems.join(', ')}: the agent cannot change ${problems.length === 1 ? 'it' : 'them'}`,
+      detail:
+        problems.length === 0
+          ? `all ${wanted.length} of ${d.mode} mode`
+          : `${problems.join(', ')}: the agent cannot change ${problems.length === 1 ? 'it' : 'them'}`,
     });
   } catch {
     // Already reported by the readable checks above.
@@ -105,15 +133,26 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
       ok: others.length === 0,
       severity: 'warning',
       detail: others.length === 0 ? 'not shared' : `also used by ${others.join('; ')}: the agent's changes apply to them too`,
-      ...(others.length > 0 && { fix: 'give this database its own custom parameter group (one per database is recommended), attach it, then reboot' }),
+      ...(others.length > 0 && {
+        fix: 'give this database its own custom parameter group (one per database is recommended), attach it, then reboot',
+      }),
     });
   } catch (err) {
-    checks.push({ name: 'parameter group is used by this database only', ok: false, severity: 'warning', detail: `could not be checked: ${errorMessage(err)}` });
+    checks.push({
+      name: 'parameter group is used by this database only',
+      ok: false,
+      severity: 'warning',
+      detail: `could not be checked: ${errorMessage(err)}`,
+    });
   }
 
   try {
     const info = await d.machine(placement);
-    checks.push({ name: 'machine size', ok: true, detail: `${Math.round(info.machine.memoryBytes / 2 ** 20)} MB, ${info.machine.vcpus} vCPUs (${info.source})` });
+    checks.push({
+      name: 'machine size',
+      ok: true,
+      detail: `${Math.round(info.machine.memoryBytes / 2 ** 20)} MB, ${info.machine.vcpus} vCPUs (${info.source})`,
+    });
   } catch (err) {
     checks.push(failed('machine size', err));
   }
@@ -127,12 +166,20 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
   if (placement.instance.performanceInsights && placement.instance.resourceId) {
     try {
       const series = await d.metrics.performanceInsights(placement.instance.resourceId);
-      checks.push({ name: 'Performance Insights metrics (pi:GetResourceMetrics)', ok: true, detail: `${series.length} series with recent points` });
+      checks.push({
+        name: 'Performance Insights metrics (pi:GetResourceMetrics)',
+        ok: true,
+        detail: `${series.length} series with recent points`,
+      });
     } catch (err) {
       checks.push(failed('Performance Insights metrics (pi:GetResourceMetrics)', err));
     }
   } else {
-    checks.push({ name: 'Performance Insights metrics (pi:GetResourceMetrics)', ok: true, detail: 'Performance Insights is off for this instance: its metrics are not read' });
+    checks.push({
+      name: 'Performance Insights metrics (pi:GetResourceMetrics)',
+      ok: true,
+      detail: 'Performance Insights is off for this instance: its metrics are not read',
+    });
   }
 
   const writes = placement.cluster

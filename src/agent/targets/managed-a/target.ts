@@ -30,14 +30,18 @@ function familyOf(defaultGroup: string): string {
 export function blockedReason({ instance, cluster }: Placement): string | null {
   const group = instance.parameterGroup.name;
   if (isDefaultGroup(group)) {
-    return `the DB parameter group ${group} attached to ${instance.id} is a default group, which Cloud A lets no one modify, ` +
+    return (
+      `the DB parameter group ${group} attached to ${instance.id} is a default group, which Cloud A lets no one modify, ` +
       'so the agent applies no parameter changes (everything else keeps working): ' +
-      `create a custom DB parameter group of family ${familyOf(group)}, attach it to ${instance.id} (modify the instance), then reboot ${instance.id}`;
+      `create a custom DB parameter group of family ${familyOf(group)}, attach it to ${instance.id} (modify the instance), then reboot ${instance.id}`
+    );
   }
   if (cluster && isDefaultGroup(cluster.parameterGroup)) {
-    return `the DB cluster parameter group ${cluster.parameterGroup} of cluster ${cluster.id} is a default group, which Cloud A lets no one modify, ` +
+    return (
+      `the DB cluster parameter group ${cluster.parameterGroup} of cluster ${cluster.id} is a default group, which Cloud A lets no one modify, ` +
       'so the agent applies no parameter changes (everything else keeps working): ' +
-      `create a custom DB cluster parameter group of family ${familyOf(cluster.parameterGroup)}, attach it to ${cluster.id} (modify the cluster), then reboot its writer ${instance.id}`;
+      `create a custom DB cluster parameter group of family ${familyOf(cluster.parameterGroup)}, attach it to ${cluster.id} (modify the cluster), then reboot its writer ${instance.id}`
+    );
   }
   return null;
 }
@@ -46,7 +50,9 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
   const kind: TargetKind = cluster ? 'managed-a-cluster' : 'managed-a';
   const identifier = config.managedA.databaseIdentifier;
   if (!identifier) {
-    throw new Error(`managed_a.DATABASE_IDENTIFIER is missing (required with --${kind}): set it in agent.yaml or AGENT_MANAGEDA_DATABASE_IDENTIFIER`);
+    throw new Error(
+      `managed_a.DATABASE_IDENTIFIER is missing (required with --${kind}): set it in agent.yaml or AGENT_MANAGEDA_DATABASE_IDENTIFIER`,
+    );
   }
   const timings = { ...DEFAULT_TIMINGS, ...timingOverrides };
   const clients = createAwsClients(config.managedA, outbound);
@@ -76,7 +82,10 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
     }
     if (c) {
       const clusters = await topology.clustersUsingGroup(c.parameterGroup, c.id);
-      if (clusters.length > 0) found.push(`${groupLabel({ kind: 'cluster', name: c.parameterGroup })}: DB cluster${clusters.length > 1 ? 's' : ''} ${clusters.join(', ')}`);
+      if (clusters.length > 0)
+        found.push(
+          `${groupLabel({ kind: 'cluster', name: c.parameterGroup })}: DB cluster${clusters.length > 1 ? 's' : ''} ${clusters.join(', ')}`,
+        );
     }
     return found;
   };
@@ -89,7 +98,10 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
       sharingChecked.add(key);
       try {
         const others = await sharedWith(now);
-        if (others.length > 0) log.warn(`the parameter group is shared, so every change the agent makes applies to the others too: ${others.join('; ')}. One parameter group per database is recommended`);
+        if (others.length > 0)
+          log.warn(
+            `the parameter group is shared, so every change the agent makes applies to the others too: ${others.join('; ')}. One parameter group per database is recommended`,
+          );
       } catch (err) {
         log.debug(`could not check whether the parameter group is shared: ${errorMessage(err)}`);
       }
@@ -137,7 +149,10 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
         log.debug(`no Cloud A metrics this time: ${errorMessage(err)}`);
         return [];
       }
-      const memory = await sizer.size(now).then((m) => m.machine.memoryBytes, () => undefined);
+      const memory = await sizer.size(now).then(
+        (m) => m.machine.memoryBytes,
+        () => undefined,
+      );
       return metricsReader.read(now.instance, memory);
     },
 

@@ -25,7 +25,13 @@ const ClusterSchema = z.object({
   DBClusterParameterGroup: z.string(),
   Status: z.string().optional(),
   DBClusterMembers: z
-    .array(z.object({ DBInstanceIdentifier: z.string(), IsClusterWriter: z.boolean().optional(), DBClusterParameterGroupStatus: z.string().optional() }))
+    .array(
+      z.object({
+        DBInstanceIdentifier: z.string(),
+        IsClusterWriter: z.boolean().optional(),
+        DBClusterParameterGroupStatus: z.string().optional(),
+      }),
+    )
     .optional(),
   ServerlessV2ScalingConfiguration: z.object({ MinCapacity: z.number().optional(), MaxCapacity: z.number().optional() }).optional(),
 });
@@ -121,7 +127,9 @@ export class Topology {
 
   async describeInstance(id: string): Promise<InstanceFacts> {
     try {
-      const out = await awsCall('rds:DescribeDBInstances', () => this.#o.rds.send(new DescribeDBInstancesCommand({ DBInstanceIdentifier: id })));
+      const out = await awsCall('rds:DescribeDBInstances', () =>
+        this.#o.rds.send(new DescribeDBInstancesCommand({ DBInstanceIdentifier: id })),
+      );
       const found = out.DBInstances?.[0];
       if (!found) throw this.#instanceNotFound(id, null);
       return instanceFacts(found);
@@ -133,12 +141,15 @@ export class Topology {
 
   async describeCluster(id: string): Promise<ClusterFacts> {
     try {
-      const out = await awsCall('rds:DescribeDBClusters', () => this.#o.rds.send(new DescribeDBClustersCommand({ DBClusterIdentifier: id })));
+      const out = await awsCall('rds:DescribeDBClusters', () =>
+        this.#o.rds.send(new DescribeDBClustersCommand({ DBClusterIdentifier: id })),
+      );
       const found = out.DBClusters?.[0];
       if (!found) throw new Error(`Cloud A has no DB cluster "${id}" in region ${this.#o.region}`);
       return clusterFacts(found);
     } catch (err) {
-      if (hasCode(err, 'DBClusterNotFound')) throw new Error(`Cloud A has no DB cluster "${id}" in region ${this.#o.region} (it may have been deleted)`, { cause: err });
+      if (hasCode(err, 'DBClusterNotFound'))
+        throw new Error(`Cloud A has no DB cluster "${id}" in region ${this.#o.region} (it may have been deleted)`, { cause: err });
       throw err;
     }
   }
@@ -148,14 +159,18 @@ export class Topology {
     if (!this.#o.cluster) {
       const instance = await this.describeInstance(this.#o.identifier);
       if (instance.clusterId && instance.engine.startsWith('aurora')) {
-        throw new Error(`DB instance ${instance.id} belongs to the Aurora cluster ${instance.clusterId}: run tuner-agent --managed-a-cluster`);
+        throw new Error(
+          `DB instance ${instance.id} belongs to the Aurora cluster ${instance.clusterId}: run tuner-agent --managed-a-cluster`,
+        );
       }
       return { instance, cluster: null };
     }
     const clusterId = this.#clusterId ?? (await this.#findCluster());
     const cluster = await this.describeCluster(clusterId);
     if (!cluster.writerId) {
-      throw new Error(`the DB cluster ${clusterId} has no writer instance right now (a failover may be under way); the agent tries again at its next step`);
+      throw new Error(
+        `the DB cluster ${clusterId} has no writer instance right now (a failover may be under way); the agent tries again at its next step`,
+      );
     }
     if (this.#lastWriter !== null && this.#lastWriter !== cluster.writerId) {
       this.#o.log.info(`the writer of cluster ${clusterId} is now ${cluster.writerId} (was ${this.#lastWriter}): the agent follows it`);
@@ -190,7 +205,9 @@ export class Topology {
     const users: string[] = [];
     let marker: string | undefined;
     do {
-      const out = await awsCall('rds:DescribeDBInstances', () => this.#o.rds.send(new DescribeDBInstancesCommand({ MaxRecords: 100, Marker: marker })));
+      const out = await awsCall('rds:DescribeDBInstances', () =>
+        this.#o.rds.send(new DescribeDBInstancesCommand({ MaxRecords: 100, Marker: marker })),
+      );
       for (const raw of out.DBInstances ?? []) {
         const id = raw.DBInstanceIdentifier;
         if (id && id !== except && raw.DBParameterGroups?.some((g) => g.DBParameterGroupName === group)) users.push(id);
@@ -205,9 +222,12 @@ export class Topology {
     const users: string[] = [];
     let marker: string | undefined;
     do {
-      const out = await awsCall('rds:DescribeDBClusters', () => this.#o.rds.send(new DescribeDBClustersCommand({ MaxRecords: 100, Marker: marker })));
+      const out = await awsCall('rds:DescribeDBClusters', () =>
+        this.#o.rds.send(new DescribeDBClustersCommand({ MaxRecords: 100, Marker: marker })),
+      );
       for (const raw of out.DBClusters ?? []) {
-        if (raw.DBClusterIdentifier && raw.DBClusterIdentifier !== except && raw.DBClusterParameterGroup === group) users.push(raw.DBClusterIdentifier);
+        if (raw.DBClusterIdentifier && raw.DBClusterIdentifier !== except && raw.DBClusterParameterGroup === group)
+          users.push(raw.DBClusterIdentifier);
       }
       marker = out.Marker;
     } while (marker);

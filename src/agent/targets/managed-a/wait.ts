@@ -41,7 +41,12 @@ export class WaitTimeoutError extends Error {
  * Calls `step` until it returns a value (done) or throws (given up), first at once, then after
  * growing pauses. A throttled step is not a failure: the next poll simply comes later.
  */
-export async function poll<T>(what: string, timings: ManagedATimings, timeoutMs: number, step: (elapsedMs: number) => Promise<T | undefined>): Promise<T> {
+export async function poll<T>(
+  what: string,
+  timings: ManagedATimings,
+  timeoutMs: number,
+  step: (elapsedMs: number) => Promise<T | undefined>,
+): Promise<T> {
   const started = Date.now();
   let pause = timings.firstPollMs;
   for (;;) {

@@ -35,7 +35,9 @@ const ServerSchema = z.object({
   minorVersion: z.string().optional(),
   state: z.string().optional(),
   fullyQualifiedDomainName: z.string().optional(),
-  storage: z.object({ storageSizeGB: z.number().positive().optional(), type: z.string().optional(), tier: z.string().optional() }).optional(),
+  storage: z
+    .object({ storageSizeGB: z.number().positive().optional(), type: z.string().optional(), tier: z.string().optional() })
+    .optional(),
   highAvailability: z.object({ mode: z.string().optional(), state: z.string().optional() }).optional(),
   replica: z.object({ role: z.string().optional() }).optional(),
   replicationRole: z.string().optional(),
@@ -57,17 +59,27 @@ const ParameterSchema = z.object({
 export type ServerParameter = z.infer<typeof ParameterSchema>;
 
 const MetricsSchema = z.object({
-  value: z.array(z.object({
-    name: z.object({ value: z.string() }),
-    unit: z.string().optional(),
-    timeseries: z.array(z.object({
-      data: z.array(z.object({
-        timeStamp: z.date(),
-        average: z.number().optional(),
-        maximum: z.number().optional(),
-      })).optional(),
-    })).optional(),
-  })),
+  value: z.array(
+    z.object({
+      name: z.object({ value: z.string() }),
+      unit: z.string().optional(),
+      timeseries: z
+        .array(
+          z.object({
+            data: z
+              .array(
+                z.object({
+                  timeStamp: z.date(),
+                  average: z.number().optional(),
+                  maximum: z.number().optional(),
+                }),
+              )
+              .optional(),
+          }),
+        )
+        .optional(),
+    }),
+  ),
 });
 
 export interface MetricPoint {
@@ -139,7 +151,11 @@ export class ManagedBFlexApi {
       apiVersion: FLEXIBLE_SERVER_API_VERSION,
       userAgentOptions,
     });
-    this.#monitor = new MonitorClient(identity.credential, subscriptionId, { endpoint, credentials: { scopes: [this.#scope] }, userAgentOptions });
+    this.#monitor = new MonitorClient(identity.credential, subscriptionId, {
+      endpoint,
+      credentials: { scopes: [this.#scope] },
+      userAgentOptions,
+    });
     this.#errorContext = { identity: identity.description, identityFix: identity.fix, endpoint, server: this.server };
   }
 
@@ -169,16 +185,29 @@ export class ManagedBFlexApi {
     for (let attempt = 1; ; attempt++) {
       const abortSignal = AbortSignal.timeout(WRITE_TIMEOUT_MS);
       try {
-        const result = await this.#flex.configurations.beginUpdateAndWait(this.#resourceGroup, this.#serverName, name, { value, source }, { abortSignal });
+        const result = await this.#flex.configurations.beginUpdateAndWait(
+          this.#resourceGroup,
+          this.#serverName,
+          name,
+          { value, source },
+          { abortSignal },
+        );
         return parse(ParameterSchema, { ...result, name: result.name ?? name }, `server parameter ${name}`);
       } catch (err) {
         if (abortSignal.aborted) {
-          throw new ManagedBFlexError(`${what}: the operation did not finish within ${WRITE_TIMEOUT_MS / 60_000} minutes`, `it may still complete: look at the server's activity log and at ${name} in the portal`, err);
+          throw new ManagedBFlexError(
+            `${what}: the operation did not finish within ${WRITE_TIMEOUT_MS / 60_000} minutes`,
+            `it may still complete: look at the server's activity log and at ${name} in the portal`,
+            err,
+          );
         }
-        if (!isRetryable(err) || attempt >= retry.attempts) throw explainManagedBFlexError(err, what, ACTIONS.configurationsWrite, this.#errorContext);
+        if (!isRetryable(err) || attempt >= retry.attempts)
+          throw explainManagedBFlexError(err, what, ACTIONS.configurationsWrite, this.#errorContext);
         const backoff = Math.min(retry.firstDelayMs * 2 ** (attempt - 1), retry.maxDelayMs);
         const delay = Math.min(retryAfterMs(err) ?? backoff, 60_000);
-        this.#log.warn(`${what}: the server is busy (${errorLabel(err)}); trying again in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${retry.attempts})`);
+        this.#log.warn(
+          `${what}: the server is busy (${errorLabel(err)}); trying again in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${retry.attempts})`,
+        );
         await sleep(delay);
       }
     }
@@ -198,11 +227,13 @@ export class ManagedBFlexApi {
       return parse(MetricsSchema, response, 'Azure Monitor metrics').value.map((m) => ({
         name: m.name.value,
         unit: m.unit ?? 'Unspecified',
-        points: (m.timeseries ?? []).flatMap((t) => t.data ?? []).map((p) => ({
-          at: p.timeStamp,
-          ...(p.average !== undefined && { average: p.average }),
-          ...(p.maximum !== undefined && { maximum: p.maximum }),
-        })),
+        points: (m.timeseries ?? [])
+          .flatMap((t) => t.data ?? [])
+          .map((p) => ({
+            at: p.timeStamp,
+            ...(p.average !== undefined && { average: p.average }),
+            ...(p.maximum !== undefined && { maximum: p.maximum }),
+          })),
       }));
     });
   }

@@ -23,7 +23,12 @@ function facts(err: unknown): ErrorFacts {
   const parsed = ErrorShape.safeParse(err);
   if (!parsed.success) return { name: 'Error', message: String(err) };
   const { name, message, statusCode, code } = parsed.data;
-  return { name: name ?? 'Error', message, ...(statusCode !== undefined && { status: statusCode }), ...(code !== undefined && { code: String(code) }) };
+  return {
+    name: name ?? 'Error',
+    message,
+    ...(statusCode !== undefined && { status: statusCode }),
+    ...(code !== undefined && { code: String(code) }),
+  };
 }
 
 /** Azure's codes for a server busy with another operation (both spellings are in use). */
@@ -102,13 +107,25 @@ export function explainManagedBFlexError(err: unknown, what: string, action: str
     );
   }
   if (f.status === 401) {
-    return new ManagedBFlexError(`${what}: Cloud B did not accept the token of the ${ctx.identity} (${f.code ?? '401'}: ${short(f.message)})`, ctx.identityFix, err);
+    return new ManagedBFlexError(
+      `${what}: Cloud B did not accept the token of the ${ctx.identity} (${f.code ?? '401'}: ${short(f.message)})`,
+      ctx.identityFix,
+      err,
+    );
   }
   if (f.status === 404) {
-    return new ManagedBFlexError(`${what}: ${ctx.server} was not found (${f.code ?? '404'})`, 'check managed_b_flex.subscription_id, resource_group_name and server_name', err);
+    return new ManagedBFlexError(
+      `${what}: ${ctx.server} was not found (${f.code ?? '404'})`,
+      'check managed_b_flex.subscription_id, resource_group_name and server_name',
+      err,
+    );
   }
   if (f.status === undefined && /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ECONNRESET|certificate/i.test(`${f.code ?? ''} ${f.message}`)) {
-    return new ManagedBFlexError(`${what}: cannot reach Cloud B at ${ctx.endpoint}: ${short(f.message)}`, 'check that this host can reach the Resource Manager endpoint over HTTPS (managed_b_flex.resource_manager_endpoint)', err);
+    return new ManagedBFlexError(
+      `${what}: cannot reach Cloud B at ${ctx.endpoint}: ${short(f.message)}`,
+      'check that this host can reach the Resource Manager endpoint over HTTPS (managed_b_flex.resource_manager_endpoint)',
+      err,
+    );
   }
   const label = [f.status, f.code].filter((x) => x !== undefined).join(' ');
   return new ManagedBFlexError(`${what}: ${label ? `${label}: ` : ''}${short(f.message)}`, undefined, err);

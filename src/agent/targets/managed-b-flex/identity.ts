@@ -28,10 +28,14 @@ export function resourceManager(config: AgentConfig['managedBFlex']): ResourceMa
   const raw = config.resourceManagerEndpoint ?? DEFAULT_RESOURCE_MANAGER_ENDPOINT;
   const url = new URL(raw);
   if (url.protocol !== 'https:') {
-    throw new Error(`managed_b_flex.resource_manager_endpoint: expected an https:// URL (the Azure SDK sends its bearer tokens over HTTPS only), got ${JSON.stringify(raw)}`);
+    throw new Error(
+      `managed_b_flex.resource_manager_endpoint: expected an https:// URL (the Azure SDK sends its bearer tokens over HTTPS only), got ${JSON.stringify(raw)}`,
+    );
   }
   if (url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
-    throw new Error(`managed_b_flex.resource_manager_endpoint: expected only scheme, host and port, such as https://management.usgovcloudapi.net, got ${JSON.stringify(raw)}`);
+    throw new Error(
+      `managed_b_flex.resource_manager_endpoint: expected only scheme, host and port, such as https://management.usgovcloudapi.net, got ${JSON.stringify(raw)}`,
+    );
   }
   const endpoint = url.origin;
   return { endpoint, scope: `${endpoint}/.default` };
@@ -61,7 +65,7 @@ export function createIdentity(config: AgentConfig['managedBFlex'], env: NodeJS.
   if (missing.length > 0 && missing.length < SERVICE_PRINCIPAL_KEYS.length) {
     throw new Error(
       `a service principal needs all of CLOUDB_CLIENT_ID, CLOUDB_CLIENT_SECRET and CLOUDB_TENANT_ID, and ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not set ` +
-        '(set all three from the service principal\'s appId, password and tenant, or none of them to use the managed identity of this VM)',
+        "(set all three from the service principal's appId, password and tenant, or none of them to use the managed identity of this VM)",
     );
   }
   const { clientId, clientSecret, tenantId } = config;
@@ -75,6 +79,6 @@ export function createIdentity(config: AgentConfig['managedBFlex'], env: NodeJS.
   return {
     credential: new ManagedIdentityCredential(),
     description: 'managed identity of this host',
-    fix: 'enable the system-assigned managed identity of this VM and assign it the custom role at the flexible server\'s resource group (tuner-agent permissions --managed-b-flex shows the commands); off a VM, set CLOUDB_CLIENT_ID, CLOUDB_CLIENT_SECRET and CLOUDB_TENANT_ID',
+    fix: "enable the system-assigned managed identity of this VM and assign it the custom role at the flexible server's resource group (tuner-agent permissions --managed-b-flex shows the commands); off a VM, set CLOUDB_CLIENT_ID, CLOUDB_CLIENT_SECRET and CLOUDB_TENANT_ID",
   };
 }

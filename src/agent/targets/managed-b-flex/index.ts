@@ -42,7 +42,9 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
   const b = config.managedBFlex;
   const missing = (['subscriptionId', 'resourceGroupName', 'serverName'] as const).filter((k) => !b[k]);
   if (missing.length > 0) {
-    throw new Error(`--managed-b-flex needs managed_b_flex.subscription_id, resource_group_name and server_name; missing: ${missing.join(', ')}`);
+    throw new Error(
+      `--managed-b-flex needs managed_b_flex.subscription_id, resource_group_name and server_name; missing: ${missing.join(', ')}`,
+    );
   }
   const identity = createIdentity(b);
   const api = new ManagedBFlexApi({ config: b, identity, resourceManager: resourceManager(b), log });
@@ -97,7 +99,10 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
 
     async metrics(): Promise<TargetMetric[]> {
       try {
-        const memory = await server().then((s) => machineOf(s).info.machine.memoryBytes, () => undefined);
+        const memory = await server().then(
+          (s) => machineOf(s).info.machine.memoryBytes,
+          () => undefined,
+        );
         return await monitorMetrics(api, memory);
       } catch (err) {
         log.debug(`Azure Monitor metrics not read: ${errorMessage(err)}`);

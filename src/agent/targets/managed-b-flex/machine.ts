@@ -28,7 +28,8 @@ export function describeServer(server: FlexibleServer): string {
     const minor = server.minorVersion;
     parts.push(`PostgreSQL ${!minor ? server.version : minor.includes('.') ? minor : `${server.version}.${minor}`}`);
   }
-  if (server.storage?.storageSizeGB) parts.push(`${server.storage.storageSizeGB} GiB ${server.storage.type ?? ''} storage`.replace('  ', ' '));
+  if (server.storage?.storageSizeGB)
+    parts.push(`${server.storage.storageSizeGB} GiB ${server.storage.type ?? ''} storage`.replace('  ', ' '));
   if (server.highAvailability?.mode) parts.push(`high availability ${server.highAvailability.mode}`);
   return parts.join(', ');
 }
@@ -42,22 +43,35 @@ export function machineOfServer(server: FlexibleServer, local: AgentConfig['loca
   const sku = server.sku.name;
   const known = knownComputeSize(sku);
   if (known) {
-    return { info: { machine: { ...known, ...storage }, source: `SKU ${sku}${server.sku.tier ? ` (${server.sku.tier})` : ''} in tuner-agent's table of Cloud B sizes` } };
+    return {
+      info: {
+        machine: { ...known, ...storage },
+        source: `SKU ${sku}${server.sku.tier ? ` (${server.sku.tier})` : ''} in tuner-agent's table of Cloud B sizes`,
+      },
+    };
   }
   const unknown = `SKU ${sku} is not in tuner-agent's table of Cloud B compute sizes`;
   if (local.memoryMb !== undefined && local.vcpus !== undefined) {
     return {
-      info: { machine: { memoryBytes: local.memoryMb * 2 ** 20, vcpus: local.vcpus, ...storage }, source: `agent.yaml local.memory_mb and local.vcpus (${unknown})` },
+      info: {
+        machine: { memoryBytes: local.memoryMb * 2 ** 20, vcpus: local.vcpus, ...storage },
+        source: `agent.yaml local.memory_mb and local.vcpus (${unknown})`,
+      },
       warning: `${unknown}: using local.memory_mb = ${local.memoryMb} and local.vcpus = ${local.vcpus} from the configuration`,
     };
   }
   const estimate = estimateComputeSize(sku, server.sku.tier);
   if (!estimate) {
-    throw new Error(`${unknown}, and its name gives no vCPU count: set local.memory_mb and local.vcpus in agent.yaml (or AGENT_LOCAL_MEMORY_MB and AGENT_LOCAL_VCPUS) to the server's memory and vCPUs`);
+    throw new Error(
+      `${unknown}, and its name gives no vCPU count: set local.memory_mb and local.vcpus in agent.yaml (or AGENT_LOCAL_MEMORY_MB and AGENT_LOCAL_VCPUS) to the server's memory and vCPUs`,
+    );
   }
   const figures = `${estimate.vcpus} vCPUs and ${formatGiB(estimate.memoryBytes)}`;
   return {
-    info: { machine: { ...estimate, ...storage }, source: `estimate for ${sku}: ${figures} (vCPUs from its name, the least memory per vCPU of its tier)` },
+    info: {
+      machine: { ...estimate, ...storage },
+      source: `estimate for ${sku}: ${figures} (vCPUs from its name, the least memory per vCPU of its tier)`,
+    },
     warning: `${unknown}: the agent assumes ${figures}, on the small side so that its bounds stay safe; set local.memory_mb and local.vcpus in agent.yaml to the server's real size for exact bounds`,
   };
 }

@@ -42,7 +42,13 @@ export async function monitorMetrics(api: ManagedBFlexApi, memoryTotalBytes: num
     const point = latest(s);
     if (!point) continue;
     byName.set(s.name, point);
-    metrics.push({ name: `${MONITOR_SOURCE}:${s.name}`, value: point.value, unit: unitOf(s.unit), at: point.at.toISOString(), source: MONITOR_SOURCE });
+    metrics.push({
+      name: `${MONITOR_SOURCE}:${s.name}`,
+      value: point.value,
+      unit: unitOf(s.unit),
+      at: point.at.toISOString(),
+      source: MONITOR_SOURCE,
+    });
   }
   const cpu = byName.get('cpu_percent');
   if (cpu) metrics.push({ name: 'cpu_percent', value: cpu.value, unit: 'percent', at: cpu.at.toISOString(), source: MONITOR_SOURCE });
@@ -52,7 +58,13 @@ export async function monitorMetrics(api: ManagedBFlexApi, memoryTotalBytes: num
     const memory = byName.get('memory_percent');
     if (memory) {
       const available = Math.max(0, memoryTotalBytes * (1 - memory.value / 100));
-      metrics.push({ name: 'memory_available_bytes', value: Math.round(available), unit: 'bytes', at: memory.at.toISOString(), source: MONITOR_SOURCE });
+      metrics.push({
+        name: 'memory_available_bytes',
+        value: Math.round(available),
+        unit: 'bytes',
+        at: memory.at.toISOString(),
+        source: MONITOR_SOURCE,
+      });
     }
   }
   return metrics;

@@ -56,7 +56,7 @@ export function managedBFlexPermissionsText(config: AgentConfig | null): string 
     `#      az role assignment create --assignee-object-id <principalId printed above> --assignee-principal-type ServicePrincipal --role "${role.Name}" --scope ${scope}`,
     '#',
     '# 2b. For local container testing: a service principal with the role, at a scope that holds',
-    '#     the flexible server and is not larger than the role\'s assignable scopes:',
+    "#     the flexible server and is not larger than the role's assignable scopes:",
     `#      az ad sp create-for-rbac --name "${role.Name}" --role "${role.Name}" --scopes ${scope}`,
     '#     Pass its output to the agent: appId as CLOUDB_CLIENT_ID, password as CLOUDB_CLIENT_SECRET,',
     '#     tenant as CLOUDB_TENANT_ID.',

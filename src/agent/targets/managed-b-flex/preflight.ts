@@ -37,7 +37,10 @@ function serverChecks(server: FlexibleServer, config: AgentConfig): PreflightChe
     name: 'flexible server is running',
     ok: state.toLowerCase() === 'ready' || state.toLowerCase() === 'updating',
     detail: `state ${state}`,
-    ...(state.toLowerCase() !== 'ready' && { severity: state.toLowerCase() === 'updating' ? 'warning' : 'error', fix: `start the flexible server ${config.managedBFlex.serverName}, or wait for its current operation to finish` }),
+    ...(state.toLowerCase() !== 'ready' && {
+      severity: state.toLowerCase() === 'updating' ? 'warning' : 'error',
+      fix: `start the flexible server ${config.managedBFlex.serverName}, or wait for its current operation to finish`,
+    }),
   });
   const fqdn = server.fullyQualifiedDomainName?.toLowerCase();
   if (fqdn) {
@@ -47,7 +50,9 @@ function serverChecks(server: FlexibleServer, config: AgentConfig): PreflightChe
       ok: host === fqdn,
       severity: 'warning',
       detail: host === fqdn ? fqdn : `connection_url host is ${host}, the server's name is ${fqdn}`,
-      ...(host !== fqdn && { fix: `make sure ${host} reaches ${fqdn} (a private endpoint or DNS alias), or use ${fqdn} in postgresql.connection_url: the agent measures one server and tunes the other otherwise` }),
+      ...(host !== fqdn && {
+        fix: `make sure ${host} reaches ${fqdn} (a private endpoint or DNS alias), or use ${fqdn} in postgresql.connection_url: the agent measures one server and tunes the other otherwise`,
+      }),
     });
   }
   return checks;
@@ -58,7 +63,13 @@ function machineCheck(machine: () => ServerMachine): PreflightCheck {
     const { info, warning } = machine();
     const figures = `${Math.round(info.machine.memoryBytes / 2 ** 30)} GiB, ${info.machine.vcpus} vCPUs`;
     return warning
-      ? { name: 'machine size', ok: false, severity: 'warning', detail: `${figures}: ${warning}`, fix: 'set local.memory_mb and local.vcpus in agent.yaml to the server\'s memory and vCPUs' }
+      ? {
+          name: 'machine size',
+          ok: false,
+          severity: 'warning',
+          detail: `${figures}: ${warning}`,
+          fix: "set local.memory_mb and local.vcpus in agent.yaml to the server's memory and vCPUs",
+        }
       : { name: 'machine size', ok: true, detail: `${figures} (${info.source})` };
   } catch (err) {
     return failed('machine size', err);
@@ -68,7 +79,10 @@ function machineCheck(machine: () => ServerMachine): PreflightCheck {
 function parameterChecks(params: Map<string, ServerParameter>, config: AgentConfig['managedBFlex']): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
   const allowList = params.get(EXTENSIONS_PARAMETER)?.value ?? '';
-  const allowed = allowList.split(',').map((e) => e.trim().toLowerCase()).filter(Boolean);
+  const allowed = allowList
+    .split(',')
+    .map((e) => e.trim().toLowerCase())
+    .filter(Boolean);
   const hasPgss = allowed.includes('pg_stat_statements');
   checks.push({
     name: `extension allow-list (server parameter ${EXTENSIONS_PARAMETER}) contains pg_stat_statements`,
@@ -84,7 +98,10 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
   checks.push({
     name: `server parameter ${TRACK_PARAMETER} is ALL or TOP`,
     ok: tracking,
-    detail: track === undefined ? `${TRACK_PARAMETER} is not a server parameter of this server (pg_stat_statements is not loaded)` : `${TRACK_PARAMETER} = ${track}`,
+    detail:
+      track === undefined
+        ? `${TRACK_PARAMETER} is not a server parameter of this server (pg_stat_statements is not loaded)`
+        : `${TRACK_PARAMETER} = ${track}`,
     ...(!tracking && { fix: parameterSetCommand(config, TRACK_PARAMETER, 'top') }),
   });
 
@@ -100,7 +117,9 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
     name: 'tuned parameters are changeable without a restart',
     ok: problems.length === 0,
     detail: problems.length === 0 ? `all ${MANAGED_B_FLEX_KNOBS.length} are dynamic and writable` : problems.join(', '),
-    ...(problems.length > 0 && { fix: 'the agent tunes the others and refuses changes to these; a parameter waiting for a restart takes effect at the next restart of the server (Cloud B is tuned reload-only)' }),
+    ...(problems.length > 0 && {
+      fix: 'the agent tunes the others and refuses changes to these; a parameter waiting for a restart takes effect at the next restart of the server (Cloud B is tuned reload-only)',
+    }),
   });
   return checks;
 }
@@ -124,15 +143,26 @@ export async function managedBFlexPreflight({ api, config, machine }: PreflightD
 
   try {
     const server = await api.getServer();
-    checks.push({ name: `flexible server readable (${ACTIONS.serverRead})`, ok: true, detail: `${config.managedBFlex.serverName}: ${describeServer(server)}` });
-    checks.push(...serverChecks(server, config), machineCheck(() => machine(server)));
+    checks.push({
+      name: `flexible server readable (${ACTIONS.serverRead})`,
+      ok: true,
+      detail: `${config.managedBFlex.serverName}: ${describeServer(server)}`,
+    });
+    checks.push(
+      ...serverChecks(server, config),
+      machineCheck(() => machine(server)),
+    );
   } catch (err) {
     checks.push(failed(`flexible server readable (${ACTIONS.serverRead})`, err));
   }
 
   try {
     const params = await api.listParameters();
-    checks.push({ name: `server parameters readable (${ACTIONS.configurationsRead})`, ok: true, detail: `${params.size} server parameters` });
+    checks.push({
+      name: `server parameters readable (${ACTIONS.configurationsRead})`,
+      ok: true,
+      detail: `${params.size} server parameters`,
+    });
     checks.push(...parameterChecks(params, config.managedBFlex));
   } catch (err) {
     checks.push(failed(`server parameters readable (${ACTIONS.configurationsRead})`, err));
@@ -141,7 +171,11 @@ export async function managedBFlexPreflight({ api, config, machine }: PreflightD
   try {
     const series = await api.metrics(MONITOR_METRICS, 10, 'PT1M');
     const points = series.reduce((n, s) => n + s.points.length, 0);
-    checks.push({ name: `Azure Monitor metrics readable (${ACTIONS.metricsRead})`, ok: true, detail: `${series.length} metrics, ${points} one-minute points in the last 10 minutes` });
+    checks.push({
+      name: `Azure Monitor metrics readable (${ACTIONS.metricsRead})`,
+      ok: true,
+      detail: `${series.length} metrics, ${points} one-minute points in the last 10 minutes`,
+    });
   } catch (err) {
     checks.push(failed(`Azure Monitor metrics readable (${ACTIONS.metricsRead})`, err));
   }

@@ -35,7 +35,11 @@ add(['E96ds_v5', 'E96ads_v5'], 96, 672);
 
 /** "Standard_D4ds_v4", "GP_Standard_D4ds_v4" and "D4ds_v4" all name the same size. */
 function sizeName(skuName: string): string {
-  return skuName.trim().replace(/^(B|GP|MO)_/i, '').replace(/^Standard_/i, '').toLowerCase();
+  return skuName
+    .trim()
+    .replace(/^(B|GP|MO)_/i, '')
+    .replace(/^Standard_/i, '')
+    .toLowerCase();
 }
 
 /** The size of a SKU in the table, or undefined. */

@@ -33,7 +33,9 @@ export function overrideOf(p: ServerParameter | undefined): Override {
  * durability or security setting, whatever a bug above might pass. */
 function assertTunable(name: string): void {
   if (!MANAGED_B_FLEX_KNOBS.includes(name)) {
-    throw new Error(`refused: ${name} is not one of the ${MANAGED_B_FLEX_KNOBS.length} parameters the agent tunes on Cloud B (${MANAGED_B_FLEX_KNOBS.join(', ')})`);
+    throw new Error(
+      `refused: ${name} is not one of the ${MANAGED_B_FLEX_KNOBS.length} parameters the agent tunes on Cloud B (${MANAGED_B_FLEX_KNOBS.join(', ')})`,
+    );
   }
   if (isNeverTouch(name)) throw new Error(`refused: ${name} is a durability or security setting that the agent never changes`);
 }
@@ -46,7 +48,8 @@ interface Desired {
 
 function desiredOf(name: string, o: Override, p: ServerParameter): Desired {
   if (o.set) return { value: o.value, label: `${name} = ${o.value}` };
-  if (p.defaultValue === undefined) throw new Error(`server parameter ${name} has no default value on this server, so it cannot be set back to its default`);
+  if (p.defaultValue === undefined)
+    throw new Error(`server parameter ${name} has no default value on this server, so it cannot be set back to its default`);
   return { value: p.defaultValue, label: `${name} back to its default (${p.defaultValue})` };
 }
 
@@ -62,7 +65,8 @@ function checkWritable(overrides: Overrides, params: Map<string, ServerParameter
     const p = params.get(name);
     if (!p) problems.push(`${name} is not a server parameter of this server`);
     else if (p.isReadOnly) problems.push(`${name} is read-only on this server`);
-    else if (p.isDynamicConfig === false) problems.push(`${name} is a static server parameter on this server (it takes a restart), and Cloud B is tuned reload-only`);
+    else if (p.isDynamicConfig === false)
+      problems.push(`${name} is a static server parameter on this server (it takes a restart), and Cloud B is tuned reload-only`);
   }
   if (problems.length > 0) throw new Error(`nothing was written: ${problems.join('; ')}`);
 }
@@ -135,7 +139,11 @@ export async function writeServerParameters({ api, db, log }: WriteDeps, overrid
     if (!undone.ok) throw new UndoFailedError(`${message}: ${undone.text}`);
     throw new Error(`${message}: the change was undone (${undone.text})`);
   }
-  await untilVisible(db, Object.fromEntries(written.map((n) => [n, results.get(n)?.value ?? desiredOf(n, overrides[n]!, params.get(n)!).value])), log);
+  await untilVisible(
+    db,
+    Object.fromEntries(written.map((n) => [n, results.get(n)?.value ?? desiredOf(n, overrides[n]!, params.get(n)!).value])),
+    log,
+  );
 }
 
 /** Cloud B applies a dynamic parameter with a configuration reload of its own; the agent's
@@ -150,7 +158,9 @@ async function untilVisible(db: Db, expected: Record<string, string>, log: Logge
     const lagging = rows.filter((r) => !sameSetting(r.setting, expected[r.name] ?? r.setting)).map((r) => r.name);
     if (lagging.length === 0) return;
     if (Date.now() > deadline) {
-      log.warn(`Cloud B reports ${lagging.join(', ')} as applied, but the server does not show ${lagging.length === 1 ? 'it' : 'them'} yet after ${VISIBLE_TIMEOUT_MS / 1000} s`);
+      log.warn(
+        `Cloud B reports ${lagging.join(', ')} as applied, but the server does not show ${lagging.length === 1 ? 'it' : 'them'} yet after ${VISIBLE_TIMEOUT_MS / 1000} s`,
+      );
       return;
     }
     await sleep(200);
