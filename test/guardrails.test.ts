@@ -8,6 +8,7 @@ import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/a
 import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
+import { ZEROS } from './helpers/synthetic-reports.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';
 import { createWreckableTable, guardRevertsWreckingTrial, startRangeWorkload, type RangeWorkload } from './helpers/wrecking-trial.ts';
 
@@ -21,23 +22,7 @@ function window(w: {
   connections?: number;
   maxConnections?: number;
 }): MetricsReport {
-  const zeros = {
-    calls: 0,
-    plans: null,
-    totalPlanTimeMs: null,
-    totalExecTimeMs: 0,
-    meanExecTimeMs: 0,
-    rows: 0,
-    sharedBlksHit: 0,
-    sharedBlksRead: 0,
-    sharedBlksDirtied: 0,
-    sharedBlksWritten: 0,
-    tempBlksRead: 0,
-    tempBlksWritten: 0,
-    blkReadTimeMs: 0,
-    blkWriteTimeMs: 0,
-    walBytes: null,
-  };
+  const zeros = { calls: 0, totalExecTimeMs: 0, meanExecTimeMs: 0, ...ZEROS };
   const total = {
     xactCommit: w.commits ?? 100,
     xactRollback: w.rollbacks ?? 0,

@@ -2,25 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { queryMix, relativeObjective, windowStats } from '../src/measure/objective.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
+import { ZEROS } from './helpers/synthetic-reports.ts';
 
 type Row = { id: string; calls: number; ms: number; toplevel?: boolean };
 
 /** A report holding the given statements; everything else zero. */
 function report(rows: Row[], seconds = 10, commits = 100, rollbacks = 0): MetricsReport {
-  const zeros = {
-    plans: null,
-    totalPlanTimeMs: null,
-    rows: 0,
-    sharedBlksHit: 0,
-    sharedBlksRead: 0,
-    sharedBlksDirtied: 0,
-    sharedBlksWritten: 0,
-    tempBlksRead: 0,
-    tempBlksWritten: 0,
-    blkReadTimeMs: 0,
-    blkWriteTimeMs: 0,
-    walBytes: null,
-  };
+  const zeros = ZEROS;
   const calls = rows.filter((r) => r.toplevel !== false).reduce((s, r) => s + r.calls, 0);
   const exec = rows.filter((r) => r.toplevel !== false).reduce((s, r) => s + r.ms, 0);
   return {

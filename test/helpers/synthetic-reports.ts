@@ -19,7 +19,8 @@ export const MIX: Statement[] = [
   { id: '103', share: 0.1, ms: 40 },
 ];
 
-const ZEROS = {
+/** A statement row's counters besides calls and time, all zero (or null where versions lack them). */
+export const ZEROS = {
   plans: null,
   totalPlanTimeMs: null,
   rows: 0,
