@@ -20,6 +20,25 @@ export default tseslint.config(
     },
   },
   {
+    // The service's features know nothing of HTTP: only the routes (http/) and the wiring (app/)
+    // import from http/.
+    files: ['src/**/*.ts'],
+    ignores: ['src/service/http/**', 'src/service/app/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/http/*', '**/service/http/*'],
+              message: 'only src/service/http and src/service/app import from http/: throw the errors of src/service/errors.ts instead',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // node:test's test() and describe() return promises the runner awaits itself.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off' },

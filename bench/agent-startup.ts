@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, wr
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster } from '../src/lab/cluster.ts';
 import { pathWithoutNode } from '../test/helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService } from '../test/helpers/service.ts';
@@ -16,7 +16,9 @@ import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService } fr
 const root = join(import.meta.dirname, '..');
 const GOAL_VERSION_S = 0.3;
 const REPORT_INTERVAL_S = 1;
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '8' }, 'version-rounds': { type: 'string', default: '20' } } });
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '8' }, 'version-rounds': { type: 'string', default: '20' } },
+});
 const ROUNDS = Number(values.rounds);
 const VERSION_ROUNDS = Number(values['version-rounds']);
 
@@ -43,7 +45,7 @@ const median = (xs: readonly number[]) => {
 /** A 95 % bootstrap interval of the ratio of medians a/b (seeded, so a run repeats itself). */
 function ratioInterval(a: readonly number[], b: readonly number[]): [number, number] {
   let seed = 12345;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const resample = (xs: readonly number[]) => xs.map(() => xs[Math.floor(rand() * xs.length)]!);
   const ratios = Array.from({ length: 2000 }, () => median(resample(a)) / median(resample(b))).sort((x, y) => x - y);
   return [ratios[50]!, ratios[1949]!];
@@ -71,18 +73,24 @@ function summary(title: string, samples: Map<string, number[]>): void {
   const base = samples.get('binary')!;
   for (const [name, xs] of samples) {
     const [lo, hi] = name === 'binary' ? [1, 1] : ratioInterval(xs, base);
-    const ratio = name === 'binary' ? '' : `   ${(median(xs) / median(base)).toFixed(2)}× the binary (95 % interval ${lo.toFixed(2)}–${hi.toFixed(2)})`;
+    const ratio =
+      name === 'binary' ? '' : `   ${(median(xs) / median(base)).toFixed(2)}× the binary (95 % interval ${lo.toFixed(2)}–${hi.toFixed(2)})`;
     console.log(`  ${name.padEnd(24)} median ${s(median(xs))}, min ${s(Math.min(...xs))}, max ${s(Math.max(...xs))}${ratio}`);
   }
 }
 
 /** Bytes of the production dependencies (what `npm ci --omit=dev` installs), each package once. */
 function productionModulesBytes(): number {
-  const dirs = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: root, encoding: 'utf8' }).trim().split('\n').slice(1);
+  const dirs = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: root, encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .slice(1);
   const size = (path: string): number => {
     const st = statSync(path);
     if (!st.isDirectory()) return st.size;
-    return readdirSync(path).filter((e) => e !== 'node_modules').reduce((sum, e) => sum + size(join(path, e)), 0);
+    return readdirSync(path)
+      .filter((e) => e !== 'node_modules')
+      .reduce((sum, e) => sum + size(join(path, e)), 0);
   };
   return [...new Set(dirs)].reduce((sum, d) => sum + size(d), 0);
 }
@@ -91,7 +99,9 @@ const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 console.log('sizes');
 const bin = readFileSync(binary);
 console.log(`  binary ${binary.replace(`${root}/`, '')}: ${mb(bin.length)} (${mb(gzipSync(bin, { level: 6 }).length)} gzipped)`);
-console.log(`  npx tuner-agent needs Node (${mb(statSync(process.execPath).size)}) + production node_modules (${mb(productionModulesBytes())}) + the source tree`);
+console.log(
+  `  npx tuner-agent needs Node (${mb(statSync(process.execPath).size)}) + production node_modules (${mb(productionModulesBytes())}) + the source tree`,
+);
 
 // --version
 // Inside the project (.tmp/ is ignored by git), so that npx finds it from the agent's directory.
@@ -108,13 +118,18 @@ try {
   }
   summary('time to --version', version);
   const binaryMedian = median(version.get('binary')!) / 1000;
-  console.log(`  goal: binary --version under ${GOAL_VERSION_S} s: ${binaryMedian < GOAL_VERSION_S ? 'met' : 'NOT met'} (median ${binaryMedian.toFixed(3)} s)`);
+  console.log(
+    `  goal: binary --version under ${GOAL_VERSION_S} s: ${binaryMedian < GOAL_VERSION_S ? 'met' : 'NOT met'} (median ${binaryMedian.toFixed(3)} s)`,
+  );
 
   // Start to first report: a throwaway cluster, the service (embedded storage), one database.
   const [cluster, store] = await Promise.all([startCluster(), createServiceStore('pglite')]);
   const service = await startTestService(store);
   try {
-    for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    for (const sql of localGrantsSql('agent_user')
+      .split('\n')
+      .filter((l) => l.startsWith('GRANT')))
+      await cluster.sql(sql);
     const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
     const { databaseId, apiKey } = await person.createDatabase('startup', 'local');
     // The first report comes one interval after the start (a delta needs two snapshots): 1 s here.

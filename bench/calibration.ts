@@ -26,7 +26,14 @@ import { queryMix, windowStats, type QueryMix } from '../src/measure/objective.t
 import { pairedInterval, roundOrder, type Interval } from '../src/measure/verify.ts';
 
 const { values: flags } = parseArgs({
-  options: { short: { type: 'boolean' }, workload: { type: 'string' }, sessions: { type: 'string' }, window: { type: 'string' }, trials: { type: 'string' }, rounds: { type: 'string' } },
+  options: {
+    short: { type: 'boolean' },
+    workload: { type: 'string' },
+    sessions: { type: 'string' },
+    window: { type: 'string' },
+    trials: { type: 'string' },
+    rounds: { type: 'string' },
+  },
 });
 const SHORT = flags.short === true;
 const WORKLOAD = workloadByName(flags.workload ?? 'work-mem');
@@ -45,7 +52,13 @@ interface SessionView {
   state: string;
   message: string | null;
   confidencePercent: number;
-  verification: { candidate: { config: Record<string, number | string> }; rounds: number; runtime: Interval | null; decision: string; summary: string | null } | null;
+  verification: {
+    candidate: { config: Record<string, number | string> };
+    rounds: number;
+    runtime: Interval | null;
+    decision: string;
+    summary: string | null;
+  } | null;
 }
 
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits));
@@ -107,15 +120,19 @@ async function main(): Promise<void> {
     console.log('  #  decision                     rounds  claimed runtime ratio (95 %)   re-measured ratio (95 %)       covered');
     for (let i = 1; i <= PLAN.sessions; i++) {
       const { person, databaseId } = stack;
-      const { session: created } = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/sessions`, {
-        iterations: PLAN.trials,
-        windowSeconds: PLAN.windowSeconds,
-        warmupSeconds: PLAN.warmupSeconds,
-        abRoundsMin: PLAN.abRoundsMin,
-        abRoundsMax: PLAN.abRoundsMax,
-        seed: 1000 + i,
-      });
-      const path = `/api/manage/databases/${databaseId}/sessions/${created.id}`;
+      const { session: created } = await person.call<{ session: SessionView }>(
+        'POST',
+        `/api/manage/databases/${databaseId}/tuning-sessions`,
+        {
+          iterations: PLAN.trials,
+          windowSeconds: PLAN.windowSeconds,
+          warmupSeconds: PLAN.warmupSeconds,
+          abRoundsMin: PLAN.abRoundsMin,
+          abRoundsMax: PLAN.abRoundsMax,
+          seed: 1000 + i,
+        },
+      );
+      const path = `/api/manage/databases/${databaseId}/tuning-sessions/${created.id}`;
       const session = await until(
         async () => {
           const { session: now } = await person.call<{ session: SessionView }>('GET', path);

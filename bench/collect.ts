@@ -62,7 +62,9 @@ try {
     wallMs: number;
     cpuMs: number;
   }
-  const cycle = async (prev: Snapshot | undefined): Promise<Cycle & { rawKB: number; gzipKB: number; gzipNoTextKB: number; top: number; other: number }> => {
+  const cycle = async (
+    prev: Snapshot | undefined,
+  ): Promise<Cycle & { rawKB: number; gzipKB: number; gzipNoTextKB: number; top: number; other: number }> => {
     const dbBefore = await agentDbTimeMs();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();

@@ -93,12 +93,19 @@ const httpAgent = new Agent({ keepAlive: true, maxSockets: AGENTS * 2 });
 function post(url: URL, path: string, apiKey: string, body: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path, method: 'POST', agent: httpAgent, headers: {
-        authorization: `Bearer ${apiKey}`,
-        'content-type': 'application/json',
-        'content-encoding': 'gzip',
-        'content-length': body.length,
-      } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: 'POST',
+        agent: httpAgent,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'content-encoding': 'gzip',
+          'content-length': body.length,
+        },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -157,7 +164,12 @@ async function prepareAgents(url: URL): Promise<SimulatedAgent[]> {
     if (start.status !== 200) throw new Error(`agent start: ${start.status} ${await start.text()}`);
     const { leaseId } = (await start.json()) as { leaseId: string };
     // One metrics section per agent, the same shape and size as a real report with 100 statements.
-    const tail = JSON.stringify({ metrics: sampleMetrics({ topStatements: 100, withText: true }), settings: SAMPLE_SETTINGS, targetMetrics: sampleTargetMetrics(), events: [] }).slice(1);
+    const tail = JSON.stringify({
+      metrics: sampleMetrics({ topStatements: 100, withText: true }),
+      settings: SAMPLE_SETTINGS,
+      targetMetrics: sampleTargetMetrics(),
+      events: [],
+    }).slice(1);
     const bodies: Buffer[] = [];
     for (let seq = 0; seq < BODIES_PER_AGENT; seq++) {
       bodies.push(gzipSync(`{"leaseId":${JSON.stringify(leaseId)},"seq":${seq},"sentAt":"${new Date().toISOString()}",${tail}`));
@@ -280,9 +292,11 @@ async function benchmark(kind: StorageKind): Promise<string[]> {
   }
 }
 
-console.log(`tuner-service load: ${AGENTS} agents, ${SECONDS} s per storage, reports with 100 statements (gzip), service in its own process`);
+console.log(
+  `tuner-service load: ${AGENTS} agents, ${SECONDS} s per storage, reports with 100 statements (gzip), service in its own process`,
+);
 console.log(`goal: ≥ ${GOAL_RATE} reports/s at p99 ≤ ${GOAL_P99_MS} ms; ratios ≥ 1 meet it`);
-for (const kind of (process.env['BENCH_STORAGE'] ? [process.env['BENCH_STORAGE'] as StorageKind] : (['postgres', 'pglite'] as const))) {
+for (const kind of process.env['BENCH_STORAGE'] ? [process.env['BENCH_STORAGE'] as StorageKind] : (['postgres', 'pglite'] as const)) {
   for (const line of await benchmark(kind)) console.log(line);
 }
 httpAgent.destroy();

@@ -23,20 +23,49 @@ import { connectDb, type Db } from '../src/agent/db.ts';
 import { Journal } from '../src/agent/journal.ts';
 import { createLogger } from '../src/agent/log.ts';
 import { readSettings } from '../src/agent/settings.ts';
-import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local.ts';
+import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local/index.ts';
 import type { TuningMode } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { pgbench, pgbenchInit, type PgbenchResult } from '../src/lab/pgbench.ts';
 import { queryMix, relativeObjective, windowStats, type QueryMix, type WindowStats } from '../src/measure/objective.ts';
-import { best, createSpace, pgtune, randomSuggest, suggest, type Config, type History, type Observation, type SearchSpace } from '../src/optimizer/index.ts';
+import {
+  best,
+  createSpace,
+  pgtune,
+  randomSuggest,
+  suggest,
+  type Config,
+  type History,
+  type Observation,
+  type SearchSpace,
+} from '../src/optimizer/index.ts';
 
 const { values: flags } = parseArgs({ options: { short: { type: 'boolean' }, mode: { type: 'string' }, workload: { type: 'string' } } });
 const SHORT = flags.short === true;
 const PLAN = SHORT
-  ? { scale: 2, warmupSeconds: 1, windowSeconds: 3, iterations: 3, longIterations: 3, repeats: 2, clients: 2, modes: ['reload-only'] as TuningMode[] }
-  : { scale: 20, warmupSeconds: 4, windowSeconds: 15, iterations: 15, longIterations: 30, repeats: 3, clients: 4, modes: ['reload-only', 'restart'] as TuningMode[] };
+  ? {
+      scale: 2,
+      warmupSeconds: 1,
+      windowSeconds: 3,
+      iterations: 3,
+      longIterations: 3,
+      repeats: 2,
+      clients: 2,
+      modes: ['reload-only'] as TuningMode[],
+    }
+  : {
+      scale: 20,
+      warmupSeconds: 4,
+      windowSeconds: 15,
+      iterations: 15,
+      longIterations: 30,
+      repeats: 3,
+      clients: 4,
+      modes: ['reload-only', 'restart'] as TuningMode[],
+    };
 const SEED = 20261122;
-if (flags.mode !== undefined && flags.mode !== 'reload-only' && flags.mode !== 'restart') throw new Error(`--mode: expected reload-only or restart, got ${flags.mode}`);
+if (flags.mode !== undefined && flags.mode !== 'reload-only' && flags.mode !== 'restart')
+  throw new Error(`--mode: expected reload-only or restart, got ${flags.mode}`);
 const MODES: TuningMode[] = flags.mode ? [flags.mode] : PLAN.modes;
 
 /** Sorts, hash aggregates, joins and a parallel-friendly scan: work_mem, planner costs, parallelism. */
@@ -79,7 +108,11 @@ const cv = (xs: number[]) => {
  * mode every measurement starts from a restart, the baseline's too: a configuration that needed
  * one would otherwise be measured on cold buffers against a baseline measured on warm ones.
  */
-async function measure(h: Pick<Harness, 'cluster' | 'db' | 'mode'>, workload: Workload, mix: QueryMix | null): Promise<Measured & { mix: QueryMix }> {
+async function measure(
+  h: Pick<Harness, 'cluster' | 'db' | 'mode'>,
+  workload: Workload,
+  mix: QueryMix | null,
+): Promise<Measured & { mix: QueryMix }> {
   if (h.mode === 'restart') await h.cluster.restart();
   await pgbench(h.cluster, workload.args(PLAN.warmupSeconds));
   const collector = createCollector(h.db, { includeQueries: false });
@@ -106,7 +139,13 @@ async function evaluate(h: Harness, workload: Workload, config: Config): Promise
 }
 
 /** A search with a given suggestion function; prints one line per iteration. */
-async function search(h: Harness, workload: Workload, label: string, iterations: number, next: (history: History, iteration: number) => Config): Promise<{ history: History; bestSoFar: number[] }> {
+async function search(
+  h: Harness,
+  workload: Workload,
+  label: string,
+  iterations: number,
+  next: (history: History, iteration: number) => Config,
+): Promise<{ history: History; bestSoFar: number[] }> {
   const history: Observation[] = [];
   const bestSoFar: number[] = [];
   for (let i = 0; i < iterations; i++) {
@@ -114,7 +153,9 @@ async function search(h: Harness, workload: Workload, label: string, iterations:
     history.push({ config: observation.config, objective: observation.objective, status: observation.status });
     const incumbent = best({ space: h.space, history });
     bestSoFar.push(incumbent?.objective ?? 1);
-    console.log(`  ${label.padEnd(6)} #${String(i + 1).padStart(2)}  objective ${fmt(observation.objective)}  tps ${fmt(observation.tps, 0).padStart(6)}  best-so-far ${fmt(bestSoFar.at(-1))}`);
+    console.log(
+      `  ${label.padEnd(6)} #${String(i + 1).padStart(2)}  objective ${fmt(observation.objective)}  tps ${fmt(observation.tps, 0).padStart(6)}  best-so-far ${fmt(bestSoFar.at(-1))}`,
+    );
   }
   return { history, bestSoFar };
 }
@@ -128,18 +169,33 @@ function iterationsTo90(bestSoFar: number[]): number | null {
 }
 
 async function runCombination(workload: Workload, mode: TuningMode): Promise<void> {
-  console.log(`\n== ${workload.name}, ${mode}: scale ${PLAN.scale}, ${PLAN.clients} clients, ${PLAN.iterations} iterations × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window)`);
+  console.log(
+    `\n== ${workload.name}, ${mode}: scale ${PLAN.scale}, ${PLAN.clients} clients, ${PLAN.iterations} iterations × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window)`,
+  );
   const cluster = await startCluster({ durable: true });
   const dir = mkdtempSync(join(tmpdir(), 'tuner-bench-'));
   let db: Db | undefined;
   try {
-    for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    for (const sql of localGrantsSql('agent_user')
+      .split('\n')
+      .filter((l) => l.startsWith('GRANT')))
+      await cluster.sql(sql);
     await pgbenchInit(cluster, PLAN.scale);
     db = await connectDb(cluster.agentUrl);
-    const env = { AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl, AGENT_POSTGRESQL_ALLOW_RESTART: String(mode === 'restart'), AGENT_LOCAL_RESTART_COMMAND: cluster.restartCommand };
+    const env = {
+      AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl,
+      AGENT_POSTGRESQL_ALLOW_RESTART: String(mode === 'restart'),
+      AGENT_LOCAL_RESTART_COMMAND: cluster.restartCommand,
+    };
     const { config } = loadConfig({ cwd: dir, env, target: 'local', needsService: false });
     const target = createLocalTarget({ db, config });
-    const ctx: ApplyContext = { db, config, target, journal: Journal.open(dir, target.identity), log: createLogger({ write: () => undefined }) };
+    const ctx: ApplyContext = {
+      db,
+      config,
+      target,
+      journal: Journal.open(dir, target.identity),
+      log: createLogger({ write: () => undefined }),
+    };
     const machine = (await target.machine()).machine;
     const space = createSpace({ target: 'local', mode, machine, settings: await readSettings(db) });
 
@@ -147,14 +203,30 @@ async function runCombination(workload: Workload, mode: TuningMode): Promise<voi
     const h: Harness = { cluster, db, ctx, mode, space, baselineMix: first.mix, baseline: first.stats };
     console.log(`  defaults: weighted runtime ${fmt(h.baseline.weightedRuntimeMs)} ms, tps ${fmt(first.pgbench.tps, 0)}`);
 
-    const random = await search(h, workload, 'random', PLAN.iterations, (history, i) => randomSuggest({ space, history, seed: SEED + i }).config);
+    const random = await search(
+      h,
+      workload,
+      'random',
+      PLAN.iterations,
+      (history, i) => randomSuggest({ space, history, seed: SEED + i }).config,
+    );
     // The tuner goes on past the budget: its best at the budget is compared with what a long
     // search finds. Its final configuration is its best within the budget, as random search's.
-    const long = await search(h, workload, 'tuner', PLAN.longIterations, (history, i) => suggest({ space, history, seed: SEED, iteration: i }).config);
+    const long = await search(
+      h,
+      workload,
+      'tuner',
+      PLAN.longIterations,
+      (history, i) => suggest({ space, history, seed: SEED, iteration: i }).config,
+    );
     const tuner = { history: long.history.slice(0, PLAN.iterations), bestSoFar: long.bestSoFar.slice(0, PLAN.iterations) };
 
     const dims = new Set(space.dimensions.map((d) => d.name));
-    const recommended = pgtune({ memoryBytes: machine.memoryBytes, vcpus: machine.vcpus, maxConnections: Number(space.settings['max_connections']?.setting) });
+    const recommended = pgtune({
+      memoryBytes: machine.memoryBytes,
+      vcpus: machine.vcpus,
+      maxConnections: Number(space.settings['max_connections']?.setting),
+    });
     const pgtuneConfig: Config = Object.fromEntries(Object.entries(recommended).filter(([name, v]) => dims.has(name) && v !== undefined));
     const finals: [string, Config][] = [
       ['defaults', {}],
@@ -193,7 +265,9 @@ async function runCombination(workload: Workload, mode: TuningMode): Promise<voi
     }
     console.log(`  best-so-far (objective, 1.0 = defaults) random: ${random.bestSoFar.map((b) => fmt(b, 2)).join(' ')}`);
     console.log(`  best-so-far (objective, 1.0 = defaults) tuner:  ${tuner.bestSoFar.map((b) => fmt(b, 2)).join(' ')}`);
-    console.log(`  iterations to 90 % of the final gain: random ${iterationsTo90(random.bestSoFar) ?? '—'}, tuner ${iterationsTo90(tuner.bestSoFar) ?? '—'}`);
+    console.log(
+      `  iterations to 90 % of the final gain: random ${iterationsTo90(random.bestSoFar) ?? '—'}, tuner ${iterationsTo90(tuner.bestSoFar) ?? '—'}`,
+    );
     if (PLAN.longIterations > PLAN.iterations) {
       // Bests as the optimizer judges them: the mean over a configuration's measurements. The
       // lowest single window would mostly measure the noise (a lucky window is not re-measured).
@@ -217,7 +291,10 @@ const analyticScript = join(scriptDir, 'analytic.sql');
 writeFileSync(analyticScript, ANALYTIC_SCRIPT);
 const WORKLOADS: Workload[] = [
   { name: 'tpcb-like', args: (s) => ['-T', String(s), '-c', String(PLAN.clients), '-j', String(Math.min(PLAN.clients, 2))] },
-  { name: 'analytic', args: (s) => ['-T', String(s), '-c', String(Math.max(1, PLAN.clients / 2)), '-s', String(PLAN.scale), '-f', analyticScript] },
+  {
+    name: 'analytic',
+    args: (s) => ['-T', String(s), '-c', String(Math.max(1, PLAN.clients / 2)), '-s', String(PLAN.scale), '-f', analyticScript],
+  },
 ];
 try {
   for (const workload of WORKLOADS.filter((w) => !flags.workload || w.name === flags.workload)) {

@@ -96,7 +96,9 @@ function licenceText(nodeLicense: string, packages: readonly string[]): string {
   for (const dir of packages) {
     const meta = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
     const file = readdirSync(join(root, dir)).find((f) => /^(licen[sc]e|copying)(\.|$)/i.test(f));
-    const text = file ? readFileSync(join(root, dir, file), 'utf8') : `(no licence file in the package; package.json says ${meta.license ?? 'nothing'})\n`;
+    const text = file
+      ? readFileSync(join(root, dir, file), 'utf8')
+      : `(no licence file in the package; package.json says ${meta.license ?? 'nothing'})\n`;
     parts.push(`=== ${meta.name} ${meta.version} (${meta.license ?? 'unknown'})\n\n${text}`);
   }
   return parts.join('\n');
@@ -104,7 +106,9 @@ function licenceText(nodeLicense: string, packages: readonly string[]): string {
 
 export async function buildAgentBinaries(targets: readonly BinaryTarget[], outDir = join(root, 'dist')): Promise<string[]> {
   if (process.version !== `v${NODE_VERSION}`) {
-    throw new Error(`the blob must be made by Node ${NODE_VERSION}, the version the binaries carry, not ${process.version}: run it through npm run build:agent`);
+    throw new Error(
+      `the blob must be made by Node ${NODE_VERSION}, the version the binaries carry, not ${process.version}: run it through npm run build:agent`,
+    );
   }
   const work = join(root, 'node_modules', '.cache', 'tuner-agent-build', 'work');
   rmSync(work, { recursive: true, force: true });
@@ -125,9 +129,19 @@ export async function buildAgentBinaries(targets: readonly BinaryTarget[], outDi
     copyFileSync(node.binary, staging);
     chmodSync(staging, 0o755);
     try {
-      run(process.execPath, [join(root, 'node_modules/postject/dist/cli.js'), staging, 'NODE_SEA_BLOB', blobs.get(codeCache)!, '--sentinel-fuse', SEA_FUSE]);
+      run(process.execPath, [
+        join(root, 'node_modules/postject/dist/cli.js'),
+        staging,
+        'NODE_SEA_BLOB',
+        blobs.get(codeCache)!,
+        '--sentinel-fuse',
+        SEA_FUSE,
+      ]);
     } catch (err) {
-      throw new Error(`postject could not inject the agent into the Node binary for ${target}: ${(err as { stderr?: string }).stderr ?? String(err)}`, { cause: err });
+      throw new Error(
+        `postject could not inject the agent into the Node binary for ${target}: ${(err as { stderr?: string }).stderr ?? String(err)}`,
+        { cause: err },
+      );
     }
     if (target === hostTarget()) {
       const says = run(staging, ['--version']).trim();
@@ -138,7 +152,10 @@ export async function buildAgentBinaries(targets: readonly BinaryTarget[], outDi
   }
   // The directory holds this build only: a binary of an earlier build would not match its sums.
   for (const f of readdirSync(outDir)) if (/^tuner-agent-[a-z0-9]+-[a-z0-9]+$/.test(f) && !built.includes(f)) rmSync(join(outDir, f));
-  const sums = built.sort().map((name) => `${sha256(join(outDir, name))}  ${name}\n`).join('');
+  const sums = built
+    .sort()
+    .map((name) => `${sha256(join(outDir, name))}  ${name}\n`)
+    .join('');
   writeFileSync(join(outDir, 'SHA256SUMS'), sums);
   writeFileSync(join(outDir, 'tuner-agent-licenses.txt'), licenceText(license, packages));
   rmSync(work, { recursive: true, force: true });
@@ -156,5 +173,7 @@ if (import.meta.main) {
   const outDir = values.out ?? join(root, 'dist');
   const started = performance.now();
   const built = await buildAgentBinaries(targets as BinaryTarget[], outDir);
-  console.log(`built ${built.join(', ')} and SHA256SUMS in ${relative(process.cwd(), outDir) || '.'} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  console.log(
+    `built ${built.join(', ')} and SHA256SUMS in ${relative(process.cwd(), outDir) || '.'} (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+  );
 }

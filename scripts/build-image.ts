@@ -6,7 +6,18 @@
 //   node scripts/build-image.ts [--binary dist/tuner-agent-linux-x64] [--out dist/tuner-agent-image]
 // Push it with skopeo: skopeo copy oci:dist/tuner-agent-image:latest docker://REGISTRY/tuner-agent:latest
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,13 +70,15 @@ function place(rootfs: string, hostPath: string, inImage = hostPath, mode?: numb
 function debianNotices(rootfs: string, files: readonly string[]): void {
   for (const file of files) {
     // dpkg knows a file by the path its package installed (before /usr merged, or after).
-    const owner = [file, realpathSync(file)].map((path) => {
-      try {
-        return run('dpkg', ['-S', path]).split(':')[0]!;
-      } catch {
-        return null; // not from a Debian package (or no dpkg)
-      }
-    }).find((name) => name !== null);
+    const owner = [file, realpathSync(file)]
+      .map((path) => {
+        try {
+          return run('dpkg', ['-S', path]).split(':')[0]!;
+        } catch {
+          return null; // not from a Debian package (or no dpkg)
+        }
+      })
+      .find((name) => name !== null);
     if (!owner) continue;
     const copyright = `/usr/share/doc/${owner}/copyright`;
     if (existsSync(copyright)) place(rootfs, copyright);
@@ -83,7 +96,10 @@ function assembleRootfs(rootfs: string, binary: string): void {
 
   const { name, uid, gid } = IMAGE.user;
   mkdirSync(join(rootfs, 'etc'), { recursive: true });
-  writeFileSync(join(rootfs, 'etc/passwd'), `root:x:0:0:root:/root:/sbin/nologin\n${name}:x:${uid}:${gid}:tuner-agent:${IMAGE.stateDir}:/sbin/nologin\n`);
+  writeFileSync(
+    join(rootfs, 'etc/passwd'),
+    `root:x:0:0:root:/root:/sbin/nologin\n${name}:x:${uid}:${gid}:tuner-agent:${IMAGE.stateDir}:/sbin/nologin\n`,
+  );
   writeFileSync(join(rootfs, 'etc/group'), `root:x:0:\n${name}:x:${gid}:\n`);
   // Names from /etc/hosts (the engine writes one), then DNS.
   writeFileSync(join(rootfs, 'etc/nsswitch.conf'), 'passwd: files\ngroup: files\nhosts: files dns\n');
@@ -103,7 +119,9 @@ export function buildImage(binary: string, layout: string): BuiltImage {
   if (!existsSync(binary)) throw new Error(`${binary} does not exist: build it first with npm run build:agent`);
   const arch = /tuner-agent-linux-(\w+)$/.exec(binary)?.[1] ?? process.arch;
   if (arch !== process.arch || !ARCHITECTURES[arch]) {
-    throw new Error(`the image is assembled from this machine's libraries, so only for its own architecture (${process.arch}), not ${arch}`);
+    throw new Error(
+      `the image is assembled from this machine's libraries, so only for its own architecture (${process.arch}), not ${arch}`,
+    );
   }
   const work = mkdtempSync(join(tmpdir(), 'tuner-image-'));
   try {
@@ -118,23 +136,38 @@ export function buildImage(binary: string, layout: string): BuiltImage {
     const { uid, gid } = IMAGE.user;
     run('umoci', [
       'config',
-      '--image', image,
-      '--tag', pkg.version,
-      '--os', 'linux',
-      '--architecture', ARCHITECTURES[arch],
-      '--author', 'tuner',
-      '--config.user', `${uid}:${gid}`,
-      '--config.entrypoint', 'tuner-agent',
-      '--config.workingdir', IMAGE.stateDir,
-      '--config.volume', IMAGE.stateDir,
-      '--config.env', 'PATH=/usr/local/bin',
+      '--image',
+      image,
+      '--tag',
+      pkg.version,
+      '--os',
+      'linux',
+      '--architecture',
+      ARCHITECTURES[arch],
+      '--author',
+      'tuner',
+      '--config.user',
+      `${uid}:${gid}`,
+      '--config.entrypoint',
+      'tuner-agent',
+      '--config.workingdir',
+      IMAGE.stateDir,
+      '--config.volume',
+      IMAGE.stateDir,
+      '--config.env',
+      'PATH=/usr/local/bin',
       // Node carries its own root certificates; these add the system's (and a private CA
       // mounted over the file).
-      '--config.env', `NODE_EXTRA_CA_CERTS=${IMAGE.caBundle}`,
-      '--config.label', `org.opencontainers.image.title=${IMAGE.name}`,
-      '--config.label', `org.opencontainers.image.version=${pkg.version}`,
-      '--config.label', `org.opencontainers.image.licenses=${pkg.license}`,
-      '--history.created_by', 'scripts/build-image.ts: user, entrypoint, working directory and volume',
+      '--config.env',
+      `NODE_EXTRA_CA_CERTS=${IMAGE.caBundle}`,
+      '--config.label',
+      `org.opencontainers.image.title=${IMAGE.name}`,
+      '--config.label',
+      `org.opencontainers.image.version=${pkg.version}`,
+      '--config.label',
+      `org.opencontainers.image.licenses=${pkg.license}`,
+      '--history.created_by',
+      'scripts/build-image.ts: user, entrypoint, working directory and volume',
     ]);
     run('umoci', ['tag', '--image', `${layout}:${pkg.version}`, 'latest']);
     run('umoci', ['rm', '--image', image]);

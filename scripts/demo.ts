@@ -12,7 +12,9 @@ import { parseArgs } from 'node:util';
 import { startStack, until, type Stack } from '../src/lab/stack.ts';
 import { workloadByName } from '../src/lab/workloads.ts';
 
-const { values: flags } = parseArgs({ options: { short: { type: 'boolean' }, iterations: { type: 'string' }, window: { type: 'string' }, workload: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: { short: { type: 'boolean' }, iterations: { type: 'string' }, window: { type: 'string' }, workload: { type: 'string' } },
+});
 const SHORT = flags.short === true;
 const WORKLOAD = workloadByName(flags.workload ?? 'work-mem');
 const PLAN = {
@@ -24,7 +26,11 @@ const PLAN = {
   abRoundsMax: SHORT ? 3 : 6,
 };
 
-interface ChangeView { name: string; baseline: string; value: string }
+interface ChangeView {
+  name: string;
+  baseline: string;
+  value: string;
+}
 interface IterationView {
   ordinal: number;
   kind: string;
@@ -53,7 +59,8 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 function windowLine(it: IterationView): string {
   const what = it.phase === 'verify' ? `A/B ${it.round ?? '?'} ${it.kind}` : it.kind;
   if (it.state !== 'ok') return `${what.padEnd(13)} ${it.state}: ${it.failure ?? ''}`;
-  if (it.kind === 'baseline') return `${what.padEnd(13)} runtime ${it.baselineRatio?.toFixed(3) ?? '—'} × the first baseline window's (the drift)`;
+  if (it.kind === 'baseline')
+    return `${what.padEnd(13)} runtime ${it.baselineRatio?.toFixed(3) ?? '—'} × the first baseline window's (the drift)`;
   const interval = it.objectiveInterval ? ` (${it.objectiveInterval.low.toFixed(2)}–${it.objectiveInterval.high.toFixed(2)})` : '';
   const best = it.phase === 'search' ? `; best so far ${it.bestSoFar?.toFixed(3) ?? '—'}, not verified  [${changes(it.diff)}]` : '';
   return `${what.padEnd(13)} objective ${it.objective?.toFixed(3) ?? '—'}${interval} × baseline${best}`;
@@ -63,10 +70,12 @@ function windowLine(it: IterationView): string {
 function resultLine(session: SessionView): string {
   const v = session.verification;
   if (session.state === 'done' && v?.decision === 'recommend') return `verified: ${v.summary ?? ''}; applied and kept as known-good`;
-  if (session.state === 'done') return `no significant improvement${v?.summary ? `: ${v.summary}` : ''}; the database stays on its known-good configuration`;
+  if (session.state === 'done')
+    return `no significant improvement${v?.summary ? `: ${v.summary}` : ''}; the database stays on its known-good configuration`;
   return `no result: the session ended ${session.state}`;
 }
-const changes = (diff: ChangeView[]) => (diff.length === 0 ? 'no change' : diff.map((c) => `${c.name} ${c.baseline}→${c.value}`).join(', '));
+const changes = (diff: ChangeView[]) =>
+  diff.length === 0 ? 'no change' : diff.map((c) => `${c.name} ${c.baseline}→${c.value}`).join(', ');
 
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'tuner-demo-'));
@@ -83,8 +92,10 @@ async function main(): Promise<void> {
   try {
     stack = await startStack({ workload: WORKLOAD, work, clients: 2, reportSeconds: PLAN.reportSeconds, say });
     const { person, databaseId, service, password } = stack;
-    say(`== a tuning session: ${PLAN.iterations} trials × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window), reload-only, then ${PLAN.abRoundsMin}–${PLAN.abRoundsMax} A/B rounds`);
-    const started = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/sessions`, {
+    say(
+      `== a tuning session: ${PLAN.iterations} trials × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window), reload-only, then ${PLAN.abRoundsMin}–${PLAN.abRoundsMax} A/B rounds`,
+    );
+    const started = await person.call<{ session: SessionView }>('POST', `/api/manage/databases/${databaseId}/tuning-sessions`, {
       iterations: PLAN.iterations,
       windowSeconds: PLAN.windowSeconds,
       warmupSeconds: PLAN.warmupSeconds,
@@ -93,23 +104,27 @@ async function main(): Promise<void> {
       requireApproval: false,
       seed: 7,
     });
-    const sessionPath = `/api/manage/databases/${databaseId}/sessions/${started.session.id}`;
+    const sessionPath = `/api/manage/databases/${databaseId}/tuning-sessions/${started.session.id}`;
     const printed = new Set<number>();
     let baselineShown = false;
-    const final = await until(async () => {
-      const { session, iterations } = await person.call<{ session: SessionView; iterations: IterationView[] }>('GET', sessionPath);
-      const stats = session.baseline.stats;
-      if (stats && !baselineShown) {
-        baselineShown = true;
-        say(`baseline: weighted query runtime ${stats.weightedRuntimeMs?.toFixed(3) ?? '—'} ms, ${stats.tps.toFixed(0)} transactions/s`);
-      }
-      for (const it of iterations) {
-        if (printed.has(it.ordinal) || !['ok', 'failed', 'cancelled', 'contaminated'].includes(it.state)) continue;
-        printed.add(it.ordinal);
-        say(`#${String(it.ordinal).padStart(2)} ${windowLine(it)}`);
-      }
-      return ['done', 'stopped', 'reverted', 'failed'].includes(session.state) ? session : null;
-    }, (PLAN.iterations + 2 * PLAN.abRoundsMax + 4) * (PLAN.windowSeconds + PLAN.warmupSeconds + 30) * 1000, 'the session to end');
+    const final = await until(
+      async () => {
+        const { session, iterations } = await person.call<{ session: SessionView; iterations: IterationView[] }>('GET', sessionPath);
+        const stats = session.baseline.stats;
+        if (stats && !baselineShown) {
+          baselineShown = true;
+          say(`baseline: weighted query runtime ${stats.weightedRuntimeMs?.toFixed(3) ?? '—'} ms, ${stats.tps.toFixed(0)} transactions/s`);
+        }
+        for (const it of iterations) {
+          if (printed.has(it.ordinal) || !['ok', 'failed', 'cancelled', 'contaminated'].includes(it.state)) continue;
+          printed.add(it.ordinal);
+          say(`#${String(it.ordinal).padStart(2)} ${windowLine(it)}`);
+        }
+        return ['done', 'stopped', 'reverted', 'failed'].includes(session.state) ? session : null;
+      },
+      (PLAN.iterations + 2 * PLAN.abRoundsMax + 4) * (PLAN.windowSeconds + PLAN.warmupSeconds + 30) * 1000,
+      'the session to end',
+    );
 
     say(`== result: session ${final.state}${final.message ? ` (${final.message})` : ''}`);
     if (final.best) say(`configuration kept: ${changes(final.best.diff)}`);

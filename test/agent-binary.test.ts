@@ -6,19 +6,38 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pkg from '../package.json' with { type: 'json' };
 import { buildImage, IMAGE } from '../scripts/build-image.ts';
 import { LEASE_FILE_NAME } from '../src/agent/loop.ts';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { parseSums } from '../src/service/setup/downloads.ts';
 import { pathWithoutNode, runAgent } from './helpers/agent-process.ts';
 import { TEST_BINARY, skipWithoutBinary, skipWithoutTools } from './helpers/agent-binary.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
 import { until } from './helpers/until.ts';
 
 interface Run {
@@ -80,7 +99,10 @@ before(async () => {
 
   [store, ...clusters] = await Promise.all([createServiceStore('pglite'), startCluster(), startCluster()]);
   for (const cluster of clusters) {
-    for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    for (const sql of localGrantsSql('agent_user')
+      .split('\n')
+      .filter((l) => l.startsWith('GRANT')))
+      await cluster.sql(sql);
   }
   service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
   person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
@@ -97,7 +119,10 @@ after(async () => {
 /** A database on the service reporting every second: its id and API key. */
 async function newDatabase(name: string): Promise<{ databaseId: string; apiKey: string }> {
   const created = await person.createDatabase(name, 'local');
-  assert.equal((await person.post(`/api/manage/databases/${created.databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
+  assert.equal(
+    (await person.post(`/api/manage/databases/${created.databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status,
+    200,
+  );
   return created;
 }
 
@@ -109,7 +134,11 @@ test('the binary needs no Node: --version and --help with a PATH that holds none
   const version = await runAgent(['--version'], { cwd, binary: TEST_BINARY });
   assert.equal(version.code, 0, version.stderr);
   assert.equal(version.stdout, `tuner-agent ${pkg.version}\n`);
-  assert.ok(!pathWithoutNode().split(':').some((d) => existsSync(join(d, 'node'))));
+  assert.ok(
+    !pathWithoutNode()
+      .split(':')
+      .some((d) => existsSync(join(d, 'node'))),
+  );
   const help = await runAgent(['--help'], { cwd, binary: TEST_BINARY });
   assert.match(help.stdout, /tuner-agent init DIR <target>/);
 });
@@ -170,7 +199,12 @@ describe('install.sh, as the setup page gives it, under dash', { skip }, () => {
     const cases = [
       { uname: { s: 'FreeBSD', m: 'amd64' }, says: /this system \(FreeBSD\) has no tuner-agent binary; run the agent as a container/ },
       { uname: { s: 'Linux', m: 'riscv64' }, says: /this processor \(riscv64\) has no tuner-agent binary; run the agent as a container/ },
-      { uname: { s: 'Darwin', m: 'x86_64' }, says: new RegExp(`the tuning service has no tuner-agent for darwin-x64 \\(it offers: linux-${process.arch} \\); run the agent as a container`) },
+      {
+        uname: { s: 'Darwin', m: 'x86_64' },
+        says: new RegExp(
+          `the tuning service has no tuner-agent for darwin-x64 \\(it offers: linux-${process.arch} \\); run the agent as a container`,
+        ),
+      },
     ];
     for (const c of cases) {
       const run = await install(tools({ fetcher: 'curl', uname: c.uname }));
@@ -186,7 +220,10 @@ describe('install.sh, as the setup page gives it, under dash', { skip }, () => {
     appendFileSync(join(downloads, basename(TEST_BINARY!)), Buffer.from([0]));
     const run = await install(tools({ fetcher: 'curl' }));
     assert.equal(run.code, 1, run.stdout);
-    assert.match(run.stderr, /the download does not match SHA256SUMS \(expected [0-9a-f]{64}, got [0-9a-f]{64}\): deleted it, nothing was installed/);
+    assert.match(
+      run.stderr,
+      /the download does not match SHA256SUMS \(expected [0-9a-f]{64}, got [0-9a-f]{64}\): deleted it, nothing was installed/,
+    );
     assert.deepEqual(readdirSync(run.cwd), []);
   });
 });
@@ -234,59 +271,84 @@ test('two instances on one host: init makes a directory each, and each agent rep
 // Unpacking an image with its owners and changing root need root, as a container engine does.
 const skipImage = skip || (process.getuid?.() === 0 ? false : 'needs root (umoci unpack, chroot)');
 
-test('the container image: run from its root filesystem as its user, configured by the environment alone', { skip: skipImage }, async () => {
-  const work = tempDir('image');
-  const layout = join(work, 'layout');
-  buildImage(TEST_BINARY!, layout);
-  const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: { annotations: Record<string, string> }[] };
-  assert.deepEqual(index.manifests.map((m) => m.annotations['org.opencontainers.image.ref.name']).sort(), [pkg.version, 'latest'].sort());
+test(
+  'the container image: run from its root filesystem as its user, configured by the environment alone',
+  { skip: skipImage },
+  async () => {
+    const work = tempDir('image');
+    const layout = join(work, 'layout');
+    buildImage(TEST_BINARY!, layout);
+    const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: { annotations: Record<string, string> }[] };
+    assert.deepEqual(index.manifests.map((m) => m.annotations['org.opencontainers.image.ref.name']).sort(), [pkg.version, 'latest'].sort());
 
-  // What a container engine would do: unpack the image, then run its process as its config says.
-  const bundle = join(work, 'bundle');
-  await exec('umoci', ['unpack', '--image', `${layout}:latest`, bundle], { cwd: work, env: { PATH: process.env['PATH'] ?? '' } });
-  const spec = JSON.parse(readFileSync(join(bundle, 'config.json'), 'utf8')) as { process: { user: { uid: number; gid: number }; args: string[]; cwd: string; env: string[] } };
-  const rootfs = join(bundle, 'rootfs');
-  assert.notEqual(spec.process.user.uid, 0, 'not root');
-  assert.deepEqual(spec.process.args, ['tuner-agent']);
-  assert.equal(spec.process.cwd, IMAGE.stateDir);
-  assert.ok(!spec.process.env.some((e) => e.startsWith('AGENT_')), 'no configuration baked in');
-  assert.ok(existsSync(join(rootfs, 'etc/ssl/certs/ca-certificates.crt')));
-  assert.ok(!existsSync(join(rootfs, IMAGE.stateDir, 'agent.yaml')));
-  assert.ok(!existsSync(join(rootfs, 'bin/sh')) && !existsSync(join(rootfs, 'usr/bin')), 'nothing but the agent and what it links');
+    // What a container engine would do: unpack the image, then run its process as its config says.
+    const bundle = join(work, 'bundle');
+    await exec('umoci', ['unpack', '--image', `${layout}:latest`, bundle], { cwd: work, env: { PATH: process.env['PATH'] ?? '' } });
+    const spec = JSON.parse(readFileSync(join(bundle, 'config.json'), 'utf8')) as {
+      process: { user: { uid: number; gid: number }; args: string[]; cwd: string; env: string[] };
+    };
+    const rootfs = join(bundle, 'rootfs');
+    assert.notEqual(spec.process.user.uid, 0, 'not root');
+    assert.deepEqual(spec.process.args, ['tuner-agent']);
+    assert.equal(spec.process.cwd, IMAGE.stateDir);
+    assert.ok(!spec.process.env.some((e) => e.startsWith('AGENT_')), 'no configuration baked in');
+    assert.ok(existsSync(join(rootfs, 'etc/ssl/certs/ca-certificates.crt')));
+    assert.ok(!existsSync(join(rootfs, IMAGE.stateDir, 'agent.yaml')));
+    assert.ok(!existsSync(join(rootfs, 'bin/sh')) && !existsSync(join(rootfs, 'usr/bin')), 'nothing but the agent and what it links');
 
-  const { databaseId, apiKey } = await newDatabase('container');
-  const cluster = clusters[0]!;
-  const env = Object.fromEntries([
-    ...spec.process.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
-    ['AGENT_POSTGRESQL_CONNECTION_URL', cluster.agentUrl],
-    ['AGENT_TUNER_SERVER_URL', service.url],
-    ['AGENT_TUNER_API_KEY', apiKey],
-    ['AGENT_TUNER_DATABASE_ID', databaseId],
-  ]) as NodeJS.ProcessEnv;
-  // chroot into the root filesystem, in its working directory, as its user: `docker run <image> --local`.
-  const { uid, gid } = spec.process.user;
-  const chroot = ['--root', rootfs, '--wd', spec.process.cwd, '--setuid', String(uid), '--setgid', String(gid), ...spec.process.args, '--local'];
-  const agent = startAgent('/usr/bin/unshare', chroot, { cwd: work, env });
-  agents.push(agent);
+    const { databaseId, apiKey } = await newDatabase('container');
+    const cluster = clusters[0]!;
+    const env = Object.fromEntries([
+      ...spec.process.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+      ['AGENT_POSTGRESQL_CONNECTION_URL', cluster.agentUrl],
+      ['AGENT_TUNER_SERVER_URL', service.url],
+      ['AGENT_TUNER_API_KEY', apiKey],
+      ['AGENT_TUNER_DATABASE_ID', databaseId],
+    ]) as NodeJS.ProcessEnv;
+    // chroot into the root filesystem, in its working directory, as its user: `docker run <image> --local`.
+    const { uid, gid } = spec.process.user;
+    const chroot = [
+      '--root',
+      rootfs,
+      '--wd',
+      spec.process.cwd,
+      '--setuid',
+      String(uid),
+      '--setgid',
+      String(gid),
+      ...spec.process.args,
+      '--local',
+    ];
+    const agent = startAgent('/usr/bin/unshare', chroot, { cwd: work, env });
+    agents.push(agent);
 
-  await until('a report from the container', () => latestSettings(databaseId), 60_000).catch((err: Error) => {
-    throw new Error(`${err.message}\n${agent.output()}`);
-  });
-  const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '12MB' }, keep: true });
-  assert.equal(issued.status, 201);
-  const done = await until('the command to be acknowledged', async () => {
-    const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
-    return list.find((c) => c.id === issued.body.command.id && c.outcome) ?? null;
-  }, 60_000);
-  assert.equal(done.state, 'applied', JSON.stringify(done.outcome));
-  assert.equal(done.outcome?.effective['work_mem'], '12288');
-  const [row] = await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`);
-  assert.equal(row?.setting, '12288');
+    await until('a report from the container', () => latestSettings(databaseId), 60_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${agent.output()}`);
+    });
+    const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
+      kind: 'apply',
+      values: { work_mem: '12MB' },
+      keep: true,
+    });
+    assert.equal(issued.status, 201);
+    const done = await until(
+      'the command to be acknowledged',
+      async () => {
+        const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
+        return list.find((c) => c.id === issued.body.command.id && c.outcome) ?? null;
+      },
+      60_000,
+    );
+    assert.equal(done.state, 'applied', JSON.stringify(done.outcome));
+    assert.equal(done.outcome?.effective['work_mem'], '12288');
+    const [row] = await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`);
+    assert.equal(row?.setting, '12288');
 
-  agent.child.kill('SIGTERM');
-  assert.equal(await agent.exited, 0, agent.output());
-  // Journal and lease in the image's volume, owned by its user: a restarted container resumes.
-  const state = join(rootfs, IMAGE.stateDir);
-  assert.ok(readdirSync(state).includes('tuner-agent.journal.json'), readdirSync(state).join(', '));
-  assert.equal(statSync(join(state, 'tuner-agent.journal.json')).uid, uid);
-});
+    agent.child.kill('SIGTERM');
+    assert.equal(await agent.exited, 0, agent.output());
+    // Journal and lease in the image's volume, owned by its user: a restarted container resumes.
+    const state = join(rootfs, IMAGE.stateDir);
+    assert.ok(readdirSync(state).includes('tuner-agent.journal.json'), readdirSync(state).join(', '));
+    assert.equal(statSync(join(state, 'tuner-agent.journal.json')).uid, uid);
+  },
+);

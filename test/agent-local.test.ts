@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { JOURNAL_FILE_NAME } from '../src/agent/journal.ts';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
@@ -43,7 +43,10 @@ async function agent(dir: string, ...args: string[]): Promise<AgentRun> {
 }
 
 async function setting(name: string): Promise<{ setting: string; pending_restart: boolean }> {
-  const [row] = await cluster.sql<{ setting: string; pending_restart: boolean }>('SELECT setting, pending_restart FROM pg_settings WHERE name = $1', [name]);
+  const [row] = await cluster.sql<{ setting: string; pending_restart: boolean }>(
+    'SELECT setting, pending_restart FROM pg_settings WHERE name = $1',
+    [name],
+  );
   return row!;
 }
 
@@ -57,7 +60,9 @@ async function autoConf(name: string): Promise<string | undefined> {
 
 before(async () => {
   cluster = await startCluster();
-  for (const statement of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) {
+  for (const statement of localGrantsSql('agent_user')
+    .split('\n')
+    .filter((l) => l.startsWith('GRANT'))) {
     await cluster.sql(statement);
   }
   await cluster.sql('CREATE DATABASE nopgss');
@@ -81,7 +86,10 @@ test('--check fails with the fix when pg_stat_statements is missing in the datab
   const url = cluster.agentUrl.replace(/\/postgres$/, '/nopgss');
   const run = await agent(agentDir({ url }), '--local', '--check');
   assert.equal(run.code, 3);
-  assert.match(run.stdout, /FAIL {2}pg_stat_statements exists in database "nopgss": not created\n\s+fix: .*CREATE EXTENSION IF NOT EXISTS pg_stat_statements;/);
+  assert.match(
+    run.stdout,
+    /FAIL {2}pg_stat_statements exists in database "nopgss": not created\n\s+fix: .*CREATE EXTENSION IF NOT EXISTS pg_stat_statements;/,
+  );
 });
 
 test('--check names the missing grants for a role without apply rights', async () => {
@@ -99,10 +107,23 @@ test('apply → read back → revert restores every value exactly, "was not set"
   // One parameter the operator had already set with ALTER SYSTEM, in their own spelling.
   await cluster.sql(`ALTER SYSTEM SET bgwriter_delay = '300ms'`);
   await cluster.sql('SELECT pg_reload_conf()');
-  const before = { work_mem: await setting('work_mem'), random_page_cost: await setting('random_page_cost'), bgwriter_delay: await setting('bgwriter_delay') };
+  const before = {
+    work_mem: await setting('work_mem'),
+    random_page_cost: await setting('random_page_cost'),
+    bgwriter_delay: await setting('bgwriter_delay'),
+  };
   assert.equal(before.bgwriter_delay.setting, '300');
 
-  const applied = await agent(dir, '--local', '--apply', 'work_mem=8MB', '--apply', 'random_page_cost=1.1', '--apply', 'bgwriter_delay=50ms');
+  const applied = await agent(
+    dir,
+    '--local',
+    '--apply',
+    'work_mem=8MB',
+    '--apply',
+    'random_page_cost=1.1',
+    '--apply',
+    'bgwriter_delay=50ms',
+  );
   assert.equal(applied.code, 0, applied.stderr);
   assert.match(applied.stdout, /applied and read back from pg_settings: work_mem = 8192, random_page_cost = 1\.1, bgwriter_delay = 50/);
   assert.equal((await setting('work_mem')).setting, '8192');
@@ -149,11 +170,15 @@ test('SIGKILL during an apply, then a new start: the database is back at known-g
   // The restart command signals that it started, then hangs: the agent is killed inside it.
   const dir = agentDir({ allowRestart: true, restartCommand: `touch ${marker}; sleep 60; ${cluster.restartCommand}` });
   const sharedBuffers = await setting('shared_buffers');
-  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'bin', 'tuner-agent.js'), '--local', '--apply', 'shared_buffers=256MB'], {
-    cwd: dir,
-    detached: true,
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    process.execPath,
+    [join(import.meta.dirname, '..', 'bin', 'tuner-agent.js'), '--local', '--apply', 'shared_buffers=256MB'],
+    {
+      cwd: dir,
+      detached: true,
+      stdio: 'ignore',
+    },
+  );
   const deadline = Date.now() + 30_000;
   while (!existsSync(marker)) {
     assert.ok(Date.now() < deadline, 'the agent never reached its restart');
@@ -215,7 +240,10 @@ test('a wrong password: exit 1, a clear line, and the password nowhere', async (
   const url = cluster.agentUrl.replace(AGENT_USER_PASSWORD_FOR_TESTS, 'wrong-Password-991');
   const run = await agent(agentDir({ url }), '--local', '--check');
   assert.equal(run.code, 1);
-  assert.match(run.stderr, /cannot connect to PostgreSQL at 127\.0\.0\.1:\d+, database "postgres", as agent_user: password authentication failed/);
+  assert.match(
+    run.stderr,
+    /cannot connect to PostgreSQL at 127\.0\.0\.1:\d+, database "postgres", as agent_user: password authentication failed/,
+  );
   assert.ok(!run.stderr.includes('wrong-Password-991'));
 });
 

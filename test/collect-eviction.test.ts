@@ -56,5 +56,4 @@ test('more distinct statements than pg_stat_statements.max: evictions and deallo
   // Cross-check with the server's own count.
   const [info] = await cluster.sql<{ dealloc: string }>('SELECT dealloc::text AS dealloc FROM pg_stat_statements_info');
   assert.ok(Number(info!.dealloc) >= report.evictions.deallocations!);
-
 });

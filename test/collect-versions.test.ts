@@ -85,7 +85,11 @@ for (const version of ['1.8', '1.9']) {
         [AGENT_QUERY_MARKER],
       );
       assert.ok(own.length >= 5, 'the agent ran marked statements');
-      for (const o of own) assert.ok(!s2.statements.entries.has(statementKey(o.userid, o.dbid, o.queryid, o.toplevel)), 'own entry hidden');
+      for (const o of own)
+        assert.ok(
+          !s2.statements.entries.has(statementKey({ userId: o.userid, dbId: o.dbid, queryId: o.queryid, toplevel: o.toplevel })),
+          'own entry hidden',
+        );
 
       const report = MetricsReportSchema.parse(JSON.parse(JSON.stringify(buildMetricsReport(delta, { includeQueries: true }))));
       assert.equal(report.statements.pgssVersion, version);

@@ -5,7 +5,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { connectDb, AGENT_QUERY_MARKER, type Db } from '../src/agent/db.ts';
-import { buildMetricsReport, createCollector, diffSnapshots, statementKey, type Snapshot, type SnapshotDelta } from '../src/agent/collect/index.ts';
+import {
+  buildMetricsReport,
+  createCollector,
+  diffSnapshots,
+  statementKey,
+  type Snapshot,
+  type SnapshotDelta,
+} from '../src/agent/collect/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { MetricsReportSchema, type MetricsReport } from '../src/protocol/report.ts';
 
@@ -62,7 +69,8 @@ function validate(report: MetricsReport): MetricsReport {
 function assertNoNegativeNumbers(value: unknown, path = 'report'): void {
   if (typeof value === 'number') assert.ok(value >= 0, `${path} = ${value}`);
   else if (Array.isArray(value)) value.forEach((v, i) => assertNoNegativeNumbers(v, `${path}[${i}]`));
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) assertNoNegativeNumbers(v, `${path}.${k}`);
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) assertNoNegativeNumbers(v, `${path}.${k}`);
 }
 
 function keysOf(value: unknown, into = new Set<string>()): Set<string> {
@@ -132,7 +140,11 @@ describe('pg_stat_statements 1.10 on PostgreSQL 15', () => {
       [AGENT_QUERY_MARKER],
     );
     assert.ok(own.length >= 5, 'the agent did run marked statements (so this test can fail)');
-    for (const o of own) assert.ok(!last!.statements.entries.has(statementKey(o.userid, o.dbid, o.queryid, o.toplevel)), o.queryid);
+    for (const o of own)
+      assert.ok(
+        !last!.statements.entries.has(statementKey({ userId: o.userid, dbId: o.dbid, queryId: o.queryid, toplevel: o.toplevel })),
+        o.queryid,
+      );
     for (const e of last!.statements.entries.values()) assert.ok(!e.text?.includes(AGENT_QUERY_MARKER), e.text);
     const cur = await collector.collect();
     const report = buildMetricsReport(diffSnapshots(last!, cur), { includeQueries: true, topN: 500 });
@@ -171,7 +183,8 @@ describe('pg_stat_statements 1.10 on PostgreSQL 15', () => {
     assert.equal(statementOf(delta, await queryIdOf(POINT_QUERY)).calls, 4);
     const report = validate(buildMetricsReport(delta, { includeQueries: true }));
     assertNoNegativeNumbers(report);
-    for (const e of s2.statements.entries.values()) assert.ok(!e.text?.includes(AGENT_QUERY_MARKER), 'own entries re-created by the reset stay hidden');
+    for (const e of s2.statements.entries.values())
+      assert.ok(!e.text?.includes(AGENT_QUERY_MARKER), 'own entries re-created by the reset stay hidden');
   });
 
   test('top N plus "other" on a real workload; sums of calls match', async () => {

@@ -95,7 +95,11 @@ test('environment alone is enough, with every variable of the spec', () => {
   assert.equal(config.managedBFlex.serverName, 'srv');
   assert.equal(config.managedBFlex.clientSecret, 'sp-secret-value');
   // Every variable the spec lists is one the agent knows.
-  for (const name of Object.keys(env)) assert.ok(KEYS.some((k) => k.env === name), name);
+  for (const name of Object.keys(env))
+    assert.ok(
+      KEYS.some((k) => k.env === name),
+      name,
+    );
 });
 
 test('no file and no environment: one line that says what to create', () => {
@@ -131,7 +135,10 @@ test('wrong types name the key, the value and the expected form', () => {
 test('a connection_url that is not postgresql:// is refused with the password masked', () => {
   const yaml = good.replace(`postgresql://agent_user:${PASSWORD}@db.internal:5432/app`, `mysql://agent_user:${PASSWORD}@db.internal/app`);
   const [line] = problems(() => load(dirWith(yaml)));
-  assert.equal(line, 'postgresql.connection_url: expected a URL of the form postgresql://agent_user:<password>@<host>:5432/<dbname>, got "mysql://agent_user:****@db.internal/app"');
+  assert.equal(
+    line,
+    'postgresql.connection_url: expected a URL of the form postgresql://agent_user:<password>@<host>:5432/<dbname>, got "mysql://agent_user:****@db.internal/app"',
+  );
   assert.ok(!line?.includes(PASSWORD));
 });
 
@@ -189,7 +196,11 @@ test('redact masks a password in every form a user might type it, known or not',
   ];
   for (const [text, masked] of cases) assert.equal(redact(text), masked, text);
   // Ordinary text is left alone.
-  for (const text of ['the tuning service at http://127.0.0.1:9 cannot be reached', 'check the password of agent_user', 'postgresql://agent_user@db:5432/app']) {
+  for (const text of [
+    'the tuning service at http://127.0.0.1:9 cannot be reached',
+    'check the password of agent_user',
+    'postgresql://agent_user@db:5432/app',
+  ]) {
     assert.equal(redact(text), text);
   }
 });

@@ -17,7 +17,10 @@ const demoDirs = () => new Set(readdirSync(tmpdir()).filter((name) => name.start
 test('npm run demo -- --short runs a tuning session to its verified result and cleans up', async () => {
   const before = demoDirs();
   const started = Date.now();
-  const { stdout } = await run(process.execPath, [join(import.meta.dirname, '..', 'scripts', 'demo.ts'), '--short'], { timeout: 600_000, maxBuffer: 4 * 1024 * 1024 });
+  const { stdout } = await run(process.execPath, [join(import.meta.dirname, '..', 'scripts', 'demo.ts'), '--short'], {
+    timeout: 600_000,
+    maxBuffer: 4 * 1024 * 1024,
+  });
   console.log(`demo --short: ${((Date.now() - started) / 1000).toFixed(0)} s`);
   assert.match(stdout, /^agent connected/m, stdout);
   assert.match(stdout, /^baseline: weighted query runtime \d+\.\d+ ms, \d+ transactions\/s$/m, stdout);
@@ -27,7 +30,11 @@ test('npm run demo -- --short runs a tuning session to its verified result and c
   assert.match(stdout, /^# ?\d+ A\/B 1 candidate +objective \d+\.\d+/m, stdout);
   assert.match(stdout, /^== result: session done/m, stdout);
   const last = stdout.trimEnd().split('\n').at(-1) ?? '';
-  assert.match(last, /^(verified: runtime −\d+(\.\d)? % \(95 % CI −[\d.]+ % to −[\d.]+ %\), throughput .*, \d A\/B rounds; applied and kept as known-good|no significant improvement.*; the database stays on its known-good configuration)$/, stdout);
+  assert.match(
+    last,
+    /^(verified: runtime −\d+(\.\d)? % \(95 % CI −[\d.]+ % to −[\d.]+ %\), throughput .*, \d A\/B rounds; applied and kept as known-good|no significant improvement.*; the database stays on its known-good configuration)$/,
+    stdout,
+  );
   assert.doesNotMatch(stdout, /faster/, 'no figure is called faster');
   const leftBehind = [...demoDirs()].filter((name) => !before.has(name));
   assert.deepEqual(leftBehind, [], 'the demo removes its working directory');

@@ -9,11 +9,19 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BINARY, agentCommand, agentPath, runAgent } from './helpers/agent-process.ts';
 import { TEST_BINARY } from './helpers/agent-binary.ts';
-import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  STORAGE_KINDS,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
 import { until } from './helpers/until.ts';
 
 interface DatabaseView {
@@ -25,9 +33,13 @@ interface CommandView {
   outcome: { status: string; effective: Record<string, string>; errors: string[] } | null;
 }
 interface LatestReport {
-  report: { seq: number; receivedAt: string; metrics: { derived: { calls: number } } | null; settings: { name: string; setting: string }[] } | null;
+  report: {
+    seq: number;
+    receivedAt: string;
+    metrics: { derived: { calls: number } } | null;
+    settings: { name: string; setting: string }[];
+  } | null;
 }
-
 
 /** A running agent process; its output is kept for the assertions and the secret check. */
 function startAgentProcess(cwd: string, binary: string | null): { child: ChildProcess; output: () => string; exited: Promise<number> } {
@@ -83,7 +95,10 @@ for (const { kind, binary } of RUNS) {
 
     before(async () => {
       cluster = await startCluster();
-      for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+      for (const sql of localGrantsSql('agent_user')
+        .split('\n')
+        .filter((l) => l.startsWith('GRANT')))
+        await cluster.sql(sql);
       store = await createServiceStore(kind);
       port = await freePort();
       service = await startTestService(store, {}, `127.0.0.1:${port}`);
@@ -109,9 +124,16 @@ for (const { kind, binary } of RUNS) {
         const r = await latest();
         return r?.metrics && r.metrics.derived.calls > 0 ? r : null;
       });
-      assert.ok(report.settings.some((s) => s.name === 'work_mem'), 'the report carries the catalog settings');
+      assert.ok(
+        report.settings.some((s) => s.name === 'work_mem'),
+        'the report carries the catalog settings',
+      );
 
-      const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '8MB' }, keep: true });
+      const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
+        kind: 'apply',
+        values: { work_mem: '8MB' },
+        keep: true,
+      });
       assert.equal(issued.status, 201);
       const done = await until('the command to be acknowledged', async () => {
         const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
@@ -124,7 +146,10 @@ for (const { kind, binary } of RUNS) {
       assert.equal(row?.setting, '8192');
 
       // A command the agent's own checks refuse is acknowledged as refused, with nothing changed.
-      const unsafe = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '900GB' } });
+      const unsafe = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
+        kind: 'apply',
+        values: { work_mem: '900GB' },
+      });
       const refused = await until('the unsafe command to be acknowledged', async () => {
         const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
         return list.find((x) => x.id === unsafe.body.command.id && x.outcome) ?? null;
@@ -154,10 +179,14 @@ for (const { kind, binary } of RUNS) {
       await new Promise((r) => setTimeout(r, 2500));
       service = await startTestService(store, {}, `127.0.0.1:${port}`);
       person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-      const resumed = await until('a report after the restart', async () => {
-        const r = await latest();
-        return r && Date.parse(r.receivedAt) > Date.parse(before.receivedAt) ? r : null;
-      }, 60_000);
+      const resumed = await until(
+        'a report after the restart',
+        async () => {
+          const r = await latest();
+          return r && Date.parse(r.receivedAt) > Date.parse(before.receivedAt) ? r : null;
+        },
+        60_000,
+      );
       assert.ok(resumed.metrics, 'metrics flow again');
       assert.equal((await database()).agent?.connected, true);
     });

@@ -8,12 +8,26 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
-import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload, untilRevertedWithin, type RangeWorkload } from './helpers/wrecking-trial.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
+import {
+  WRECKING_TRIAL,
+  createWreckableTable,
+  startRangeWorkload,
+  untilRevertedWithin,
+  type RangeWorkload,
+} from './helpers/wrecking-trial.ts';
 import { until } from './helpers/until.ts';
+import { scrape } from './helpers/prometheus.ts';
 
 interface CommandView {
   id: string;
@@ -25,7 +39,6 @@ interface EventView {
   commandId: string | null;
 }
 
-
 let cluster: Cluster;
 let store: ServiceStore;
 let service: TestService | undefined;
@@ -35,7 +48,10 @@ let dir: string;
 
 before(async () => {
   cluster = await startCluster();
-  for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+  for (const sql of localGrantsSql('agent_user')
+    .split('\n')
+    .filter((l) => l.startsWith('GRANT')))
+    await cluster.sql(sql);
   await createWreckableTable(cluster);
   store = await createServiceStore('pglite');
   dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-guard-'));
@@ -50,51 +66,85 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test('a wrecking trial is reverted by the agent alone while the service is down, and reported when it is back', { timeout: 300_000 }, async () => {
-  const listen = `127.0.0.1:${await freePort()}`;
-  service = await startTestService(store, {}, listen);
-  let person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-  const { databaseId, apiKey } = await person.createDatabase('guarded', 'local');
-  assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
-  writeFileSync(join(dir, 'agent.yaml'), `postgresql:\n  connection_url: ${cluster.agentUrl}\ntuner:\n  server_url: http://${listen}\n  api_key: ${apiKey}\n  database_id: ${databaseId}\n`);
+test(
+  'a wrecking trial is reverted by the agent alone while the service is down, and reported when it is back',
+  { timeout: 300_000 },
+  async () => {
+    const listen = `127.0.0.1:${await freePort()}`;
+    service = await startTestService(store, {}, listen);
+    let person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    const { databaseId, apiKey } = await person.createDatabase('guarded', 'local');
+    assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
+    const metricsUrl = `http://127.0.0.1:${await freePort()}/metrics`;
+    writeFileSync(
+      join(dir, 'agent.yaml'),
+      `postgresql:\n  connection_url: ${cluster.agentUrl}\ntuner:\n  server_url: http://${listen}\n  api_key: ${apiKey}\n  database_id: ${databaseId}\n  metrics_listen: ${new URL(metricsUrl).host}\n`,
+    );
 
-  // The workload runs before the agent starts, so that its first window is the known-good one.
-  workload = await startRangeWorkload(cluster);
-  let output = '';
-  agent = spawn(process.execPath, [AGENT_BIN, '--local'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env['PATH'] ?? '' } });
-  agent.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  agent.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  type Latest = { report: { seq: number; metrics: { derived: { calls: number } } | null } | null };
-  await until('three reports with the workload in them', async () => {
-    const report = (await person.get<Latest>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
-    return report?.metrics && report.metrics.derived.calls > 0 && report.seq >= 3;
-  });
+    // The workload runs before the agent starts, so that its first window is the known-good one.
+    workload = await startRangeWorkload(cluster);
+    let output = '';
+    agent = spawn(process.execPath, [AGENT_BIN, '--local'], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env['PATH'] ?? '' },
+    });
+    agent.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+    agent.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+    type Latest = { report: { seq: number; metrics: { derived: { calls: number } } | null } | null };
+    await until('three reports with the workload in them', async () => {
+      const report = (await person.get<Latest>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
+      return report?.metrics && report.metrics.derived.calls > 0 && report.seq >= 3;
+    });
 
-  const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: WRECKING_TRIAL, keep: false });
-  assert.equal(issued.status, 201);
-  const setting = async (name: string) => (await cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]))[0]?.setting;
-  await until('the trial to be applied', async () => (await setting('random_page_cost')) === '10', 15_000);
+    const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
+      kind: 'apply',
+      values: WRECKING_TRIAL,
+      keep: false,
+    });
+    assert.equal(issued.status, 201);
+    const setting = async (name: string) =>
+      (await cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]))[0]?.setting;
+    await until('the trial to be applied', async () => (await setting('random_page_cost')) === '10', 15_000);
 
-  // The service goes away; only the agent is left to notice that queries got slow.
-  await service.close();
-  service = undefined;
-  const appliedAt = Date.now();
-  // Judging takes a window of 20 calls: as long as the workload keeps running, they come.
-  await untilRevertedWithin(workload, 100, async () => (await setting('random_page_cost')) === '4' && (await setting('seq_page_cost')) === '1').catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}; the agent printed:\n${output}`);
-  });
-  const revertedAfterMs = Date.now() - appliedAt;
-  console.log(`reverted by the agent ${(revertedAfterMs / 1000).toFixed(1)} s after the service stopped`);
-  assert.match(output, /guardrail: .*query runtime .* is \d+\.\d× the known-good.*reverting trial/);
+    // The service goes away; only the agent is left to notice that queries got slow.
+    await service.close();
+    service = undefined;
+    const appliedAt = Date.now();
+    // Judging takes a window of 20 calls: as long as the workload keeps running, they come.
+    await untilRevertedWithin(
+      workload,
+      100,
+      async () => (await setting('random_page_cost')) === '4' && (await setting('seq_page_cost')) === '1',
+    ).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; the agent printed:\n${output}`);
+    });
+    const revertedAfterMs = Date.now() - appliedAt;
+    console.log(`reverted by the agent ${(revertedAfterMs / 1000).toFixed(1)} s after the service stopped`);
+    assert.match(output, /guardrail: .*query runtime .* is \d+\.\d× the known-good.*reverting trial/);
+    // The agent's own metrics say it too, while the service is away (docs/metrics.md).
+    const metrics = await until('reports to queue up in the agent', async () => {
+      const m = await scrape(metricsUrl);
+      return m.value('tuner_agent_reports_queued') >= 1 ? m : null;
+    });
+    assert.equal(metrics.value('tuner_agent_guardrail_breaches_total'), 1);
+    assert.equal(metrics.value('tuner_agent_reverts_total', { cause: 'guardrail', outcome: 'applied' }), 1);
+    assert.equal(metrics.value('tuner_agent_applies_total', { outcome: 'applied' }), 1);
+    assert.equal(metrics.value('tuner_agent_parameters_unaccepted'), 0, 'back at known-good');
 
-  // Back up: the agent's queued reports carry the breach, tied to the trial's command.
-  service = await startTestService(store, {}, listen);
-  person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-  const breach = await until('the guardrail event to reach the service', async () => {
-    const { events } = (await person.get<{ events: EventView[] }>(`/api/manage/databases/${databaseId}/events`)).body;
-    return events.find((e) => e.code === 'guardrail_breach');
-  }, 30_000);
-  assert.equal(breach.commandId, issued.body.command.id);
-  assert.match(breach.message, /returned to known-good: applied/);
-  assert.ok(!output.includes(apiKey), 'the API key never appears in what the agent printed');
-});
+    // Back up: the agent's queued reports carry the breach, tied to the trial's command.
+    service = await startTestService(store, {}, listen);
+    person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    const breach = await until(
+      'the guardrail event to reach the service',
+      async () => {
+        const { events } = (await person.get<{ events: EventView[] }>(`/api/manage/databases/${databaseId}/events`)).body;
+        return events.find((e) => e.code === 'guardrail_breach');
+      },
+      30_000,
+    );
+    assert.equal(breach.commandId, issued.body.command.id);
+    assert.match(breach.message, /returned to known-good: applied/);
+    assert.ok(!output.includes(apiKey), 'the API key never appears in what the agent printed');
+  },
+);

@@ -14,15 +14,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { WORKLOADS, startLoad, type RunningLoad, type Workload } from '../src/lab/workloads.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
-import { FULL_SETTINGS, assertSessionShape, getSession, startSession, type SessionJson } from './sessions-agent.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
+import { FULL_SETTINGS, assertSessionShape, getTuningSession, startTuningSession, type SessionJson } from './sessions-agent.ts';
 import { until } from './helpers/until.ts';
 
-function spawnLogged(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): { child: ChildProcess; output: () => string; exited: Promise<number> } {
+function spawnLogged(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): { child: ChildProcess; output: () => string; exited: Promise<number> } {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
@@ -43,35 +54,58 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
   const began = Date.now();
 
   const settings = async (names: string[]) =>
-    new Map((await cluster.sql<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [names])).map((r) => [r.name, r.setting]));
+    new Map(
+      (await cluster.sql<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [names])).map(
+        (r) => [r.name, r.setting],
+      ),
+    );
 
   /** Runs `workload` and waits for a report that has it in it. */
   const runLoad = async (workload: Workload) => {
     await load?.stop();
     load = await startLoad(cluster, workload, { dir, clients: 2 });
     const since = Date.now();
-    await until(`a report with the ${workload.name} workload in it`, async () => {
-      const latest = (await person.get<{ report: { receivedAt: string; metrics: { derived: { calls: number } } | null } | null }>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
-      return latest?.metrics && Date.parse(latest.receivedAt) > since + 1500 && latest.metrics.derived.calls > 0;
-    }, 60_000);
+    await until(
+      `a report with the ${workload.name} workload in it`,
+      async () => {
+        const latest = (
+          await person.get<{ report: { receivedAt: string; metrics: { derived: { calls: number } } | null } | null }>(
+            `/api/manage/databases/${databaseId}/reports/latest`,
+          )
+        ).body.report;
+        return latest?.metrics && Date.parse(latest.receivedAt) > since + 1500 && latest.metrics.derived.calls > 0;
+      },
+      60_000,
+    );
   };
 
   const runSession = async (body: Record<string, unknown>, ends: readonly string[]) => {
-    const started = await startSession(person, databaseId, body);
-    const ended = await until('the session to end its search and verification', async () => {
-      const { session } = await getSession(person, databaseId, started.id);
-      return [...ends, 'failed', 'stopped'].includes(session.state) ? session : null;
-    }, 240_000, 500);
-    const { iterations } = await getSession(person, databaseId, started.id);
+    const started = await startTuningSession(person, databaseId, body);
+    const ended = await until(
+      'the session to end its search and verification',
+      async () => {
+        const { session } = await getTuningSession(person, databaseId, started.id);
+        return [...ends, 'failed', 'stopped'].includes(session.state) ? session : null;
+      },
+      240_000,
+      500,
+    );
+    const { iterations } = await getTuningSession(person, databaseId, started.id);
     console.log(`${ended.state}: ${ended.message ?? ''}`);
-    for (const it of iterations) console.log(`  #${it.ordinal} ${it.phase} ${it.kind}${it.round ? ` ${it.round}` : ''} ${it.state} objective ${it.objective?.toFixed(3) ?? '–'} ${it.failure ?? ''}`);
+    for (const it of iterations)
+      console.log(
+        `  #${it.ordinal} ${it.phase} ${it.kind}${it.round ? ` ${it.round}` : ''} ${it.state} objective ${it.objective?.toFixed(3) ?? '–'} ${it.failure ?? ''}`,
+      );
     assert.notEqual(ended.state, 'failed', `${ended.message ?? ''}\n${agent?.output().slice(-3000) ?? ''}`);
     return { id: started.id, session: ended, iterations };
   };
 
   before(async () => {
     cluster = await startCluster();
-    for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    for (const sql of localGrantsSql('agent_user')
+      .split('\n')
+      .filter((l) => l.startsWith('GRANT')))
+      await cluster.sql(sql);
     for (const workload of [WORKLOADS['select-1'], WORKLOADS['work-mem']]) await workload.setup(cluster);
     store = await createServiceStore('pglite');
     const port = await freePort();
@@ -81,7 +115,18 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
     databaseId = created.databaseId;
     assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
     dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-session-'));
-    writeFileSync(join(dir, 'agent.yaml'), ['postgresql:', `  connection_url: ${cluster.agentUrl}`, 'tuner:', `  server_url: http://127.0.0.1:${port}`, `  api_key: ${created.apiKey}`, `  database_id: ${databaseId}`, ''].join('\n'));
+    writeFileSync(
+      join(dir, 'agent.yaml'),
+      [
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        'tuner:',
+        `  server_url: http://127.0.0.1:${port}`,
+        `  api_key: ${created.apiKey}`,
+        `  database_id: ${databaseId}`,
+        '',
+      ].join('\n'),
+    );
     agent = spawnLogged(process.execPath, [AGENT_BIN, '--local'], { cwd: dir, env: { PATH: process.env['PATH'] ?? '' } });
     console.log(`setup: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   });
@@ -100,7 +145,10 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
 
   test('SELECT 1: no significant improvement, nothing kept, the database back on its baseline', { timeout: 300_000 }, async () => {
     await runLoad(WORKLOADS['select-1']);
-    const { session, iterations } = await runSession({ iterations: 2, windowSeconds: 4, warmupSeconds: 1, seed: 20261122, abRoundsMin: 3, abRoundsMax: 4, requireApproval: false }, ['done']);
+    const { session, iterations } = await runSession(
+      { iterations: 2, windowSeconds: 4, warmupSeconds: 1, seed: 20261122, abRoundsMin: 3, abRoundsMax: 4, requireApproval: false },
+      ['done'],
+    );
     assert.equal(session.state, 'done');
     assert.match(session.message ?? '', /^no significant improvement: /);
     assert.equal(session.best, null);
@@ -109,41 +157,61 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
       assert.ok(session.verification.runtime && session.verification.runtime.high > 0.95, session.verification.summary ?? '');
     }
     assertSessionShape(iterations, 2);
-    const commands = (await person.get<{ commands: Array<{ command: { kind: string; keep?: boolean } }> }>(`/api/manage/databases/${databaseId}/commands?limit=100`)).body.commands;
+    const commands = (
+      await person.get<{ commands: Array<{ command: { kind: string; keep?: boolean } }> }>(
+        `/api/manage/databases/${databaseId}/commands?limit=100`,
+      )
+    ).body.commands;
     assert.ok(!commands.some((c) => c.command.kind === 'apply' && c.command.keep), 'nothing kept');
     const baseline = new Map(FULL_SETTINGS.map((s) => [s.name, s.setting]));
-    await until('the database back on its baseline', async () => {
-      const now = await settings(['work_mem', 'random_page_cost', 'effective_cache_size']);
-      return [...now].every(([name, value]) => value === baseline.get(name));
-    }, 30_000);
+    await until(
+      'the database back on its baseline',
+      async () => {
+        const now = await settings(['work_mem', 'random_page_cost', 'effective_cache_size']);
+        return [...now].every(([name, value]) => value === baseline.get(name));
+      },
+      30_000,
+    );
   });
 
-  test('work_mem: the verified best is recommended with an interval clear of no gain, then approved and kept', { timeout: 300_000 }, async () => {
-    await runLoad(WORKLOADS['work-mem']);
-    const { id, session, iterations } = await runSession({ iterations: 2, windowSeconds: 6, warmupSeconds: 1, seed: 20261122, abRoundsMin: 3, abRoundsMax: 5 }, ['awaiting_approval', 'done']);
-    assert.equal(session.state, 'awaiting_approval', session.message ?? '');
-    const v = session.verification!;
-    assert.equal(v.decision, 'recommend');
-    assert.ok(v.runtime!.high < 0.95, `the whole interval is a gain of at least the minimum effect: ${v.summary}`);
-    assert.ok(v.rounds >= 3 && assertSessionShape(iterations, 2) === v.rounds);
-    assert.match(session.message ?? '', /verified: runtime −\d+(\.\d)? % \(95 % CI −\d+(\.\d)? % to −\d+(\.\d)? %\)/);
-    const best = session.best!;
-    assert.ok(Number(best.config['work_mem']) > 5 * 1024, `work_mem ${best.config['work_mem']} kB`);
+  test(
+    'work_mem: the verified best is recommended with an interval clear of no gain, then approved and kept',
+    { timeout: 300_000 },
+    async () => {
+      await runLoad(WORKLOADS['work-mem']);
+      const { id, session, iterations } = await runSession(
+        { iterations: 2, windowSeconds: 6, warmupSeconds: 1, seed: 20261122, abRoundsMin: 3, abRoundsMax: 5 },
+        ['awaiting_approval', 'done'],
+      );
+      assert.equal(session.state, 'awaiting_approval', session.message ?? '');
+      const v = session.verification!;
+      assert.equal(v.decision, 'recommend');
+      assert.ok(v.runtime!.high < 0.95, `the whole interval is a gain of at least the minimum effect: ${v.summary}`);
+      assert.ok(v.rounds >= 3 && assertSessionShape(iterations, 2) === v.rounds);
+      assert.match(session.message ?? '', /verified: runtime −\d+(\.\d)? % \(95 % CI −\d+(\.\d)? % to −\d+(\.\d)? %\)/);
+      const best = session.best!;
+      assert.ok(Number(best.config['work_mem']) > 5 * 1024, `work_mem ${best.config['work_mem']} kB`);
 
-    const approved = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/sessions/${id}/approve`);
-    assert.equal(approved.status, 200, JSON.stringify(approved.body));
-    const done = await until('the verified configuration applied and kept', async () => {
-      const { session: now } = await getSession(person, databaseId, id);
-      return now.state === 'done' || now.state === 'failed' ? now : null;
-    }, 30_000);
-    assert.equal(done.state, 'done', done.message ?? '');
-    assert.match(done.message ?? '', /^the verified configuration \(iteration \d+; runtime −/);
-    const now = await settings(Object.keys(best.config));
-    for (const [name, value] of Object.entries(best.config)) {
-      const actual = now.get(name);
-      if (typeof value === 'number') assert.ok(Math.abs(Number(actual) - value) <= 1e-6 * Math.max(1, value), `${name}: pg_settings ${actual}, best ${value}`);
-      else assert.equal(actual, value, name);
-    }
-    console.log(`whole test: ${((Date.now() - began) / 1000).toFixed(1)} s`);
-  });
+      const approved = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/tuning-sessions/${id}/approve`);
+      assert.equal(approved.status, 200, JSON.stringify(approved.body));
+      const done = await until(
+        'the verified configuration applied and kept',
+        async () => {
+          const { session: now } = await getTuningSession(person, databaseId, id);
+          return now.state === 'done' || now.state === 'failed' ? now : null;
+        },
+        30_000,
+      );
+      assert.equal(done.state, 'done', done.message ?? '');
+      assert.match(done.message ?? '', /^the verified configuration \(iteration \d+; runtime −/);
+      const now = await settings(Object.keys(best.config));
+      for (const [name, value] of Object.entries(best.config)) {
+        const actual = now.get(name);
+        if (typeof value === 'number')
+          assert.ok(Math.abs(Number(actual) - value) <= 1e-6 * Math.max(1, value), `${name}: pg_settings ${actual}, best ${value}`);
+        else assert.equal(actual, value, name);
+      }
+      console.log(`whole test: ${((Date.now() - began) / 1000).toFixed(1)} s`);
+    },
+  );
 });

@@ -22,7 +22,12 @@ function dirWith(yaml?: string): string {
   return dir;
 }
 
-const TUNER = ['tuner:', '  server_url: http://127.0.0.1:9', '  api_key: tk_config_fault_0123456789ab', '  database_id: 0b7c2c44-7d7e-4e0b-9b7e-3c4c1f2a9d10'];
+const TUNER = [
+  'tuner:',
+  '  server_url: http://127.0.0.1:9',
+  '  api_key: tk_config_fault_0123456789ab',
+  '  database_id: 0b7c2c44-7d7e-4e0b-9b7e-3c4c1f2a9d10',
+];
 
 async function agent(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<AgentRun> {
   const run = await runAgent(args, { cwd, env, timeoutMs: 60_000 });
@@ -32,17 +37,44 @@ async function agent(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): 
 
 /** Connection strings as people type them, each with the secret it must never show. */
 const SECRET_FORMS: Array<{ form: string; value: string; secret: string }> = [
-  { form: 'libpq keyword/value', value: 'host=127.0.0.1 port=5432 user=agent_user password=kw-Secret-41 dbname=postgres', secret: 'kw-Secret-41' },
-  { form: 'libpq keyword/value, quoted with a space', value: "host=127.0.0.1 user=agent_user password='quoted Secret 42' dbname=postgres", secret: 'Secret 42' },
-  { form: 'libpq keyword/value, spaces around =', value: 'host=127.0.0.1 user=agent_user password = spaced-Secret-43 dbname=postgres', secret: 'spaced-Secret-43' },
-  { form: 'a URL whose password has a space, in a URL that is not valid', value: 'postgresql://agent_user:pass word-Secret-44@127.0.0.1:5432:x/postgres', secret: 'word-Secret-44' },
-  { form: 'a URL whose password has a space, of another scheme', value: 'mysql://agent_user:pass word-Secret-45@127.0.0.1/postgres', secret: 'word-Secret-45' },
-  { form: 'a password in the query string', value: 'mysql://agent_user@127.0.0.1/postgres?sslmode=disable&password=query-Secret-46', secret: 'query-Secret-46' },
+  {
+    form: 'libpq keyword/value',
+    value: 'host=127.0.0.1 port=5432 user=agent_user password=kw-Secret-41 dbname=postgres',
+    secret: 'kw-Secret-41',
+  },
+  {
+    form: 'libpq keyword/value, quoted with a space',
+    value: "host=127.0.0.1 user=agent_user password='quoted Secret 42' dbname=postgres",
+    secret: 'Secret 42',
+  },
+  {
+    form: 'libpq keyword/value, spaces around =',
+    value: 'host=127.0.0.1 user=agent_user password = spaced-Secret-43 dbname=postgres',
+    secret: 'spaced-Secret-43',
+  },
+  {
+    form: 'a URL whose password has a space, in a URL that is not valid',
+    value: 'postgresql://agent_user:pass word-Secret-44@127.0.0.1:5432:x/postgres',
+    secret: 'word-Secret-44',
+  },
+  {
+    form: 'a URL whose password has a space, of another scheme',
+    value: 'mysql://agent_user:pass word-Secret-45@127.0.0.1/postgres',
+    secret: 'word-Secret-45',
+  },
+  {
+    form: 'a password in the query string',
+    value: 'mysql://agent_user@127.0.0.1/postgres?sslmode=disable&password=query-Secret-46',
+    secret: 'query-Secret-46',
+  },
 ];
 
 for (const { form, value, secret } of SECRET_FORMS) {
   test(`connection_url as ${form}: refused with exit 2, the password nowhere`, async () => {
-    const fromFile = await agent(dirWith(['postgresql:', `  connection_url: ${JSON.stringify(value)}`, ...TUNER, ''].join('\n')), ['--local', '--check']);
+    const fromFile = await agent(dirWith(['postgresql:', `  connection_url: ${JSON.stringify(value)}`, ...TUNER, ''].join('\n')), [
+      '--local',
+      '--check',
+    ]);
     assert.equal(fromFile.code, 2, fromFile.stderr);
     assert.match(fromFile.stderr, /postgresql\.connection_url: expected a URL/);
     const fromEnv = await agent(dirWith(), ['--local', '--check'], { AGENT_POSTGRESQL_CONNECTION_URL: value });
@@ -53,7 +85,17 @@ for (const { form, value, secret } of SECRET_FORMS) {
 }
 
 test('a server_url with credentials is refused at once, with exit 2 and the password nowhere', async () => {
-  const dir = dirWith(['postgresql:', '  connection_url: postgresql://agent_user:x@127.0.0.1:9/postgres', 'tuner:', '  server_url: http://tuner:srv-Secret-47@127.0.0.1:9', '  api_key: tk_config_fault_0123456789ab', '  database_id: 0b7c2c44-7d7e-4e0b-9b7e-3c4c1f2a9d10', ''].join('\n'));
+  const dir = dirWith(
+    [
+      'postgresql:',
+      '  connection_url: postgresql://agent_user:x@127.0.0.1:9/postgres',
+      'tuner:',
+      '  server_url: http://tuner:srv-Secret-47@127.0.0.1:9',
+      '  api_key: tk_config_fault_0123456789ab',
+      '  database_id: 0b7c2c44-7d7e-4e0b-9b7e-3c4c1f2a9d10',
+      '',
+    ].join('\n'),
+  );
   const run = await agent(dir, ['--local']);
   assert.equal(run.code, 2, run.stderr);
   assert.match(run.stderr, /tuner\.server_url: .*must not carry a user name or password/);
@@ -70,7 +112,10 @@ test('--config naming a directory is one clear line with exit 2, not a stack tra
 });
 
 test('invalid YAML is reported alone, without a misleading "is missing" line', async () => {
-  const run = await agent(dirWith(['postgresql:', '  connection_url: postgresql://a@b/c', '  include_queries: [true', ...TUNER, ''].join('\n')), ['--local', '--check']);
+  const run = await agent(
+    dirWith(['postgresql:', '  connection_url: postgresql://a@b/c', '  include_queries: [true', ...TUNER, ''].join('\n')),
+    ['--local', '--check'],
+  );
   assert.equal(run.code, 2, run.stderr);
   assert.match(run.stderr, /invalid YAML/);
   assert.doesNotMatch(run.stderr, /is missing/);

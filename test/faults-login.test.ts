@@ -3,8 +3,8 @@
 // 429 and Retry-After; and a flood of other addresses cannot push a blocked one out of memory.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { ConfigError, parseServiceArgs } from '../src/service/config.ts';
-import { LoginThrottle } from '../src/service/http/sessions.ts';
+import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
+import { LoginThrottle } from '../src/service/people/throttle.ts';
 import { ADMIN_PASSWORD, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
 
 const running: Array<{ service: TestService; store: ServiceStore }> = [];
@@ -36,7 +36,10 @@ async function login(base: string, username: string, password: string, headers: 
 function assertThrottled(response: Response, what: string): void {
   assert.equal(response.status, 429, what);
   const retryAfter = Number(response.headers.get('retry-after'));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 15 * 60, `${what}: Retry-After ${response.headers.get('retry-after')}`);
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 15 * 60,
+    `${what}: Retry-After ${response.headers.get('retry-after')}`,
+  );
 }
 
 test('a password sprayed over many usernames from one address is throttled', { timeout: 120_000 }, async () => {
@@ -109,6 +112,10 @@ test('TUNER_TRUST_PROXY trusts only the proxies it names: none, the nearest N, o
   assert.equal(trust('2'), 2);
   assert.deepEqual(trust('10.0.0.5, 10.1.0.0/16, fd00::/8'), ['10.0.0.5', '10.1.0.0/16', 'fd00::/8']);
   for (const bad of ['maybe', '10.0.0.0/33', '99']) {
-    assert.throws(() => parseServiceArgs([], { TUNER_TRUST_PROXY: bad }), (err: Error) => err instanceof ConfigError && /TUNER_TRUST_PROXY: expected false, true/.test(err.message), bad);
+    assert.throws(
+      () => parseServiceArgs([], { TUNER_TRUST_PROXY: bad }),
+      (err: Error) => err instanceof ConfigError && /TUNER_TRUST_PROXY: expected false, true/.test(err.message),
+      bad,
+    );
   }
 });

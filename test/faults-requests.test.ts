@@ -6,7 +6,17 @@ import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 import { ErrorResponseSchema } from '../src/protocol/v1.ts';
 import { reportRequest, startRequest } from './helpers/service-reports.ts';
-import { ADMIN_PASSWORD, AgentClient, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
+import {
+  ADMIN_PASSWORD,
+  AgentClient,
+  PersonClient,
+  STORAGE_KINDS,
+  assertClientError,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
 
 const running: Array<{ service: TestService; store: ServiceStore }> = [];
 
@@ -24,29 +34,51 @@ after(async () => {
   }
 });
 
-function assertError(response: JsonResponse, status: number, code: string, mentions: string): void {
-  assert.equal(response.status, status, JSON.stringify(response.body));
-  const body = ErrorResponseSchema.safeParse(response.body);
-  assert.ok(body.success, `an error body of the protocol: ${JSON.stringify(response.body)}`);
-  assert.equal(body.data.error.code, code);
-  assert.ok(body.data.error.message.includes(mentions), `"${body.data.error.message}" names ${mentions}`);
-}
-
 for (const [i, kind] of STORAGE_KINDS.entries()) {
   test(`text that cannot be stored is refused naming the field (${kind} storage)`, async () => {
     const { service } = running[i]!;
     const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-    assertError(await person.post('/api/manage/databases', { name: 'nul\u0000name', target: 'local' }), 400, 'bad_request', 'body.name');
-    assertError(await person.post('/api/manage/databases', { name: 'lone \ud800 surrogate', target: 'local' }), 400, 'bad_request', 'body.name');
+    assertClientError(
+      await person.post('/api/manage/databases', { name: 'nul\u0000name', target: 'local' }),
+      400,
+      'bad_request',
+      'body.name',
+    );
+    assertClientError(
+      await person.post('/api/manage/databases', { name: 'lone \ud800 surrogate', target: 'local' }),
+      400,
+      'bad_request',
+      'body.name',
+    );
     const { databaseId, apiKey } = await person.createDatabase('storable');
-    assertError(await person.post(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '64MB\u0000' } }), 400, 'bad_request', 'body.values.work_mem');
-    assertError(await person.post(`/api/manage/databases/${databaseId}/keys`, { label: 'key \udc00' }), 400, 'bad_request', 'body.label');
+    assertClientError(
+      await person.post(`/api/manage/databases/${databaseId}/commands`, { kind: 'apply', values: { work_mem: '64MB\u0000' } }),
+      400,
+      'bad_request',
+      'body.values.work_mem',
+    );
+    assertClientError(
+      await person.post(`/api/manage/databases/${databaseId}/keys`, { label: 'key \udc00' }),
+      400,
+      'bad_request',
+      'body.label',
+    );
 
     const agent = new AgentClient(service.url, databaseId, apiKey);
     const lease = (await agent.start<{ leaseId: string }>(startRequest())).body.leaseId;
     const event = { at: new Date().toISOString(), level: 'info' as const, code: 'x', message: 'ok' };
-    assertError(await agent.report(reportRequest(lease, 0, { events: [event, { ...event, message: 'a lone \ud800 surrogate' }] })), 400, 'bad_request', 'body.events[1].message');
-    assertError(await agent.report(reportRequest(lease, 0, { events: [{ ...event, code: '\udfff' }] })), 400, 'bad_request', 'body.events[0].code');
+    assertClientError(
+      await agent.report(reportRequest(lease, 0, { events: [event, { ...event, message: 'a lone \ud800 surrogate' }] })),
+      400,
+      'bad_request',
+      'body.events[1].message',
+    );
+    assertClientError(
+      await agent.report(reportRequest(lease, 0, { events: [{ ...event, code: '\udfff' }] })),
+      400,
+      'bad_request',
+      'body.events[0].code',
+    );
     assert.equal((await agent.report(reportRequest(lease, 0, { events: [{ ...event, message: 'a pair 😀 is fine' }] }))).status, 200);
   });
 
@@ -54,28 +86,34 @@ for (const [i, kind] of STORAGE_KINDS.entries()) {
     const { service } = running[i]!;
     const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
     assert.equal((await person.post('/api/manage/users', { username: `dup-${kind}` })).status, 201);
-    assertError(await person.post('/api/manage/users', { username: `dup-${kind}` }), 409, 'conflict', `dup-${kind}`);
+    assertClientError(await person.post('/api/manage/users', { username: `dup-${kind}` }), 409, 'conflict', `dup-${kind}`);
   });
 }
 
-test('a client too slow to send its request gets a 408 in the protocol error body, at the request timeout', { timeout: 60_000 }, async () => {
-  const store = await createServiceStore('pglite');
-  const service = await startTestService(store, {}, '127.0.0.1:0', { requestTimeoutMs: 2_000 });
-  running.push({ service, store });
-  const { hostname, port } = new URL(service.url);
-  const answer = await new Promise<string>((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let text = '';
-    socket.on('data', (d) => (text += d.toString()));
-    socket.on('close', () => resolve(text));
-    socket.on('error', reject);
-    // Headers, then a tenth of the announced body, then nothing.
-    socket.write('POST /api/manage/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"username"');
-    // Well past the 2 s timeout; far less than Node's default 30 s check of connections.
-    setTimeout(() => reject(new Error(`no answer within 15 s; got so far: ${JSON.stringify(text)}`)), 15_000).unref();
-  });
-  assert.match(answer, /^HTTP\/1\.1 408 /);
-  const body = ErrorResponseSchema.safeParse(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)));
-  assert.ok(body.success, `an error body of the protocol: ${answer}`);
-  assert.match(body.data.error.message, /2 s/);
-});
+test(
+  'a client too slow to send its request gets a 408 in the protocol error body, at the request timeout',
+  { timeout: 60_000 },
+  async () => {
+    const store = await createServiceStore('pglite');
+    const service = await startTestService(store, {}, '127.0.0.1:0', { requestTimeoutMs: 2_000 });
+    running.push({ service, store });
+    const { hostname, port } = new URL(service.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+      // Headers, then a tenth of the announced body, then nothing.
+      socket.write(
+        'POST /api/manage/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"username"',
+      );
+      // Well past the 2 s timeout; far less than Node's default 30 s check of connections.
+      setTimeout(() => reject(new Error(`no answer within 15 s; got so far: ${JSON.stringify(text)}`)), 15_000).unref();
+    });
+    assert.match(answer, /^HTTP\/1\.1 408 /);
+    const body = ErrorResponseSchema.safeParse(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)));
+    assert.ok(body.success, `an error body of the protocol: ${answer}`);
+    assert.match(body.data.error.message, /2 s/);
+  },
+);

@@ -11,7 +11,15 @@ import pg from 'pg';
 import { freePort } from '../src/lab/cluster.ts';
 import { readReportBody } from '../src/service/storage/report-body.ts';
 import type { AgentProcess } from './helpers/agent-process.ts';
-import { KNOWN_GOOD, differencesFromKnownGood, liveSetting, startFaultLab, untilKnownGood, type FaultLab, type LabDatabase } from './helpers/faults.ts';
+import {
+  KNOWN_GOOD,
+  differencesFromKnownGood,
+  liveSetting,
+  startFaultLab,
+  untilKnownGood,
+  type FaultLab,
+  type LabDatabase,
+} from './helpers/faults.ts';
 import { until } from './helpers/until.ts';
 import { WRECKING_TRIAL, createWreckableTable, startRangeWorkload, untilRevertedWithin } from './helpers/wrecking-trial.ts';
 
@@ -85,48 +93,65 @@ test('the database id deleted while a trial is applied: the agent returns to kno
   await untilKnownGood(lab.cluster, 5_000);
 });
 
-test('the service down for several report intervals with a trial applied: the guard still watches, and every report of the outage arrives after', { timeout: 300_000 }, async () => {
-  await lab.cluster.sql('DROP TABLE IF EXISTS g');
-  await createWreckableTable(lab.cluster);
-  const workload = await startRangeWorkload(lab.cluster);
-  try {
-    const db = await lab.database('outage');
-    const agent = await runningAgent(db);
-    await until('three reports with the workload in them', async () => (await keptIntervals(db.databaseId)).length >= 3);
+test(
+  'the service down for several report intervals with a trial applied: the guard still watches, and every report of the outage arrives after',
+  { timeout: 300_000 },
+  async () => {
+    await lab.cluster.sql('DROP TABLE IF EXISTS g');
+    await createWreckableTable(lab.cluster);
+    const workload = await startRangeWorkload(lab.cluster);
+    try {
+      const db = await lab.database('outage');
+      const agent = await runningAgent(db);
+      await until('three reports with the workload in them', async () => (await keptIntervals(db.databaseId)).length >= 3);
 
-    const applied = await db.outcome(await db.issue({ kind: 'apply', values: WRECKING_TRIAL, keep: false }));
-    assert.equal(applied.state, 'applied', JSON.stringify(applied.outcome));
-    await lab.stopService();
-    const outageStart = Date.now();
-    // Only the agent is left to notice that queries got slow (it judges windows of 20 calls).
-    await untilRevertedWithin(workload, 100, async () => (await differencesFromKnownGood(lab.cluster)).length === 0);
-    // A few more intervals of outage, with nothing left to watch.
-    await until('five report intervals of outage', () => Promise.resolve(Date.now() - outageStart > 5_000));
-    const outageEnd = Date.now();
-    await lab.startService();
+      const applied = await db.outcome(await db.issue({ kind: 'apply', values: WRECKING_TRIAL, keep: false }));
+      assert.equal(applied.state, 'applied', JSON.stringify(applied.outcome));
+      await lab.stopService();
+      const outageStart = Date.now();
+      // Only the agent is left to notice that queries got slow (it judges windows of 20 calls).
+      await untilRevertedWithin(workload, 100, async () => (await differencesFromKnownGood(lab.cluster)).length === 0);
+      // A few more intervals of outage, with nothing left to watch.
+      await until('five report intervals of outage', () => Promise.resolve(Date.now() - outageStart > 5_000));
+      const outageEnd = Date.now();
+      await lab.startService();
 
-    const breach = await until('the guardrail event to reach the service', async () => (await db.events()).find((e) => e.code === 'guardrail_breach'), 60_000);
-    assert.match(breach.message, /returned to known-good: applied/);
-    // Every interval of the outage was collected on schedule, and delivered in order after it.
-    const kept = await until('the reports of the outage to arrive', async () => {
-      const intervals = await keptIntervals(db.databaseId);
-      return intervals.filter((i) => i.end > outageStart && i.end < outageEnd).length >= 4 ? intervals : null;
-    }, 60_000);
-    const dropped = (await db.events()).filter((e) => e.code === 'reports_dropped');
-    for (let i = 1; i < kept.length; i++) {
-      const gap = kept[i]!.start - kept[i - 1]!.end;
-      assert.ok(gap === 0 || dropped.length > 0, `reports are missing between ${new Date(kept[i - 1]!.end).toISOString()} and ${new Date(kept[i]!.start).toISOString()}, and no reports_dropped event counts them`);
+      const breach = await until(
+        'the guardrail event to reach the service',
+        async () => (await db.events()).find((e) => e.code === 'guardrail_breach'),
+        60_000,
+      );
+      assert.match(breach.message, /returned to known-good: applied/);
+      // Every interval of the outage was collected on schedule, and delivered in order after it.
+      const kept = await until(
+        'the reports of the outage to arrive',
+        async () => {
+          const intervals = await keptIntervals(db.databaseId);
+          return intervals.filter((i) => i.end > outageStart && i.end < outageEnd).length >= 4 ? intervals : null;
+        },
+        60_000,
+      );
+      const dropped = (await db.events()).filter((e) => e.code === 'reports_dropped');
+      for (let i = 1; i < kept.length; i++) {
+        const gap = kept[i]!.start - kept[i - 1]!.end;
+        assert.ok(
+          gap === 0 || dropped.length > 0,
+          `reports are missing between ${new Date(kept[i - 1]!.end).toISOString()} and ${new Date(kept[i]!.start).toISOString()}, and no reports_dropped event counts them`,
+        );
+      }
+      agent.child.kill('SIGTERM');
+      assert.equal(await agent.exited, 0, agent.output());
+    } finally {
+      await workload.stop();
     }
-    agent.child.kill('SIGTERM');
-    assert.equal(await agent.exited, 0, agent.output());
-  } finally {
-    await workload.stop();
-  }
-  await untilKnownGood(lab.cluster, 5_000);
-});
+    await untilKnownGood(lab.cluster, 5_000);
+  },
+);
 
 /** A proxy in front of the service that can answer the next report with an endless body. */
-async function startProxy(target: string): Promise<{ url: string; oversizeNextReport: () => void; oversizedSent: () => number; close: () => Promise<void> }> {
+async function startProxy(
+  target: string,
+): Promise<{ url: string; oversizeNextReport: () => void; oversizedSent: () => number; close: () => Promise<void> }> {
   let armed = false;
   let sent = 0;
   const oversize = (res: ServerResponse) => {
@@ -148,9 +173,17 @@ async function startProxy(target: string): Promise<{ url: string; oversizeNextRe
     const body: Buffer[] = [];
     for await (const part of req) body.push(part as Buffer);
     if (armed && req.url?.endsWith('/reports')) return oversize(res);
-    const headers = Object.fromEntries(['authorization', 'content-type', 'content-encoding', 'user-agent'].filter((h) => req.headers[h]).map((h) => [h, String(req.headers[h])]));
+    const headers = Object.fromEntries(
+      ['authorization', 'content-type', 'content-encoding', 'user-agent']
+        .filter((h) => req.headers[h])
+        .map((h) => [h, String(req.headers[h])]),
+    );
     try {
-      const answer = await fetch(`${target}${req.url}`, { method: req.method!, headers, ...(body.length > 0 && { body: Buffer.concat(body) }) });
+      const answer = await fetch(`${target}${req.url}`, {
+        method: req.method!,
+        headers,
+        ...(body.length > 0 && { body: Buffer.concat(body) }),
+      });
       res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
       res.end(Buffer.from(await answer.arrayBuffer()));
     } catch {
@@ -187,7 +220,10 @@ test('an oversized answer from the service is refused after a bounded read, and 
   const refusedAt = Date.now();
   await db.reportAfter(refusedAt, 60_000);
   const grown = peakRss(agent.pid) - before;
-  assert.ok(grown < 64 * 1024 * 1024, `the agent's peak memory grew by ${Math.round(grown / 2 ** 20)} MB reading an answer of ${proxy.oversizedSent()} MB`);
+  assert.ok(
+    grown < 64 * 1024 * 1024,
+    `the agent's peak memory grew by ${Math.round(grown / 2 ** 20)} MB reading an answer of ${proxy.oversizedSent()} MB`,
+  );
   assert.match(agent.output(), /answered .* larger than/);
   agent.child.kill('SIGTERM');
   assert.equal(await agent.exited, 0, agent.output());

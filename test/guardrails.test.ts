@@ -5,20 +5,44 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/agent/guardrails.ts';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
+import { ZEROS } from './helpers/synthetic-reports.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';
 import { createWreckableTable, guardRevertsWreckingTrial, startRangeWorkload, type RangeWorkload } from './helpers/wrecking-trial.ts';
 
 /** A window with only the fields the guardrails read filled in. */
-function window(w: { calls?: number; runtimeMs?: number | null; seconds?: number; commits?: number; rollbacks?: number; connections?: number; maxConnections?: number }): MetricsReport {
-  const zeros = { calls: 0, plans: null, totalPlanTimeMs: null, totalExecTimeMs: 0, meanExecTimeMs: 0, rows: 0, sharedBlksHit: 0, sharedBlksRead: 0, sharedBlksDirtied: 0, sharedBlksWritten: 0, tempBlksRead: 0, tempBlksWritten: 0, blkReadTimeMs: 0, blkWriteTimeMs: 0, walBytes: null };
-  const total = { xactCommit: w.commits ?? 100, xactRollback: w.rollbacks ?? 0, blksHit: 0, blksRead: 0, tempFiles: 0, tempBytes: 0, deadlocks: 0 };
+function window(w: {
+  calls?: number;
+  runtimeMs?: number | null;
+  seconds?: number;
+  commits?: number;
+  rollbacks?: number;
+  connections?: number;
+  maxConnections?: number;
+}): MetricsReport {
+  const zeros = { calls: 0, totalExecTimeMs: 0, meanExecTimeMs: 0, ...ZEROS };
+  const total = {
+    xactCommit: w.commits ?? 100,
+    xactRollback: w.rollbacks ?? 0,
+    blksHit: 0,
+    blksRead: 0,
+    tempFiles: 0,
+    tempBytes: 0,
+    deadlocks: 0,
+  };
   return {
     version: 1,
     interval: { start: '2026-01-01T00:00:00Z', end: '2026-01-01T00:00:05Z', seconds: w.seconds ?? 5, serverRestarted: false },
-    derived: { calls: w.calls ?? 100, avgQueryRuntimeMs: w.runtimeMs ?? 1, weightedQueryRuntimeMs: w.runtimeMs ?? 1, weightedCoverage: 1, tps: 20, cacheHitRatio: null },
+    derived: {
+      calls: w.calls ?? 100,
+      avgQueryRuntimeMs: w.runtimeMs ?? 1,
+      weightedQueryRuntimeMs: w.runtimeMs ?? 1,
+      weightedCoverage: 1,
+      tps: 20,
+      cacheHitRatio: null,
+    },
     statements: { pgssVersion: '1.10', topN: 0, activeStatements: 0, top: [], other: { statements: 0, ...zeros } },
     evictions: { newEntries: 0, reinitializedEntries: 0, evictedEntries: 0, deallocations: 0, statsReset: false },
     database: { total, databases: [] },
@@ -40,7 +64,10 @@ const memory = (available: number, total: number): TargetMetric[] => [
 ];
 
 test('a runtime far over known-good breaches at once; a moderate one only twice in a row', () => {
-  assert.match(judgeWindow(window({ runtimeMs: 6 }), [], good, 0, false).breaches[0]!, /query runtime 6\.000 ms is 6\.0× the known-good 1\.000 ms/);
+  assert.match(
+    judgeWindow(window({ runtimeMs: 6 }), [], good, 0, false).breaches[0]!,
+    /query runtime 6\.000 ms is 6\.0× the known-good 1\.000 ms/,
+  );
   const first = judgeWindow(window({ runtimeMs: 3 }), [], good, 0, false);
   assert.deepEqual(first, { breaches: [], slow: true });
   assert.equal(judgeWindow(window({ runtimeMs: 3 }), [], good, 0, first.slow).breaches.length, 1);
@@ -53,18 +80,31 @@ test('too few calls are not judged, and nothing is judged against an unknown kno
 });
 
 test('a stuck workload breaches; an idle one does not', () => {
-  assert.match(judgeWindow(window({ calls: 2 }), [], good, 3, false).breaches[0]!, /throughput fell to 0\.4 calls\/s from 20\.0 with 3 queries running/);
+  assert.match(
+    judgeWindow(window({ calls: 2 }), [], good, 3, false).breaches[0]!,
+    /throughput fell to 0\.4 calls\/s from 20\.0 with 3 queries running/,
+  );
   assert.deepEqual(judgeWindow(window({ calls: 2 }), [], good, 0, false).breaches, []);
 });
 
 test('memory, rollbacks and connections each have their own breach', () => {
   const GiB = 2 ** 30;
-  assert.match(judgeWindow(window({}), memory(0.2 * GiB, 16 * GiB), good, 0, false).breaches[0]!, /available memory 205 MB is below the floor of 819 MB/);
+  assert.match(
+    judgeWindow(window({}), memory(0.2 * GiB, 16 * GiB), good, 0, false).breaches[0]!,
+    /available memory 205 MB is below the floor of 819 MB/,
+  );
   assert.deepEqual(judgeWindow(window({}), memory(4 * GiB, 16 * GiB), good, 0, false).breaches, []);
-  assert.match(judgeWindow(window({ commits: 50, rollbacks: 50 }), [], good, 0, false).breaches[0]!, /50 % of transactions rolled back, known-good 0 %/);
+  assert.match(
+    judgeWindow(window({ commits: 50, rollbacks: 50 }), [], good, 0, false).breaches[0]!,
+    /50 % of transactions rolled back, known-good 0 %/,
+  );
   assert.deepEqual(judgeWindow(window({ commits: 5, rollbacks: 5 }), [], good, 0, false).breaches, [], 'too few rollbacks to judge');
   assert.match(judgeWindow(window({ connections: 97 }), [], good, 0, false).breaches[0]!, /connections at 97 % of max_connections/);
-  assert.deepEqual(judgeWindow(window({ connections: 97 }), [], { ...good, connectionShare: 0.96 }, 0, false).breaches, [], 'already saturated under known-good');
+  assert.deepEqual(
+    judgeWindow(window({ connections: 97 }), [], { ...good, connectionShare: 0.96 }, 0, false).breaches,
+    [],
+    'already saturated under known-good',
+  );
 });
 
 // A live trial: a planner-cost configuration that turns an index lookup into a full scan.
@@ -75,7 +115,10 @@ let workload: RangeWorkload | undefined;
 
 before(async () => {
   cluster = await startCluster();
-  for (const statement of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(statement);
+  for (const statement of localGrantsSql('agent_user')
+    .split('\n')
+    .filter((l) => l.startsWith('GRANT')))
+    await cluster.sql(statement);
   await createWreckableTable(cluster);
   db = await connectDb(cluster.agentUrl);
   dir = mkdtempSync(join(tmpdir(), 'tuner-guard-'));

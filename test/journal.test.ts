@@ -47,7 +47,12 @@ test('a reopened journal with a change in flight needs recovery; a finished acce
 test('a configuration applied but never accepted needs recovery after a restart of the agent', () => {
   const dir = tempDir();
   const journal = Journal.open(dir, TARGET);
-  journal.beginChange('trial', { random_page_cost: { set: false } }, { random_page_cost: { set: true, value: '1.1' } }, { random_page_cost: '4' });
+  journal.beginChange(
+    'trial',
+    { random_page_cost: { set: false } },
+    { random_page_cost: { set: true, value: '1.1' } },
+    { random_page_cost: '4' },
+  );
   journal.finishChange(false);
   assert.equal(Journal.open(dir, TARGET).needsRecovery(), true);
   journal.acceptApplied();
@@ -67,7 +72,10 @@ test('a corrupt journal is refused and left untouched', () => {
   const dir = tempDir();
   const path = join(dir, JOURNAL_FILE_NAME);
   writeFileSync(path, '{"version": 1, "target": ');
-  assert.throws(() => Journal.open(dir, TARGET), (err: unknown) => err instanceof JournalError && /is not valid JSON/.test(err.message) && /left as it is/.test(err.message));
+  assert.throws(
+    () => Journal.open(dir, TARGET),
+    (err: unknown) => err instanceof JournalError && /is not valid JSON/.test(err.message) && /left as it is/.test(err.message),
+  );
   assert.equal(readFileSync(path, 'utf8'), '{"version": 1, "target": ');
   writeFileSync(path, JSON.stringify({ version: 1, target: TARGET }));
   assert.throws(() => Journal.open(dir, TARGET), /is not a tuner-agent journal \(baseline: /);

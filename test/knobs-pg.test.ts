@@ -35,7 +35,9 @@ let rows: Record<string, PgSettingRow>;
 
 async function readSettings(): Promise<Record<string, PgSettingRow>> {
   return settingsByName(
-    await cluster.sql<PgSettingRow>('SELECT name, setting, unit, context, vartype, min_val, max_val, enumvals, pending_restart FROM pg_settings'),
+    await cluster.sql<PgSettingRow>(
+      'SELECT name, setting, unit, context, vartype, min_val, max_val, enumvals, pending_restart FROM pg_settings',
+    ),
   );
 }
 
@@ -80,7 +82,10 @@ describe('catalog against pg_settings (PostgreSQL 15)', () => {
       for (const m of MACHINES) {
         for (const target of k.targets) {
           const b = k.bounds(m, target);
-          assert.ok(b.min >= lo && b.max <= hi, `${k.name} on ${m.memoryBytes / GiB} GiB/${m.vcpus} (${target}): ${b.min}..${b.max} not within ${lo}..${hi}`);
+          assert.ok(
+            b.min >= lo && b.max <= hi,
+            `${k.name} on ${m.memoryBytes / GiB} GiB/${m.vcpus} (${target}): ${b.min}..${b.max} not within ${lo}..${hi}`,
+          );
         }
       }
     }
@@ -90,14 +95,41 @@ describe('catalog against pg_settings (PostgreSQL 15)', () => {
 // Knobs outside the catalog, only to compare the parser with PostgreSQL's on the units no
 // user-context catalog knob has (ms, s).
 function probe(name: string, type: 'integer' | 'real', unit: NumericKnob['unit']): NumericKnob {
-  return { name, type, unit, context: 'user', apply: 'reload', targets: ['local'], scale: 'linear', summary: 'test probe', bounds: () => ({ min: 0, max: 0 }) };
+  return {
+    name,
+    type,
+    unit,
+    context: 'user',
+    apply: 'reload',
+    targets: ['local'],
+    scale: 'linear',
+    summary: 'test probe',
+    bounds: () => ({ min: 0, max: 0 }),
+  };
 }
 
 describe('the parser agrees with PostgreSQL', () => {
   test('values PostgreSQL accepts parse to the number it shows', async () => {
     const cases: Array<[Knob, string]> = [];
     const catalogKnob = (name: string) => KNOBS.find((k) => k.name === name)!;
-    for (const v of ['64MB', '1GB', '512kB', '4096', '4096 kB', ' 1.5MB ', '64.5kB', '65.5kB', '66048B', '66560B', '1.0001GB', '1e4', '1e4kB', '+4096', '1TB', '0.3GB'])
+    for (const v of [
+      '64MB',
+      '1GB',
+      '512kB',
+      '4096',
+      '4096 kB',
+      ' 1.5MB ',
+      '64.5kB',
+      '65.5kB',
+      '66048B',
+      '66560B',
+      '1.0001GB',
+      '1e4',
+      '1e4kB',
+      '+4096',
+      '1TB',
+      '0.3GB',
+    ])
       cases.push([catalogKnob('work_mem'), v]);
     for (const v of ['100kB', '104kB', '1MB', '12.5', '13.5', '1.7GB', '3.3MB', '8kB', '12289B'])
       cases.push([catalogKnob('effective_cache_size'), v]);
@@ -211,7 +243,11 @@ describe('formatForAlterSystem round-trips through pg_settings', () => {
         for (const [knob, value] of values) {
           const row = after[knob.name]!;
           assert.equal(row.pending_restart, false, `${knob.name} is pending a restart`);
-          assert.equal(parseSetting(knob, row), value, `${knob.name}: set ${formatForAlterSystem(knob, value)}, pg_settings shows ${row.setting}`);
+          assert.equal(
+            parseSetting(knob, row),
+            value,
+            `${knob.name}: set ${formatForAlterSystem(knob, value)}, pg_settings shows ${row.setting}`,
+          );
         }
         await cluster.sql('ALTER SYSTEM RESET ALL');
       });
@@ -220,11 +256,19 @@ describe('formatForAlterSystem round-trips through pg_settings', () => {
 });
 
 describe('validateChange on a real server', () => {
-  test("a validated change applied with its literals reads back as the validated values", async () => {
+  test('a validated change applied with its literals reads back as the validated values', async () => {
     await cluster.restart(); // back to defaults after the round-trips above
     const settings = await readSettings();
     const machine: Machine = { memoryBytes: 16 * GiB, vcpus: 4 };
-    const change = { work_mem: '48MB', random_page_cost: '1.1', max_wal_size: '3GB', bgwriter_delay: '150ms', jit: 'off', effective_io_concurrency: 200, checkpoint_timeout: '15min' };
+    const change = {
+      work_mem: '48MB',
+      random_page_cost: '1.1',
+      max_wal_size: '3GB',
+      bgwriter_delay: '150ms',
+      jit: 'off',
+      effective_io_concurrency: 200,
+      checkpoint_timeout: '15min',
+    };
     const verdict = validateChange(change, { machine, mode: 'reload-only', target: 'local', settings });
     assert.ok(verdict.ok, verdict.ok ? '' : verdict.errors.join('\n'));
     const byKnob = new Map(verdict.entries.map((e) => [KNOBS.find((k) => k.name === e.name)!, e.value] as const));
@@ -243,8 +287,14 @@ describe('validateChange on a real server', () => {
 
   test('restart knobs in reload-only mode are refused against the real contexts', async () => {
     const settings = await readSettings();
-    const r = validateChange({ shared_buffers: '256MB', max_worker_processes: 12, wal_buffers: '16MB' }, { machine: { memoryBytes: 16 * GiB, vcpus: 4 }, mode: 'reload-only', target: 'local', settings });
+    const r = validateChange(
+      { shared_buffers: '256MB', max_worker_processes: 12, wal_buffers: '16MB' },
+      { machine: { memoryBytes: 16 * GiB, vcpus: 4 }, mode: 'reload-only', target: 'local', settings },
+    );
     assert.ok(!r.ok);
-    assert.deepEqual(r.problems.map((p) => p.code), ['needs-restart', 'needs-restart', 'needs-restart']);
+    assert.deepEqual(
+      r.problems.map((p) => p.code),
+      ['needs-restart', 'needs-restart', 'needs-restart'],
+    );
   });
 });

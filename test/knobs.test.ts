@@ -3,10 +3,11 @@
 // the same catalog and parser against a real server.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { pg15Settings } from './helpers/pg15-settings.ts';
 import {
   catalogFor,
   checkContexts,
-  CLOUD_B_KNOBS,
+  MANAGED_B_FLEX_KNOBS,
   formatForAlterSystem,
   formatQuantity,
   getKnob,
@@ -23,7 +24,6 @@ import {
   type Knob,
   type Machine,
   type NumericKnob,
-  type PgSettingRow,
   type TargetKind,
   type TuningMode,
   type ValidationContext,
@@ -49,52 +49,8 @@ function numeric(name: string): NumericKnob {
   return k;
 }
 
-// ---- pg_settings rows like a fresh PostgreSQL 15 ----
-
-type Row = [name: string, setting: string, unit: string | null, context: string, vartype: string, min: string | null, max: string | null, enumvals?: string[]];
-const PG15: Row[] = [
-  ['shared_buffers', '16384', '8kB', 'postmaster', 'integer', '16', '1073741823'],
-  ['work_mem', '4096', 'kB', 'user', 'integer', '64', '2147483647'],
-  ['maintenance_work_mem', '65536', 'kB', 'user', 'integer', '1024', '2147483647'],
-  ['effective_cache_size', '524288', '8kB', 'user', 'integer', '1', '2147483647'],
-  ['wal_buffers', '512', '8kB', 'postmaster', 'integer', '-1', '262143'],
-  ['max_worker_processes', '8', null, 'postmaster', 'integer', '0', '262143'],
-  ['max_parallel_workers', '8', null, 'user', 'integer', '0', '1024'],
-  ['max_parallel_workers_per_gather', '2', null, 'user', 'integer', '0', '1024'],
-  ['max_parallel_maintenance_workers', '2', null, 'user', 'integer', '0', '1024'],
-  ['random_page_cost', '4', null, 'user', 'real', '0', '1.79769e+308'],
-  ['seq_page_cost', '1', null, 'user', 'real', '0', '1.79769e+308'],
-  ['effective_io_concurrency', '1', null, 'user', 'integer', '0', '1000'],
-  ['default_statistics_target', '100', null, 'user', 'integer', '1', '10000'],
-  ['jit', 'on', null, 'user', 'bool', null, null],
-  ['max_wal_size', '1024', 'MB', 'sighup', 'integer', '2', '2147483647'],
-  ['min_wal_size', '80', 'MB', 'sighup', 'integer', '2', '2147483647'],
-  ['checkpoint_completion_target', '0.9', null, 'sighup', 'real', '0', '1'],
-  ['checkpoint_timeout', '300', 's', 'sighup', 'integer', '30', '86400'],
-  ['wal_writer_delay', '200', 'ms', 'sighup', 'integer', '1', '10000'],
-  ['wal_compression', 'off', null, 'superuser', 'enum', null, null, ['pglz', 'lz4', 'zstd', 'on', 'off']],
-  ['bgwriter_delay', '200', 'ms', 'sighup', 'integer', '10', '10000'],
-  ['bgwriter_lru_maxpages', '100', null, 'sighup', 'integer', '0', '1073741823'],
-  ['bgwriter_lru_multiplier', '2', null, 'sighup', 'real', '0', '10'],
-  ['max_connections', '100', null, 'postmaster', 'integer', '1', '262143'],
-  ['autovacuum_max_workers', '3', null, 'postmaster', 'integer', '1', '262143'],
-  ['autovacuum_work_mem', '-1', 'kB', 'sighup', 'integer', '-1', '2147483647'],
-  ['wal_segment_size', '16777216', 'B', 'internal', 'integer', '1048576', '1073741824'],
-  ['server_version_num', '150020', null, 'internal', 'integer', '150020', '150020'],
-  ['fsync', 'on', null, 'sighup', 'bool', null, null],
-  ['enable_seqscan', 'on', null, 'user', 'bool', null, null],
-];
-
-function settings(overrides: Record<string, Partial<PgSettingRow>> = {}): Record<string, PgSettingRow> {
-  const out: Record<string, PgSettingRow> = {};
-  for (const [name, setting, unit, context, vartype, min_val, max_val, enumvals] of PG15) {
-    out[name] = { name, setting, unit, context, vartype, min_val, max_val, enumvals: enumvals ?? null, ...overrides[name] };
-  }
-  return out;
-}
-
 function ctx(over: Partial<ValidationContext> = {}): ValidationContext {
-  return { machine: M16, mode: 'restart', target: 'local', settings: settings(), ...over };
+  return { machine: M16, mode: 'restart', target: 'local', settings: pg15Settings(), ...over };
 }
 
 function refused(result: ValidationResult) {
@@ -128,13 +84,29 @@ describe('catalog', () => {
 
   test("Cloud B's list is exactly the spec's 13 reload-only parameters", () => {
     const spec = [
-      'work_mem', 'random_page_cost', 'seq_page_cost', 'checkpoint_completion_target', 'effective_io_concurrency',
-      'max_parallel_workers_per_gather', 'max_parallel_workers', 'max_wal_size', 'min_wal_size', 'bgwriter_lru_maxpages',
-      'bgwriter_delay', 'default_statistics_target', 'max_parallel_maintenance_workers',
+      'work_mem',
+      'random_page_cost',
+      'seq_page_cost',
+      'checkpoint_completion_target',
+      'effective_io_concurrency',
+      'max_parallel_workers_per_gather',
+      'max_parallel_workers',
+      'max_wal_size',
+      'min_wal_size',
+      'bgwriter_lru_maxpages',
+      'bgwriter_delay',
+      'default_statistics_target',
+      'max_parallel_maintenance_workers',
     ];
-    assert.deepEqual([...CLOUD_B_KNOBS].sort(), [...spec].sort());
+    assert.deepEqual([...MANAGED_B_FLEX_KNOBS].sort(), [...spec].sort());
     for (const mode of ['reload-only', 'restart'] as TuningMode[]) {
-      assert.deepEqual(catalogFor('managed-b-flex', mode).map((k) => k.name).sort(), [...spec].sort(), mode);
+      assert.deepEqual(
+        catalogFor('managed-b-flex', mode)
+          .map((k) => k.name)
+          .sort(),
+        [...spec].sort(),
+        mode,
+      );
     }
     for (const name of spec) assert.equal(knob(name).apply, 'reload', name);
   });
@@ -143,7 +115,10 @@ describe('catalog', () => {
     for (const target of TARGET_KINDS) {
       const reload = catalogFor(target, 'reload-only');
       const restart = catalogFor(target, 'restart');
-      assert.ok(reload.every((k) => k.apply === 'reload'), target);
+      assert.ok(
+        reload.every((k) => k.apply === 'reload'),
+        target,
+      );
       for (const k of reload) assert.ok(restart.includes(k), `${target}: ${k.name}`);
       for (const k of restart) assert.ok(k.targets.includes(target));
     }
@@ -157,7 +132,18 @@ describe('catalog', () => {
 
   test('Aurora gets no checkpoint, background writer or WAL-size knobs: its storage layer does that work', () => {
     const aurora = catalogFor('managed-a-cluster', 'restart').map((k) => k.name);
-    for (const name of ['max_wal_size', 'min_wal_size', 'checkpoint_completion_target', 'checkpoint_timeout', 'bgwriter_delay', 'bgwriter_lru_maxpages', 'bgwriter_lru_multiplier', 'wal_buffers', 'wal_writer_delay', 'wal_compression']) {
+    for (const name of [
+      'max_wal_size',
+      'min_wal_size',
+      'checkpoint_completion_target',
+      'checkpoint_timeout',
+      'bgwriter_delay',
+      'bgwriter_lru_maxpages',
+      'bgwriter_lru_multiplier',
+      'wal_buffers',
+      'wal_writer_delay',
+      'wal_compression',
+    ]) {
       assert.ok(!aurora.includes(name), name);
     }
     for (const name of ['shared_buffers', 'work_mem', 'max_worker_processes', 'random_page_cost']) assert.ok(aurora.includes(name), name);
@@ -221,12 +207,42 @@ describe('catalog', () => {
 describe('never-touch list', () => {
   test('covers durability, security, logging and app-visible settings, case-insensitively', () => {
     const must = [
-      'fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'archive_mode', 'archive_command', 'archive_library',
-      'restore_command', 'shared_preload_libraries', 'local_preload_libraries', 'session_preload_libraries', 'wal_level', 'ssl',
-      'ssl_cert_file', 'ssl_min_protocol_version', 'password_encryption', 'hba_file', 'ident_file', 'data_directory', 'config_file',
-      'listen_addresses', 'port', 'log_min_duration_statement', 'log_statement', 'max_connections', 'zero_damaged_pages',
-      'ignore_checksum_failure', 'allow_system_table_mods', 'FSYNC', 'Log_Statement', 'pg_stat_statements.track', 'autovacuum',
-      'session_replication_role', 'recovery_target_time', 'primary_conninfo', 'DateStyle',
+      'fsync',
+      'synchronous_commit',
+      'full_page_writes',
+      'wal_sync_method',
+      'archive_mode',
+      'archive_command',
+      'archive_library',
+      'restore_command',
+      'shared_preload_libraries',
+      'local_preload_libraries',
+      'session_preload_libraries',
+      'wal_level',
+      'ssl',
+      'ssl_cert_file',
+      'ssl_min_protocol_version',
+      'password_encryption',
+      'hba_file',
+      'ident_file',
+      'data_directory',
+      'config_file',
+      'listen_addresses',
+      'port',
+      'log_min_duration_statement',
+      'log_statement',
+      'max_connections',
+      'zero_damaged_pages',
+      'ignore_checksum_failure',
+      'allow_system_table_mods',
+      'FSYNC',
+      'Log_Statement',
+      'pg_stat_statements.track',
+      'autovacuum',
+      'session_replication_role',
+      'recovery_target_time',
+      'primary_conninfo',
+      'DateStyle',
     ];
     for (const name of must) assert.ok(isNeverTouch(name), name);
     for (const name of ['work_mem', 'lo_compat_privileges_x', 'wal_compression', 'jit']) {
@@ -350,7 +366,7 @@ describe('value parsing', () => {
   });
 
   test('parseSetting reads pg_settings rows and refuses a row that is not the knob it expects', () => {
-    const rows = settings();
+    const rows = pg15Settings();
     assert.equal(parseSetting(knob('shared_buffers'), rows['shared_buffers']!), 16384);
     assert.equal(parseSetting(knob('random_page_cost'), rows['random_page_cost']!), 4);
     assert.equal(parseSetting(knob('jit'), rows['jit']!), 'on');
@@ -373,9 +389,19 @@ describe('value parsing', () => {
 describe('validateChange', () => {
   test('a good change passes with normalized values, restart flags and the current values', () => {
     const r = accepted(
-      validateChange({ work_mem: '64MB', shared_buffers: '2GB', random_page_cost: '1.1', jit: 'off', Max_Wal_Size: '4GB', wal_compression: 'on' }, ctx()),
+      validateChange(
+        { work_mem: '64MB', shared_buffers: '2GB', random_page_cost: '1.1', jit: 'off', Max_Wal_Size: '4GB', wal_compression: 'on' },
+        ctx(),
+      ),
     );
-    assert.deepEqual(r.values, { work_mem: 65536, shared_buffers: 262144, random_page_cost: 1.1, jit: 'off', max_wal_size: 4096, wal_compression: 'pglz' });
+    assert.deepEqual(r.values, {
+      work_mem: 65536,
+      shared_buffers: 262144,
+      random_page_cost: 1.1,
+      jit: 'off',
+      max_wal_size: 4096,
+      wal_compression: 'pglz',
+    });
     assert.equal(r.needsRestart, true);
     const byName = Object.fromEntries(r.entries.map((e) => [e.name, e]));
     assert.equal(byName['shared_buffers']?.restart, true);
@@ -416,17 +442,31 @@ describe('validateChange', () => {
   test('every bad entry gets its own error', () => {
     const r = refused(validateChange({ work_mem: '40GB', fsync: 'off', nonsense: 1, random_page_cost: 'abc', jit: 'maybe' }, ctx()));
     assert.equal(r.errors.length, 4 + 1);
-    assert.deepEqual(r.problems.map((p) => p.knobs[0]), ['work_mem', 'fsync', 'nonsense', 'random_page_cost', 'jit']);
+    assert.deepEqual(
+      r.problems.map((p) => p.knobs[0]),
+      ['work_mem', 'fsync', 'nonsense', 'random_page_cost', 'jit'],
+    );
   });
 
   test('never-touch names are refused with their own message, however they are spelled', () => {
-    for (const [name, value] of [['fsync', 'off'], ['FSYNC', 'off'], ['synchronous_commit', 'off'], ['ssl_ciphers', 'ALL'], ['log_statement', 'all'], ['max_connections', 1000], ['archive_command', 'rm -rf /']] as const) {
+    for (const [name, value] of [
+      ['fsync', 'off'],
+      ['FSYNC', 'off'],
+      ['synchronous_commit', 'off'],
+      ['ssl_ciphers', 'ALL'],
+      ['log_statement', 'all'],
+      ['max_connections', 1000],
+      ['archive_command', 'rm -rf /'],
+    ] as const) {
       const r = refused(validateChange({ [name]: value }, ctx()));
       assert.equal(r.problems[0]?.code, 'never-touch', name);
       assert.match(r.errors[0]!, new RegExp(`^${name} = .* refused: ${name.toLowerCase()} is never changed by the agent`), r.errors[0]);
     }
     const unknown = refused(validateChange({ enable_seqscan: 'off', made_up: 3 }, ctx()));
-    assert.deepEqual(unknown.problems.map((p) => p.code), ['unknown-knob', 'unknown-knob']);
+    assert.deepEqual(
+      unknown.problems.map((p) => p.code),
+      ['unknown-knob', 'unknown-knob'],
+    );
     assert.match(unknown.errors[0]!, /enable_seqscan is a PostgreSQL parameter but not one the agent tunes/);
     assert.match(unknown.errors[1]!, /made_up is not a parameter the agent knows/);
   });
@@ -443,15 +483,18 @@ describe('validateChange', () => {
     const r = refused(validateChange({ shared_buffers: '1GB', work_mem: '8MB' }, ctx({ mode: 'reload-only' })));
     assert.equal(r.errors.length, 1);
     assert.equal(r.problems[0]?.code, 'needs-restart');
-    assert.match(r.errors[0]!, /shared_buffers = 1GB refused: shared_buffers needs a server restart \(context 'postmaster'\) and the tuning mode is reload-only/);
+    assert.match(
+      r.errors[0]!,
+      /shared_buffers = 1GB refused: shared_buffers needs a server restart \(context 'postmaster'\) and the tuning mode is reload-only/,
+    );
     // A Cloud B server that reported a reload knob as postmaster: restart mode does not exist there.
-    const b = settings({ bgwriter_delay: { context: 'postmaster' } });
+    const b = pg15Settings({ bgwriter_delay: { context: 'postmaster' } });
     const rb = refused(validateChange({ bgwriter_delay: 100 }, ctx({ target: 'managed-b-flex', mode: 'restart', settings: b })));
     assert.match(rb.errors[0]!, /managed-b-flex supports reload-only tuning/);
   });
 
   test("the server's context wins when it is stricter, and checkContexts reports the disagreement", () => {
-    const s = settings({ work_mem: { context: 'postmaster' }, max_wal_size: { context: 'user' } });
+    const s = pg15Settings({ work_mem: { context: 'postmaster' }, max_wal_size: { context: 'user' } });
     const r = refused(validateChange({ work_mem: '8MB' }, ctx({ mode: 'reload-only', settings: s })));
     assert.match(r.errors[0]!, /this server reports context 'postmaster' \(the catalog says 'user'\)/);
     const restart = accepted(validateChange({ work_mem: '8MB', max_wal_size: '2GB' }, ctx({ mode: 'restart', settings: s })));
@@ -459,30 +502,39 @@ describe('validateChange', () => {
     assert.equal(restart.entries.find((e) => e.name === 'max_wal_size')?.restart, false);
 
     const d = checkContexts(s);
-    assert.deepEqual(d.map((x) => [x.name, x.serverContext, x.apply]), [
-      ['work_mem', 'postmaster', 'restart'],
-      ['max_wal_size', 'user', 'reload'],
-    ]);
-    assert.deepEqual(checkContexts(settings()), []);
+    assert.deepEqual(
+      d.map((x) => [x.name, x.serverContext, x.apply]),
+      [
+        ['work_mem', 'postmaster', 'restart'],
+        ['max_wal_size', 'user', 'reload'],
+      ],
+    );
+    assert.deepEqual(checkContexts(pg15Settings()), []);
 
-    const internal = refused(validateChange({ work_mem: '8MB' }, ctx({ settings: settings({ work_mem: { context: 'internal' } }) })));
+    const internal = refused(validateChange({ work_mem: '8MB' }, ctx({ settings: pg15Settings({ work_mem: { context: 'internal' } }) })));
     assert.match(internal.errors[0]!, /cannot be set/);
   });
 
   test("values outside pg_settings' min_val/max_val or enumvals are refused", () => {
     // A platform without posix_fadvise allows effective_io_concurrency = 0 only.
-    const s = settings({ effective_io_concurrency: { max_val: '0' }, wal_compression: { enumvals: ['pglz', 'on', 'off'] } });
+    const s = pg15Settings({ effective_io_concurrency: { max_val: '0' }, wal_compression: { enumvals: ['pglz', 'on', 'off'] } });
     const r = refused(validateChange({ effective_io_concurrency: 200, wal_compression: 'zstd' }, ctx({ settings: s })));
-    assert.deepEqual(r.problems.map((p) => p.code), ['out-of-server-range', 'out-of-server-range']);
+    assert.deepEqual(
+      r.problems.map((p) => p.code),
+      ['out-of-server-range', 'out-of-server-range'],
+    );
     assert.match(r.errors[0]!, /effective_io_concurrency = 200 is outside the range this server accepts \(0 to 0\)/);
     assert.match(r.errors[1]!, /wal_compression = zstd is not available on this server \(it accepts pglz, on, off\)/);
   });
 
   test('a server whose pg_settings disagree on unit or type, or lack the knob, is refused', () => {
-    const s = settings({ shared_buffers: { unit: '16kB' }, jit: { vartype: 'string' } });
+    const s = pg15Settings({ shared_buffers: { unit: '16kB' }, jit: { vartype: 'string' } });
     delete s['bgwriter_delay'];
     const r = refused(validateChange({ shared_buffers: '1GB', jit: 'off', bgwriter_delay: 100 }, ctx({ settings: s })));
-    assert.deepEqual(r.problems.map((p) => p.code), ['server-mismatch', 'server-mismatch', 'server-mismatch']);
+    assert.deepEqual(
+      r.problems.map((p) => p.code),
+      ['server-mismatch', 'server-mismatch', 'server-mismatch'],
+    );
     assert.match(r.errors[0]!, /unit 16kB, the catalog expects 8kB/);
     assert.match(r.errors[2]!, /pg_settings has no bgwriter_delay/);
   });
@@ -494,20 +546,34 @@ describe('validateChange', () => {
     assert.equal(r.errors.length, 1);
     assert.equal(r.problems[0]?.code, 'constraint');
     assert.deepEqual(r.problems[0]?.knobs, ['shared_buffers', 'work_mem']);
-    assert.match(r.errors[0]!, /shared_buffers = 4GB, work_mem = 128MB would raise worst-case memory to .* above the budget of 14\.4GB \(90 % of 16 GiB RAM\)/);
+    assert.match(
+      r.errors[0]!,
+      /shared_buffers = 4GB, work_mem = 128MB would raise worst-case memory to .* above the budget of 14\.4GB \(90 % of 16 GiB RAM\)/,
+    );
     assert.match(r.errors[0]!, /\(100 max_connections \+ 8 max_parallel_workers\) × work_mem 128MB/);
 
     // max_connections comes from pg_settings: work_mem alone is fine for 100 connections, not for 1000.
     accepted(validateChange({ work_mem: '16MB' }, ctx({ mode: 'reload-only' })));
-    const many = settings({ max_connections: { setting: '1000' } });
+    const many = pg15Settings({ max_connections: { setting: '1000' } });
     const r2 = refused(validateChange({ work_mem: '16MB' }, ctx({ mode: 'reload-only', settings: many })));
     assert.match(r2.errors[0]!, /work_mem = 16MB would raise worst-case memory/);
   });
 
   test('the memory budget formula adds what it says it adds', () => {
-    const s = settings();
+    const s = pg15Settings();
     const q = (name: string) => ({ value: Number(s[name]!.setting), unit: s[name]!.unit });
-    const config = new Map(['shared_buffers', 'wal_buffers', 'work_mem', 'maintenance_work_mem', 'max_parallel_workers', 'max_connections', 'autovacuum_max_workers', 'autovacuum_work_mem'].map((n) => [n, q(n)]));
+    const config = new Map(
+      [
+        'shared_buffers',
+        'wal_buffers',
+        'work_mem',
+        'maintenance_work_mem',
+        'max_parallel_workers',
+        'max_connections',
+        'autovacuum_max_workers',
+        'autovacuum_work_mem',
+      ].map((n) => [n, q(n)]),
+    );
     const b = memoryBudget(config, M16, 150020);
     assert.ok(!('missing' in b));
     const MiB = 1024 ** 2;
@@ -524,7 +590,7 @@ describe('validateChange', () => {
   });
 
   test('over budget already: a change may lower memory, never raise it', () => {
-    const s = settings({ max_connections: { setting: '5000' } });
+    const s = pg15Settings({ max_connections: { setting: '5000' } });
     accepted(validateChange({ work_mem: '2MB' }, ctx({ mode: 'reload-only', settings: s })));
     refused(validateChange({ work_mem: '8MB' }, ctx({ mode: 'reload-only', settings: s })));
     // Unrelated changes are not blocked by a configuration the server already runs with.
@@ -552,12 +618,12 @@ describe('validateChange', () => {
   });
 
   test('an ordering the server already breaks does not block an unrelated change', () => {
-    const s = settings({ max_parallel_workers: { setting: '16' } }); // above max_worker_processes = 8
+    const s = pg15Settings({ max_parallel_workers: { setting: '16' } }); // above max_worker_processes = 8
     accepted(validateChange({ max_parallel_workers_per_gather: 2 }, ctx({ mode: 'reload-only', settings: s })));
   });
 
   test('WAL sizes below two segments are refused (the server would not start)', () => {
-    const rds = settings({ wal_segment_size: { setting: String(64 * 1024 * 1024) } });
+    const rds = pg15Settings({ wal_segment_size: { setting: String(64 * 1024 * 1024) } });
     const r = refused(validateChange({ min_wal_size: '96MB' }, ctx({ settings: rds })));
     assert.match(r.errors[0]!, /min_wal_size = 96MB is below two WAL segments \(128MB\)/);
     accepted(validateChange({ min_wal_size: '96MB' }, ctx()));
@@ -577,7 +643,10 @@ describe('validateChange', () => {
     accepted(validateChange({}, ctx()));
     // A JSON body may carry "__proto__" as an ordinary key: it is just an unknown name.
     const proto = refused(validateChange(JSON.parse('{"__proto__": "1", "constructor": "2"}') as Record<string, string>, ctx()));
-    assert.deepEqual(proto.problems.map((p) => p.code), ['unknown-knob', 'unknown-knob']);
+    assert.deepEqual(
+      proto.problems.map((p) => p.code),
+      ['unknown-knob', 'unknown-knob'],
+    );
     assert.match(proto.errors[0]!, /__proto__ is not a parameter the agent knows/);
   });
 

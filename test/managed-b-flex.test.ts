@@ -12,9 +12,9 @@ import { after, before, beforeEach, test } from 'node:test';
 import { loadConfig } from '../src/agent/config/load.ts';
 import { connectDb } from '../src/agent/db.ts';
 import { createLogger } from '../src/agent/log.ts';
-import { machineOfServer } from '../src/agent/targets/managed-b-flex-machine.ts';
-import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex-skus.ts';
-import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex.ts';
+import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts';
+import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
+import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/index.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
@@ -32,7 +32,15 @@ const ROLE_ACTIONS = [
   'Microsoft.Insights/metrics/read',
   'Microsoft.Insights/metricDefinitions/read',
 ];
-const MONITOR_METRICS = ['cpu_percent', 'memory_percent', 'read_iops', 'write_iops', 'disk_queue_depth', 'active_connections', 'storage_percent'];
+const MONITOR_METRICS = [
+  'cpu_percent',
+  'memory_percent',
+  'read_iops',
+  'write_iops',
+  'disk_queue_depth',
+  'active_connections',
+  'storage_percent',
+];
 
 let cluster: Cluster;
 let azure: FakeAzure;
@@ -80,7 +88,12 @@ function identityEnv(identity: Identity, secret = azure.servicePrincipal.clientS
   }
 }
 
-async function agent(dir: string, args: string[], identity: Identity = 'imds', env: NodeJS.ProcessEnv = identityEnv(identity)): Promise<AgentRun> {
+async function agent(
+  dir: string,
+  args: string[],
+  identity: Identity = 'imds',
+  env: NodeJS.ProcessEnv = identityEnv(identity),
+): Promise<AgentRun> {
   const result = await runAgent(['--managed-b-flex', ...args], { cwd: dir, env });
   transcript.push(result.stdout, result.stderr);
   return result;
@@ -126,11 +139,19 @@ test('permissions --managed-b-flex: the custom role as JSON that parses, then th
     const lines = run.stdout.split('\n');
     const firstComment = lines.findIndex((l) => l.startsWith('#'));
     assert.ok(firstComment > 0, 'the steps follow the JSON');
-    const role = JSON.parse(lines.slice(0, firstComment).join('\n')) as { Name: string; Description: string; Actions: string[]; AssignableScopes: string[] };
+    const role = JSON.parse(lines.slice(0, firstComment).join('\n')) as {
+      Name: string;
+      Description: string;
+      Actions: string[];
+      AssignableScopes: string[];
+    };
     assert.deepEqual(role.Actions, ROLE_ACTIONS);
     assert.deepEqual(role.AssignableScopes, [scope]);
     assert.ok(role.Name && role.Description);
-    assert.ok(lines.slice(firstComment).every((l) => l === '' || l.startsWith('#')), 'after the JSON, only # lines');
+    assert.ok(
+      lines.slice(firstComment).every((l) => l === '' || l.startsWith('#')),
+      'after the JSON, only # lines',
+    );
     const steps = lines.slice(firstComment).join('\n');
     assert.match(steps, /az role definition create --role-definition @/);
     assert.match(steps, new RegExp(`az role assignment create .*--scope ${scope.replace(/[<>]/g, '.')}`));
@@ -147,12 +168,18 @@ test('restart mode is refused at start, before any call to Cloud B', async () =>
   assert.equal(azure.requests.length, 0, show(azure.requests));
 });
 
-test('--check passes with the VM\'s managed identity (IMDS form), every Resource Manager call carrying its token', async () => {
+test("--check passes with the VM's managed identity (IMDS form), every Resource Manager call carrying its token", async () => {
   const run = await agent(agentDir(), ['--check']);
   assert.equal(run.code, 0, run.stdout + run.stderr);
-  assert.match(run.stdout, /PASS {2}connection encryption: encrypted \(TLSv1\.[23]\), sslmode=verify-full \(the default for --managed-b-flex\); the server's certificate was verified against Node's trust store and NODE_EXTRA_CA_CERTS, and it names 127\.0\.0\.1/);
+  assert.match(
+    run.stdout,
+    /PASS {2}connection encryption: encrypted \(TLSv1\.[23]\), sslmode=verify-full \(the default for --managed-b-flex\); the server's certificate was verified against Node's trust store and NODE_EXTRA_CA_CERTS, and it names 127\.0\.0\.1/,
+  );
   assert.match(run.stdout, /PASS {2}Cloud B token for the managed identity of this host/);
-  assert.match(run.stdout, /PASS {2}flexible server readable \(Microsoft\.DBforPostgreSQL\/flexibleServers\/read\): tuner-flex-1: SKU Standard_D4ds_v5 \(GeneralPurpose\)/);
+  assert.match(
+    run.stdout,
+    /PASS {2}flexible server readable \(Microsoft\.DBforPostgreSQL\/flexibleServers\/read\): tuner-flex-1: SKU Standard_D4ds_v5 \(GeneralPurpose\)/,
+  );
   assert.match(run.stdout, /PASS {2}machine size: 16 GiB, 4 vCPUs/);
   assert.match(run.stdout, /PASS {2}extension allow-list \(server parameter azure\.extensions\) contains pg_stat_statements/);
   assert.match(run.stdout, /PASS {2}server parameter pg_stat_statements\.track is ALL or TOP: pg_stat_statements\.track = all/);
@@ -164,16 +191,22 @@ test('--check passes with the VM\'s managed identity (IMDS form), every Resource
   assert.equal(imds[0]!.query['resource'], azure.url, 'the token is for the configured Resource Manager endpoint');
   const arm = armCalls();
   assert.ok(arm.length >= 3);
-  assert.ok(arm.every((r) => r.caller === 'managed identity (IMDS)' && r.status === 200), show(arm));
+  assert.ok(
+    arm.every((r) => r.caller === 'managed identity (IMDS)' && r.status === 200),
+    show(arm),
+  );
   const flex = arm.filter((r) => !r.path.includes('/Microsoft.Insights/'));
-  assert.ok(flex.every((r) => r.query['api-version'] === '2025-08-01'), 'a pinned GA api-version');
+  assert.ok(
+    flex.every((r) => r.query['api-version'] === '2025-08-01'),
+    'a pinned GA api-version',
+  );
   const [metrics] = arm.filter((r) => r.path.endsWith('/providers/Microsoft.Insights/metrics'));
   assert.equal(metrics?.query['interval'], 'PT1M');
   assert.deepEqual(metrics?.query['metricnames']?.split(','), MONITOR_METRICS);
   assert.match(metrics?.query['timespan'] ?? '', /^\d{4}-\d\d-\d\dT[\d:.]+Z\/\d{4}-\d\d-\d\dT[\d:.]+Z$/);
 });
 
-test('--check with the service principal from CLOUDB_*: the tenant\'s OpenID configuration, then a client-credentials token', async () => {
+test("--check with the service principal from CLOUDB_*: the tenant's OpenID configuration, then a client-credentials token", async () => {
   const run = await agent(agentDir(), ['--check'], 'service-principal');
   assert.equal(run.code, 0, run.stdout + run.stderr);
   const { tenantId, clientId } = azure.servicePrincipal;
@@ -187,7 +220,10 @@ test('--check with the service principal from CLOUDB_*: the tenant\'s OpenID con
   assert.equal(form.get('grant_type'), 'client_credentials');
   assert.equal(form.get('client_id'), clientId);
   assert.equal(form.get('scope'), `${azure.url}/.default`);
-  assert.ok(armCalls().every((r) => r.caller === `service principal ${clientId}`), show(armCalls()));
+  assert.ok(
+    armCalls().every((r) => r.caller === `service principal ${clientId}`),
+    show(armCalls()),
+  );
 
   const wrong = await agent(agentDir(), ['--check'], 'service-principal', identityEnv('service-principal', 'not-the-Secret-4411'));
   assert.equal(wrong.code, 3);
@@ -199,16 +235,28 @@ test('--check with the service principal from CLOUDB_*: the tenant\'s OpenID con
 test('--check with the App Service form of managed identity (IDENTITY_ENDPOINT, IDENTITY_HEADER)', async () => {
   const run = await agent(agentDir(), ['--check'], 'app-service');
   assert.equal(run.code, 0, run.stdout + run.stderr);
-  assert.ok(azure.requests.some((r) => r.path === '/msi/token' && r.status === 200 && r.query['api-version'] === '2019-08-01'), show(azure.requests));
-  assert.ok(armCalls().every((r) => r.caller === 'managed identity (App Service)'), show(armCalls()));
+  assert.ok(
+    azure.requests.some((r) => r.path === '/msi/token' && r.status === 200 && r.query['api-version'] === '2019-08-01'),
+    show(azure.requests),
+  );
+  assert.ok(
+    armCalls().every((r) => r.caller === 'managed identity (App Service)'),
+    show(armCalls()),
+  );
 });
 
 test('--check reports pg_stat_statements missing from the extension allow-list, with the az command that adds it', async () => {
   azure.server.setExtensions('pgcrypto,hstore');
   const run = await agent(agentDir(), ['--check']);
   assert.equal(run.code, 3, run.stdout);
-  assert.match(run.stdout, /FAIL {2}extension allow-list \(server parameter azure\.extensions\) contains pg_stat_statements: azure\.extensions = pgcrypto,hstore\n/);
-  assert.match(run.stdout, /fix: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name azure\.extensions --value pgcrypto,hstore,pg_stat_statements, then as the admin user: CREATE EXTENSION IF NOT EXISTS pg_stat_statements;/);
+  assert.match(
+    run.stdout,
+    /FAIL {2}extension allow-list \(server parameter azure\.extensions\) contains pg_stat_statements: azure\.extensions = pgcrypto,hstore\n/,
+  );
+  assert.match(
+    run.stdout,
+    /fix: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name azure\.extensions --value pgcrypto,hstore,pg_stat_statements, then as the admin user: CREATE EXTENSION IF NOT EXISTS pg_stat_statements;/,
+  );
   assert.match(run.stdout, /preflight: 1 of \d+ checks failed/);
 });
 
@@ -216,7 +264,10 @@ test('a role without an action: --check names it, and a refused write changes no
   azure.deny('Microsoft.DBforPostgreSQL/flexibleServers/configurations/read');
   const check = await agent(agentDir(), ['--check']);
   assert.equal(check.code, 3);
-  assert.match(check.stdout, /FAIL {2}server parameters readable .*: reading the server parameters of the flexible server tuner-flex-1 .*: the managed identity of this host is not allowed Microsoft\.DBforPostgreSQL\/flexibleServers\/configurations\/read \(AuthorizationFailed\)/);
+  assert.match(
+    check.stdout,
+    /FAIL {2}server parameters readable .*: reading the server parameters of the flexible server tuner-flex-1 .*: the managed identity of this host is not allowed Microsoft\.DBforPostgreSQL\/flexibleServers\/configurations\/read \(AuthorizationFailed\)/,
+  );
   assert.match(check.stdout, /fix: add Microsoft\.DBforPostgreSQL\/flexibleServers\/configurations\/read to the custom role/);
 
   azure.allowAll();
@@ -231,7 +282,11 @@ test('a role without an action: --check names it, and a refused write changes no
 
 test('--apply reaches pg_settings through long-running operations, and --revert puts every value back', async () => {
   const dir = agentDir();
-  const before = { work_mem: await setting('work_mem'), random_page_cost: await setting('random_page_cost'), bgwriter_delay: await setting('bgwriter_delay') };
+  const before = {
+    work_mem: await setting('work_mem'),
+    random_page_cost: await setting('random_page_cost'),
+    bgwriter_delay: await setting('bgwriter_delay'),
+  };
   const applied = await agent(dir, ['--apply', 'work_mem=8MB', '--apply', 'random_page_cost=1.1', '--apply', 'bgwriter_delay=50ms']);
   assert.equal(applied.code, 0, applied.stderr);
   assert.match(applied.stdout, /applied and read back from pg_settings: work_mem = 8192, random_page_cost = 1\.1, bgwriter_delay = 50/);
@@ -242,13 +297,17 @@ test('--apply reaches pg_settings through long-running operations, and --revert 
 
   // One write at a time, each a long-running operation: PATCH → 202, poll the
   // Azure-AsyncOperation until Succeeded, then read the configuration.
-  const sequence = armCalls().filter((r) => r.method === 'PATCH' || r.path.includes('/azureAsyncOperation/') || /\/configurations\/\w+$/.test(r.path));
+  const sequence = armCalls().filter(
+    (r) => r.method === 'PATCH' || r.path.includes('/azureAsyncOperation/') || /\/configurations\/\w+$/.test(r.path),
+  );
   const names = ['work_mem', 'random_page_cost', 'bgwriter_delay'];
   for (const name of names) {
     const at = sequence.findIndex((r) => r.method === 'PATCH' && r.path.endsWith(`/${name}`));
     assert.ok(at >= 0, `${name} was written`);
     assert.equal(sequence[at]!.status, 202);
-    assert.deepEqual(JSON.parse(sequence[at]!.body!), { properties: { value: { work_mem: '8192', random_page_cost: '1.1', bgwriter_delay: '50' }[name], source: 'user-override' } });
+    assert.deepEqual(JSON.parse(sequence[at]!.body!), {
+      properties: { value: { work_mem: '8192', random_page_cost: '1.1', bgwriter_delay: '50' }[name], source: 'user-override' },
+    });
     assert.ok(sequence[at + 1]!.path.includes('/azureAsyncOperation/'), show(sequence));
     const done = sequence.slice(at + 1).find((r) => r.method === 'GET' && r.path.endsWith(`/configurations/${name}`));
     assert.ok(done, `the final GET of ${name}`);
@@ -272,7 +331,10 @@ test('a busy server is waited out: 409 ServerIsBusy and a ServerBusy operation f
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, /the server is busy \(409 ServerIsBusy\); trying again in 1\.0 s \(attempt 2 of 6\)/);
   assert.match(run.stderr, /the server is busy \(ServerBusy\); trying again in 2\.0 s \(attempt 3 of 6\)/);
-  assert.deepEqual(writesTo('work_mem').map((r) => r.status), [409, 202, 202]);
+  assert.deepEqual(
+    writesTo('work_mem').map((r) => r.status),
+    [409, 202, 202],
+  );
   assert.equal(await setting('work_mem'), '16384');
 });
 
@@ -282,10 +344,17 @@ test('a parameter that turns out to wait for a restart: the whole change is undo
   const run = await agent(agentDir(), ['--apply', 'work_mem=12MB', '--apply', 'bgwriter_delay=120ms']);
   assert.equal(run.code, 1, run.stdout + run.stderr);
   assert.match(run.stderr, /Cloud B reports bgwriter_delay as waiting for a server restart/);
-  assert.match(run.stderr, /bgwriter_delay would take effect only after a server restart on this server \(isConfigPendingRestart\), and Cloud B is tuned reload-only, without restarts: the change was undone \(work_mem, bgwriter_delay were put back\)/);
+  assert.match(
+    run.stderr,
+    /bgwriter_delay would take effect only after a server restart on this server \(isConfigPendingRestart\), and Cloud B is tuned reload-only, without restarts: the change was undone \(work_mem, bgwriter_delay were put back\)/,
+  );
   assert.equal(await setting('work_mem'), before.work_mem);
   assert.equal(await setting('bgwriter_delay'), before.bgwriter_delay);
-  assert.deepEqual(await azure.server.parameter('bgwriter_delay'), { value: before.bgwriter_delay, source: 'system-default', pending: false });
+  assert.deepEqual(await azure.server.parameter('bgwriter_delay'), {
+    value: before.bgwriter_delay,
+    source: 'system-default',
+    pending: false,
+  });
   assert.equal((await azure.server.parameter('work_mem')).source, 'system-default');
   assert.ok(!azure.requests.some((r) => r.path.endsWith('/restart')), 'the agent never restarts Cloud B');
 });
@@ -305,10 +374,16 @@ test('an unknown SKU: a warning, vCPUs from its name and memory on the small sid
   const dir = agentDir();
   const check = await agent(dir, ['--check']);
   assert.equal(check.code, 0, check.stdout);
-  assert.match(check.stdout, /WARN {2}machine size: 24 GiB, 6 vCPUs: SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB/);
+  assert.match(
+    check.stdout,
+    /WARN {2}machine size: 24 GiB, 6 vCPUs: SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB/,
+  );
   const run = await agent(dir, ['--apply', 'work_mem=4MB']);
   assert.equal(run.code, 0, run.stderr);
-  assert.match(run.stderr, /warn {2}SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB, on the small side/);
+  assert.match(
+    run.stderr,
+    /warn {2}SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB, on the small side/,
+  );
   assert.equal(await setting('work_mem'), '4096');
 });
 
@@ -331,7 +406,8 @@ test('in process: machine, overrides and Azure Monitor metrics at the 1-minute g
     const metrics = await target.metrics();
     for (const m of metrics) TargetMetricSchema.parse(m);
     const byName = new Map(metrics.map((m) => [m.name, m]));
-    for (const name of MONITOR_METRICS) assert.ok(byName.has(`azure-monitor:${name}`), `azure-monitor:${name} in ${[...byName.keys()].join(', ')}`);
+    for (const name of MONITOR_METRICS)
+      assert.ok(byName.has(`azure-monitor:${name}`), `azure-monitor:${name} in ${[...byName.keys()].join(', ')}`);
     assert.equal(byName.get('cpu_percent')?.value, 37.5);
     assert.equal(byName.get('azure-monitor:memory_percent')?.unit, 'percent');
     assert.equal(byName.get('memory_total_bytes')?.value, 16 * GiB);
@@ -361,7 +437,10 @@ test('the SKU table, its estimate for a size it does not know, and the agent.yam
   const server = { sku: { name: 'Standard_Zeta_v1', tier: 'GeneralPurpose' }, storage: { storageSizeGB: 64 } };
   const fromConfig = machineOfServer(server, { memoryMb: 12_288, vcpus: 3 });
   assert.deepEqual(fromConfig.info.machine, { memoryBytes: 12 * GiB, vcpus: 3, storage: 'ssd', storageBytes: 64 * GiB });
-  assert.match(fromConfig.warning ?? '', /SKU Standard_Zeta_v1 is not in tuner-agent's table .*: using local\.memory_mb = 12288 and local\.vcpus = 3/);
+  assert.match(
+    fromConfig.warning ?? '',
+    /SKU Standard_Zeta_v1 is not in tuner-agent's table .*: using local\.memory_mb = 12288 and local\.vcpus = 3/,
+  );
   assert.throws(() => machineOfServer(server, {}), /its name gives no vCPU count: set local\.memory_mb and local\.vcpus in agent\.yaml/);
 });
 

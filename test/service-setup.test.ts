@@ -10,7 +10,7 @@ import YAML from 'yaml';
 import { KEYS } from '../src/agent/config/keys.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
 import { TargetKindSchema } from '../src/protocol/v1.ts';
-import { ConfigError, parseServiceArgs } from '../src/service/config.ts';
+import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
 import { PROTOCOL_DOC_PATH, protocolDoc } from '../src/service/docs/protocol-doc.ts';
 import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
 import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';
@@ -21,7 +21,14 @@ import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { planConnection } from '../src/postgres/connect.ts';
 import { setupPage } from '../src/service/web/setup-page.ts';
 import { html } from '../src/service/web/html.ts';
-import { ADMIN_PASSWORD, AgentClient, createScratchDatabase, createServiceStore, PersonClient, startTestService } from './helpers/service.ts';
+import {
+  ADMIN_PASSWORD,
+  AgentClient,
+  createScratchDatabase,
+  createServiceStore,
+  PersonClient,
+  startTestService,
+} from './helpers/service.ts';
 import { startRequest } from './helpers/service-reports.ts';
 
 const DATABASE_ID = '6f1c1a52-8a3e-4c1d-9d2a-0c5b7f0e9a11';
@@ -72,7 +79,8 @@ for (const target of TargetKindSchema.options) {
     const yaml = YAML.parse(snippets.agentYaml) as Record<string, Record<string, unknown>>;
     const known = new Map(KEYS.map((k) => [k.section ? `${k.section}.${k.key}` : k.key, k]));
     for (const [section, values] of Object.entries(yaml)) {
-      for (const key of Object.keys(values)) assert.ok(known.has(`${section}.${key}`), `agent.yaml key ${section}.${key} is one the agent knows`);
+      for (const key of Object.keys(values))
+        assert.ok(known.has(`${section}.${key}`), `agent.yaml key ${section}.${key} is one the agent knows`);
     }
     assert.equal(yaml['tuner']?.['api_key'], API_KEY);
     assert.equal(yaml['tuner']?.['database_id'], DATABASE_ID);
@@ -86,7 +94,10 @@ for (const target of TargetKindSchema.options) {
     assert.ok(snippets.containerCommand.trimEnd().endsWith(`registry.example.com/tuner-agent:latest --${target}`));
     assert.match(snippets.binaryCommands, new RegExp(`^\\./tuner-agent --${target}$`, 'm'));
     // The spec's installer one-liner, with this service's address.
-    assert.match(snippets.binaryCommands, /^curl -fsSL https:\/\/tuner\.example\.com\/install\.sh > \/tmp\/agent-installer\.sh && sh \/tmp\/agent-installer\.sh$/m);
+    assert.match(
+      snippets.binaryCommands,
+      /^curl -fsSL https:\/\/tuner\.example\.com\/install\.sh > \/tmp\/agent-installer\.sh && sh \/tmp\/agent-installer\.sh$/m,
+    );
     // The journal and lease survive a container made anew: a named volume on the image's state path.
     assert.match(snippets.containerCommand, new RegExp(`-v tuner-agent-${DATABASE_ID}:/var/lib/tuner-agent `));
     assert.equal(
@@ -111,8 +122,16 @@ for (const target of TargetKindSchema.options) {
       // The container form adds what only a container needs: the service principal of Cloud B;
       // the file form adds the local restart command, which has no use in a container.
       assert.deepEqual(
-        { ...fromEnv.config, local: {}, managedBFlex: { ...fromEnv.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined } },
-        { ...fromFile.config, local: {}, managedBFlex: { ...fromFile.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined } },
+        {
+          ...fromEnv.config,
+          local: {},
+          managedBFlex: { ...fromEnv.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined },
+        },
+        {
+          ...fromFile.config,
+          local: {},
+          managedBFlex: { ...fromFile.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined },
+        },
       );
       if (target === 'managed-b-flex') assert.equal(fromEnv.config.managedBFlex.tenantId, 'tenant-id');
 
@@ -120,14 +139,22 @@ for (const target of TargetKindSchema.options) {
       if (target === 'managed-a' || target === 'managed-a-cluster') {
         type TaskDefinition = {
           taskRoleArn: string;
-          containerDefinitions: { image: string; command: string[]; environment: { name: string; value: string }[]; mountPoints: { containerPath: string }[] }[];
+          containerDefinitions: {
+            image: string;
+            command: string[];
+            environment: { name: string; value: string }[];
+            mountPoints: { containerPath: string }[];
+          }[];
         };
         const task = JSON.parse(snippets.ecsTaskDefinition!) as TaskDefinition;
         const container = task.containerDefinitions[0]!;
         assert.equal(container.image, 'registry.example.com/tuner-agent:latest');
         assert.deepEqual(container.command, [`--${target}`]);
         assert.match(task.taskRoleArn, /^arn:aws:iam::<ACCOUNT_ID>:role\//);
-        assert.deepEqual(container.mountPoints.map((m) => m.containerPath), ['/var/lib/tuner-agent']);
+        assert.deepEqual(
+          container.mountPoints.map((m) => m.containerPath),
+          ['/var/lib/tuner-agent'],
+        );
         const taskEnv = Object.fromEntries(container.environment.map((e) => [e.name, fill(e.value)]));
         for (const name of Object.keys(taskEnv)) assert.ok(knownEnv.has(name), `${name} is a variable the agent knows`);
         assert.equal(taskEnv['AGENT_CLOUDA_ACCESS_KEY_ID'], undefined);
@@ -161,8 +188,20 @@ test('downloads: only the binaries SHA256SUMS names and that are there; with non
   try {
     const pageWith = (binaryTargets: readonly string[]) =>
       setupPage({
-        session: { user: { id: 'u', accountId: 'a', username: 'admin', isAdmin: true, createdAt: new Date() }, csrfToken: 'c', expiresAt: new Date() },
-        database: { id: DATABASE_ID, accountId: 'a', name: 'orders', target: 'local', reportIntervalSeconds: null, createdAt: new Date(), agent: null },
+        session: {
+          user: { id: 'u', accountId: 'a', username: 'admin', isAdmin: true, createdAt: new Date() },
+          csrfToken: 'c',
+          expiresAt: new Date(),
+        },
+        database: {
+          id: DATABASE_ID,
+          accountId: 'a',
+          name: 'orders',
+          target: 'local',
+          reportIntervalSeconds: null,
+          createdAt: new Date(),
+          agent: null,
+        },
         keys: [],
         newKey: null,
         serverUrl: 'https://tuner.example.com',
@@ -180,10 +219,16 @@ test('downloads: only the binaries SHA256SUMS names and that are there; with non
     writeFileSync(join(dir, 'SHA256SUMS'), `${sum}  tuner-agent-linux-x64\n${sum}  tuner-agent-linux-arm64\n${sum}  ../etc/passwd\n`);
     writeFileSync(join(dir, 'tuner-agent-linux-x64'), 'x');
     writeFileSync(join(dir, 'notes.txt'), 'not served');
-    assert.deepEqual(readDownloads(dir), { binaries: [{ file: 'tuner-agent-linux-x64', target: 'linux-x64', sha256: sum }], missing: null });
+    assert.deepEqual(readDownloads(dir), {
+      binaries: [{ file: 'tuner-agent-linux-x64', target: 'linux-x64', sha256: sum }],
+      missing: null,
+    });
     const some = pageWith(['linux-x64']);
     assert.ok(!some.includes('no-binaries'));
-    assert.match(some, /curl -fsSL https:\/\/tuner\.example\.com\/install\.sh &gt; \/tmp\/agent-installer\.sh &amp;&amp; sh \/tmp\/agent-installer\.sh/);
+    assert.match(
+      some,
+      /curl -fsSL https:\/\/tuner\.example\.com\/install\.sh &gt; \/tmp\/agent-installer\.sh &amp;&amp; sh \/tmp\/agent-installer\.sh/,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -192,7 +237,8 @@ test('downloads: only the binaries SHA256SUMS names and that are there; with non
 test('install.sh carries the service address only when it is safe in a shell script', () => {
   assert.match(installScript('https://tuner.example.com')!, /^SERVICE_URL='https:\/\/tuner\.example\.com'$/m);
   assert.match(installScript('http://[::1]:8080/')!, /^SERVICE_URL='http:\/\/\[::1\]:8080'$/m);
-  for (const unsafe of ["http://x';rm -rf ~;'", 'http://a b', 'http://x$(id)', 'file:///etc']) assert.equal(installScript(unsafe), null, unsafe);
+  for (const unsafe of ["http://x';rm -rf ~;'", 'http://a b', 'http://x$(id)', 'file:///etc'])
+    assert.equal(installScript(unsafe), null, unsafe);
 });
 
 test('shell quoting survives quotes', () => {
@@ -201,12 +247,19 @@ test('shell quoting survives quotes', () => {
 });
 
 test('docs/protocol.md is generated from the schemas and current', () => {
-  assert.equal(readFileSync(PROTOCOL_DOC_PATH, 'utf8'), protocolDoc(), 'docs/protocol.md is stale: run node src/service/docs/protocol-doc.ts --write');
+  assert.equal(
+    readFileSync(PROTOCOL_DOC_PATH, 'utf8'),
+    protocolDoc(),
+    'docs/protocol.md is stale: run node src/service/docs/protocol-doc.ts --write',
+  );
 });
 
 test('HTML escapes everything it is given', () => {
   const name = `<script>alert("x")</script> & 'quotes'`;
-  assert.equal(html`<p title="${name}">${name}</p>`.value, '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</p>');
+  assert.equal(
+    html`<p title="${name}">${name}</p>`.value,
+    '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</p>',
+  );
   assert.equal(html`<ul>${['a<', 'b'].map((x) => html`<li>${x}</li>`)}</ul>`.value, '<ul><li>a&lt;</li><li>b</li></ul>');
   assert.throws(() => html`${{ toString: () => '<b>' }}`, TypeError);
 });
@@ -223,7 +276,11 @@ test('configuration: flags win over variables, errors name the setting and never
   }
   const secret = 'hunter2-very-secret';
   try {
-    parseServiceArgs(['--listen', 'nowhere'], { TUNER_DATABASE_URL: `mysql://u:${secret}@h/db`, TUNER_REPORT_INTERVAL_SECONDS: '0', TUNER_ADMIN_PASSWORD: 'short' });
+    parseServiceArgs(['--listen', 'nowhere'], {
+      TUNER_DATABASE_URL: `mysql://u:${secret}@h/db`,
+      TUNER_REPORT_INTERVAL_SECONDS: '0',
+      TUNER_ADMIN_PASSWORD: 'short',
+    });
     assert.fail('expected a ConfigError');
   } catch (err) {
     assert.ok(err instanceof ConfigError);
@@ -261,7 +318,10 @@ test('two replicas migrating one PostgreSQL at once apply each migration once', 
     const applied = await Promise.all(drivers.map((d) => migrate(d)));
     assert.deepEqual(applied.flat().sort(), MIGRATIONS.map((m) => m.version).sort());
     const rows = await drivers[0]!.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
-    assert.deepEqual(rows.map((r) => r.version), MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      rows.map((r) => r.version),
+      MIGRATIONS.map((m) => m.version),
+    );
     assert.deepEqual(await migrate(drivers[1]!), [], 'nothing left to apply');
     await Promise.all(drivers.map((d) => d.close()));
   } finally {
@@ -315,8 +375,14 @@ test('--tls-cert and --tls-key: both or neither, readable, PEM, and belonging to
       assert.fail(`accepted ${argv.join(' ')}`);
     };
     assert.match(refused(['--tls-cert', a.certFile]), /--tls-key \(TUNER_TLS_KEY\) is missing: HTTPS needs both/);
-    assert.match(refused(['--tls-cert', '/nonexistent.pem', '--tls-key', a.keyFile]), /--tls-cert: cannot read \/nonexistent\.pem \(ENOENT\)/);
-    assert.match(refused(['--tls-cert', a.certFile, '--tls-key', b.keyFile]), new RegExp(`--tls-cert ${a.certFile} / --tls-key ${b.keyFile}: .*key values mismatch`));
+    assert.match(
+      refused(['--tls-cert', '/nonexistent.pem', '--tls-key', a.keyFile]),
+      /--tls-cert: cannot read \/nonexistent\.pem \(ENOENT\)/,
+    );
+    assert.match(
+      refused(['--tls-cert', a.certFile, '--tls-key', b.keyFile]),
+      new RegExp(`--tls-cert ${a.certFile} / --tls-key ${b.keyFile}: .*key values mismatch`),
+    );
     const mismatch = refused(['--tls-cert', a.certFile, '--tls-key', b.keyFile]);
     assert.ok(!mismatch.includes('PRIVATE KEY'), 'the key itself is never shown');
   } finally {

@@ -5,15 +5,22 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
-import { AgentStartResponseSchema, ErrorResponseSchema, MAX_BODY_BYTES, ReportResponseSchema, routes, type CommandAckRequest } from '../src/protocol/v1.ts';
+import {
+  AgentStartResponseSchema,
+  ErrorResponseSchema,
+  MAX_BODY_BYTES,
+  ReportResponseSchema,
+  routes,
+  type CommandAckRequest,
+} from '../src/protocol/v1.ts';
 import {
   ADMIN_PASSWORD,
   AgentClient,
   PersonClient,
   STORAGE_KINDS,
+  assertClientError,
   createServiceStore,
   startTestService,
-  type JsonResponse,
   type ServiceStore,
   type TestService,
 } from './helpers/service.ts';
@@ -25,19 +32,6 @@ interface CommandView {
   command: { id: string; kind: string };
   sentCount: number;
   outcome: { status: string; effective: Record<string, string>; errors: string[] } | null;
-}
-
-/** A 4xx with the protocol's error body, whose message mentions `mentions` when given. */
-function assertClientError(response: JsonResponse, status: number, code: string, mentions?: string | RegExp): void {
-  const context = `${response.status} ${JSON.stringify(response.body).slice(0, 400)}`;
-  assert.equal(response.status, status, context);
-  const parsed = ErrorResponseSchema.safeParse(response.body);
-  assert.ok(parsed.success, `error body is { error: { code, message } }: ${context}`);
-  assert.equal(parsed.data.error.code, code, context);
-  if (mentions !== undefined) {
-    if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
-    else assert.match(parsed.data.error.message, mentions, context);
-  }
 }
 
 async function startAgent(agent: AgentClient, options: Parameters<typeof startRequest>[0] = {}) {
@@ -89,9 +83,9 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(first.command, null);
       assert.equal(first.nextReportInSeconds, 60);
 
-      const latest = await admin.get<{ report: { seq: number; metrics: { derived: { avgQueryRuntimeMs: number }; statements: { top: unknown[] } } } }>(
-        `/api/manage/databases/${databaseId}/reports/latest`,
-      );
+      const latest = await admin.get<{
+        report: { seq: number; metrics: { derived: { avgQueryRuntimeMs: number }; statements: { top: unknown[] } } };
+      }>(`/api/manage/databases/${databaseId}/reports/latest`);
       assert.equal(latest.status, 200);
       assert.equal(latest.body.report.seq, 0);
       assert.equal(latest.body.report.metrics.derived.avgQueryRuntimeMs, 0.5);
@@ -107,14 +101,27 @@ for (const kind of STORAGE_KINDS) {
       const commandId = issued.body.command.id;
 
       const second = await report(agent, lease.leaseId, 1);
-      assert.deepEqual(second.command, { id: commandId, kind: 'apply', values: { work_mem: '64MB', random_page_cost: 1.1 }, allowRestart: false, keep: true });
+      assert.deepEqual(second.command, {
+        id: commandId,
+        kind: 'apply',
+        values: { work_mem: '64MB', random_page_cost: 1.1 },
+        allowRestart: false,
+        keep: true,
+      });
       assert.equal((await commands(admin, databaseId))[0]?.state, 'sent');
 
       // Not acknowledged: sent again, same id (the agent deduplicates by id).
       const third = await report(agent, lease.leaseId, 2);
       assert.equal(third.command?.id, commandId);
 
-      const ack: CommandAckRequest = { leaseId: lease.leaseId, status: 'applied', effective: { work_mem: '65536', random_page_cost: '1.1' }, errors: [], restarted: false, restored: false };
+      const ack: CommandAckRequest = {
+        leaseId: lease.leaseId,
+        status: 'applied',
+        effective: { work_mem: '65536', random_page_cost: '1.1' },
+        errors: [],
+        restarted: false,
+        restored: false,
+      };
       const acked = await agent.ack(commandId, ack);
       assert.equal(acked.status, 204, JSON.stringify(acked.body));
       // A retried ack is harmless.
@@ -127,7 +134,10 @@ for (const kind of STORAGE_KINDS) {
       assert.equal((await report(agent, lease.leaseId, 3)).command, null);
 
       // A revert, refused by the agent: the refusal and its reason are kept.
-      const revert = await admin.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, { kind: 'revert', to: 'baseline' });
+      const revert = await admin.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
+        kind: 'revert',
+        to: 'baseline',
+      });
       assert.equal(revert.status, 201);
       const fourth = await report(agent, lease.leaseId, 4);
       assert.deepEqual(fourth.command, { id: revert.body.command.id, kind: 'revert', to: 'baseline' });
@@ -140,14 +150,27 @@ for (const kind of STORAGE_KINDS) {
       const interval = await admin.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 15 });
       assert.equal(interval.status, 200, JSON.stringify(interval.body));
       const fifth = await report(agent, lease.leaseId, 5, {
-        events: [{ at: new Date().toISOString(), level: 'warn', code: 'guardrail_breach', message: 'p99 runtime up 40 %: reverted to known-good', commandId }],
+        events: [
+          {
+            at: new Date().toISOString(),
+            level: 'warn',
+            code: 'guardrail_breach',
+            message: 'p99 runtime up 40 %: reverted to known-good',
+            commandId,
+          },
+        ],
       });
       assert.equal(fifth.nextReportInSeconds, 15);
       assert.ok(new Date(fifth.leaseExpiresAt).getTime() < Date.now() + 60_000, 'lease renewed for 3 × 15 s');
       const events = await admin.get<{ events: Array<{ code: string; commandId: string }> }>(`/api/manage/databases/${databaseId}/events`);
-      assert.deepEqual(events.body.events.map((e) => [e.code, e.commandId]), [['guardrail_breach', commandId]]);
+      assert.deepEqual(
+        events.body.events.map((e) => [e.code, e.commandId]),
+        [['guardrail_breach', commandId]],
+      );
 
-      const status = await admin.get<{ database: { agent: { connected: boolean; hostname: string; lastReportAt: string } } }>(`/api/manage/databases/${databaseId}`);
+      const status = await admin.get<{ database: { agent: { connected: boolean; hostname: string; lastReportAt: string } } }>(
+        `/api/manage/databases/${databaseId}`,
+      );
       assert.equal(status.body.database.agent.connected, true);
       assert.equal(status.body.database.agent.hostname, 'db-host-1');
 
@@ -162,7 +185,12 @@ for (const kind of STORAGE_KINDS) {
 
       const refused = await agentB.start(startRequest({ hostname: 'host-b', pid: 222 }));
       assertClientError(refused, 409, 'agent_conflict', /host host-a, pid 111, agent 0\.1\.0, started \d{4}-\d\d-\d\dT/);
-      assertClientError(await agentB.start(startRequest({ hostname: 'host-b', resumeLeaseId: 'not-the-lease' })), 409, 'agent_conflict', 'host-a');
+      assertClientError(
+        await agentB.start(startRequest({ hostname: 'host-b', resumeLeaseId: 'not-the-lease' })),
+        409,
+        'agent_conflict',
+        'host-a',
+      );
 
       // Agent A restarted in its directory presents its lease and takes it back at once.
       const resumed = await startAgent(agentA, { hostname: 'host-a', pid: 112, resumeLeaseId: leaseA.leaseId });
@@ -214,7 +242,12 @@ for (const kind of STORAGE_KINDS) {
       const metrics = sampleMetrics({ topStatements: 3 });
       (metrics.statements.top[1] as { calls: number }).calls = -5;
       assertClientError(await agent.report({ ...good, metrics }), 400, 'bad_request', 'body.metrics.statements.top[1].calls');
-      assertClientError(await agent.report({ ...good, events: Array.from({ length: 101 }, () => good.events[0]) }), 400, 'bad_request', 'body.events');
+      assertClientError(
+        await agent.report({ ...good, events: Array.from({ length: 101 }, () => good.events[0]) }),
+        400,
+        'bad_request',
+        'body.events',
+      );
       assertClientError(await agent.start({ ...startRequest(), protocolVersion: 2 }), 400, 'bad_request', 'body.protocolVersion');
       assertClientError(await agent.start(startRequest({ target: 'managed-b-flex' })), 400, 'bad_request', 'set up for target local');
       assertClientError(await agent.report([1, 2, 3]), 400, 'bad_request', 'expected object');
@@ -222,9 +255,24 @@ for (const kind of STORAGE_KINDS) {
       assertClientError(await agent.report({ ...good, sentAt: '0000-01-01T00:00:00Z' }), 400, 'bad_request', 'body.sentAt');
       assertClientError(await agent.report({ ...good, sentAt: '2026-01-01T00:00:00+23:00' }), 400, 'bad_request', 'body.sentAt');
       const event = { at: new Date().toISOString(), level: 'info', code: 'x', message: 'ok' };
-      assertClientError(await agent.report({ ...good, events: [{ ...event, at: '0000-01-01T00:00:00Z' }] }), 400, 'bad_request', 'body.events[0].at');
-      assertClientError(await agent.report({ ...good, events: [event, { ...event, message: 'nul \u0000 here' }] }), 400, 'bad_request', 'body.events[1].message');
-      assertClientError(await agent.start({ ...startRequest(), host: { hostname: 'a\u0000b', pid: 1 } }), 400, 'bad_request', 'body.host.hostname');
+      assertClientError(
+        await agent.report({ ...good, events: [{ ...event, at: '0000-01-01T00:00:00Z' }] }),
+        400,
+        'bad_request',
+        'body.events[0].at',
+      );
+      assertClientError(
+        await agent.report({ ...good, events: [event, { ...event, message: 'nul \u0000 here' }] }),
+        400,
+        'bad_request',
+        'body.events[1].message',
+      );
+      assertClientError(
+        await agent.start({ ...startRequest(), host: { hostname: 'a\u0000b', pid: 1 } }),
+        400,
+        'bad_request',
+        'body.host.hostname',
+      );
       const bigMetrics = sampleMetrics({ topStatements: 2 });
       bigMetrics.activity.connections.total = 2 ** 40;
       assert.equal((await agent.report({ ...good, seq: 2 ** 50, metrics: bigMetrics })).status, 200);
@@ -240,19 +288,37 @@ for (const kind of STORAGE_KINDS) {
       assert.ok(bomb.length < 100_000, 'the bomb is small on the wire');
       assertClientError(await raw(bomb, { ...json, 'content-encoding': 'gzip' }), 413, 'payload_too_large');
       assertClientError(await raw(JSON.stringify(good), { ...json, 'content-encoding': 'gzip' }), 400, 'bad_request', 'gzip');
-      assertClientError(await raw(gzipSync(JSON.stringify(good)).subarray(0, 50), { ...json, 'content-encoding': 'gzip' }), 400, 'bad_request', 'gzip');
+      assertClientError(
+        await raw(gzipSync(JSON.stringify(good)).subarray(0, 50), { ...json, 'content-encoding': 'gzip' }),
+        400,
+        'bad_request',
+        'gzip',
+      );
       assertClientError(await raw(JSON.stringify(good), { ...json, 'content-encoding': 'br' }), 415, 'unsupported_media_type');
 
       // Content types.
       assertClientError(await raw(JSON.stringify(good), { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
-      assertClientError(await raw('leaseId=x&seq=1', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
+      assertClientError(
+        await raw('leaseId=x&seq=1', { 'content-type': 'application/x-www-form-urlencoded' }),
+        415,
+        'unsupported_media_type',
+      );
 
       // Who is asking: no key, a wrong key, a revoked key, a key of another database, a database
       // that does not exist: all the same 401, which says nothing about which ids exist.
       const other = await admin.createDatabase('another');
       const unknownId = '7d1c7a50-1d4e-4b8a-9c36-5a3f0a6f2b11';
-      assertClientError(await agent.post(routes.report(databaseId), good, { headers: { authorization: '' } }), 401, 'unauthorized', 'Authorization: Bearer');
-      assertClientError(await new AgentClient(service.url, databaseId, 'tuner_wrongwrongwrongwrongwrongwrongwrongwrongwro').report(good), 401, 'unauthorized');
+      assertClientError(
+        await agent.post(routes.report(databaseId), good, { headers: { authorization: '' } }),
+        401,
+        'unauthorized',
+        'Authorization: Bearer',
+      );
+      assertClientError(
+        await new AgentClient(service.url, databaseId, 'tuner_wrongwrongwrongwrongwrongwrongwrongwrongwro').report(good),
+        401,
+        'unauthorized',
+      );
       assertClientError(await new AgentClient(service.url, databaseId, other.apiKey).report(good), 401, 'unauthorized');
       const forUnknown = await new AgentClient(service.url, unknownId, apiKey).report(good);
       const forOther = await new AgentClient(service.url, other.databaseId, apiKey).report(good);
@@ -264,7 +330,12 @@ for (const kind of STORAGE_KINDS) {
       );
       assertClientError(await new AgentClient(service.url, databaseId, `${apiKey} extra`).report(good), 401, 'unauthorized');
       assertClientError(await new AgentClient(service.url, databaseId, 'é'.repeat(20)).report(good), 401, 'unauthorized');
-      assertClientError(await agent.post(routes.report(databaseId), good, { headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } }), 401, 'unauthorized', 'Bearer');
+      assertClientError(
+        await agent.post(routes.report(databaseId), good, { headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } }),
+        401,
+        'unauthorized',
+        'Bearer',
+      );
 
       // Ids in the path: traversal, SQL, NUL, very long, not a UUID.
       for (const id of ['..%2F..%2Fetc%2Fpasswd', "x'%3B%20DROP%20TABLE%20reports%3B--", '%00', 'not-a-uuid', `${'a'.repeat(150)}`]) {
@@ -272,12 +343,26 @@ for (const kind of STORAGE_KINDS) {
         assert.ok(response.status >= 400 && response.status < 500, `${id}: ${response.status}`);
         assert.ok(ErrorResponseSchema.safeParse(response.body).success, `${id}: error body`);
       }
-      assertClientError(await raw(JSON.stringify(good), json, `${service.url}/api/v1/databases/${'a'.repeat(400)}/reports`), 414, 'bad_request', 'longer');
-      assertClientError(await raw(JSON.stringify(good), json, `${service.url}/api/v1/databases/${databaseId}/../../admin`), 404, 'not_found');
+      assertClientError(
+        await raw(JSON.stringify(good), json, `${service.url}/api/v1/databases/${'a'.repeat(400)}/reports`),
+        414,
+        'bad_request',
+        'longer',
+      );
+      assertClientError(
+        await raw(JSON.stringify(good), json, `${service.url}/api/v1/databases/${databaseId}/../../admin`),
+        404,
+        'not_found',
+      );
       const ack = { leaseId: lease.leaseId, status: 'applied', effective: {}, errors: [], restarted: false, restored: false };
       assertClientError(await agent.ack('..%2F..%2Fx', ack), 404, 'not_found');
       assertClientError(await agent.ack('7d1c7a50-1d4e-4b8a-9c36-5a3f0a6f2b11', ack), 404, 'not_found');
-      assertClientError(await agent.ack('7d1c7a50-1d4e-4b8a-9c36-5a3f0a6f2b11', { ...ack, status: 'done' }), 400, 'bad_request', 'body.status');
+      assertClientError(
+        await agent.ack('7d1c7a50-1d4e-4b8a-9c36-5a3f0a6f2b11', { ...ack, status: 'done' }),
+        400,
+        'bad_request',
+        'body.status',
+      );
 
       // A revoked key stops working at once.
       const revoke = await admin.post(`/api/manage/databases/${databaseId}/keys/${apiKeyId}/revoke`);
@@ -302,14 +387,25 @@ for (const kind of STORAGE_KINDS) {
       const aliceDb = await alice.createDatabase('alice db', 'managed-a');
 
       const aliceList = await alice.get<{ databases: Array<{ id: string }> }>('/api/manage/databases');
-      assert.deepEqual(aliceList.body.databases.map((d) => d.id), [aliceDb.databaseId]);
+      assert.deepEqual(
+        aliceList.body.databases.map((d) => d.id),
+        [aliceDb.databaseId],
+      );
       assertClientError(await alice.get(`/api/manage/databases/${adminDb.databaseId}`), 404, 'not_found');
       assertClientError(await alice.get(`/api/manage/databases/${adminDb.databaseId}/commands`), 404, 'not_found');
       assertClientError(await alice.get(`/api/manage/databases/${adminDb.databaseId}/reports/latest`), 404, 'not_found');
-      assertClientError(await alice.post(`/api/manage/databases/${adminDb.databaseId}/commands`, { kind: 'revert', to: 'baseline' }), 404, 'not_found');
+      assertClientError(
+        await alice.post(`/api/manage/databases/${adminDb.databaseId}/commands`, { kind: 'revert', to: 'baseline' }),
+        404,
+        'not_found',
+      );
       assertClientError(await alice.post(`/api/manage/databases/${adminDb.databaseId}/keys`, {}), 404, 'not_found');
       assertClientError(await alice.post(`/api/manage/databases/${adminDb.databaseId}/keys/${adminDb.apiKeyId}/revoke`), 404, 'not_found');
-      assertClientError(await alice.post(`/api/manage/databases/${adminDb.databaseId}/report-interval`, { reportIntervalSeconds: 5 }), 404, 'not_found');
+      assertClientError(
+        await alice.post(`/api/manage/databases/${adminDb.databaseId}/report-interval`, { reportIntervalSeconds: 5 }),
+        404,
+        'not_found',
+      );
       assertClientError(await alice.post('/api/manage/users', { username: 'mallory' }), 403, 'forbidden');
       // The admin's key still works: alice's revoke did nothing.
       await startAgent(new AgentClient(service.url, adminDb.databaseId, adminDb.apiKey));
@@ -318,7 +414,12 @@ for (const kind of STORAGE_KINDS) {
     test("the people's API checks sessions, CSRF tokens and input", async () => {
       const anonymous = new PersonClient(service.url);
       assertClientError(await anonymous.get('/api/manage/databases'), 401, 'unauthorized');
-      assertClientError(await anonymous.post('/api/manage/login', { username: 'admin', password: 'wrong password' }), 401, 'unauthorized', 'wrong username or password');
+      assertClientError(
+        await anonymous.post('/api/manage/login', { username: 'admin', password: 'wrong password' }),
+        401,
+        'unauthorized',
+        'wrong username or password',
+      );
       assertClientError(await anonymous.post('/api/manage/login', { username: 'admin' }), 400, 'bad_request', 'body.password');
 
       const noCsrf = new PersonClient(service.url);
@@ -330,10 +431,20 @@ for (const kind of STORAGE_KINDS) {
       const path = `/api/manage/databases/${databaseId}/commands`;
       assertClientError(await admin.post(path, { kind: 'apply', values: { 'Work-Mem; DROP': '1' } }), 400, 'bad_request', 'body.values');
       assertClientError(await admin.post(path, { kind: 'apply', values: {} }), 400, 'bad_request', 'at least one parameter');
-      assertClientError(await admin.post(path, { kind: 'apply', values: { work_mem: { nested: 1 } } }), 400, 'bad_request', 'body.values.work_mem');
+      assertClientError(
+        await admin.post(path, { kind: 'apply', values: { work_mem: { nested: 1 } } }),
+        400,
+        'bad_request',
+        'body.values.work_mem',
+      );
       assertClientError(await admin.post(path, { kind: 'shutdown' }), 400, 'bad_request', 'body.kind');
       assertClientError(await admin.post(path, { kind: 'revert', to: 'yesterday' }), 400, 'bad_request', 'body.to');
-      assertClientError(await admin.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 0 }), 400, 'bad_request', 'body.reportIntervalSeconds');
+      assertClientError(
+        await admin.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 0 }),
+        400,
+        'bad_request',
+        'body.reportIntervalSeconds',
+      );
       assertClientError(await admin.get('/api/manage/databases/not-a-uuid'), 400, 'bad_request', 'path.databaseId');
       assertClientError(await admin.get(`/api/manage/databases/${databaseId}/commands?limit=100000`), 400, 'bad_request', 'query.limit');
     });
@@ -368,7 +479,9 @@ for (const kind of STORAGE_KINDS) {
 
       admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
       assert.deepEqual((await admin.get<{ databases: unknown[] }>('/api/manage/databases')).body.databases, before);
-      const latest = await admin.get<{ report: { metrics: { derived: { avgQueryRuntimeMs: number } } } }>(`/api/manage/databases/${databaseId}/reports/latest`);
+      const latest = await admin.get<{ report: { metrics: { derived: { avgQueryRuntimeMs: number } } } }>(
+        `/api/manage/databases/${databaseId}/reports/latest`,
+      );
       assert.equal(latest.body.report.metrics.derived.avgQueryRuntimeMs, 0.777);
       const again = new AgentClient(service.url, databaseId, apiKey);
       const lease2 = await startAgent(again);

@@ -15,37 +15,14 @@ import {
   type Setting,
 } from '../src/protocol/v1.ts';
 import { roundOrder } from '../src/measure/verify.ts';
-import { ENGINE_LIMITS } from '../src/service/sessions/engine.ts';
+import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
 import { createRng, type Rng } from '../src/optimizer/index.ts';
+import { PG15_KNOB_SETTINGS } from './helpers/pg15-settings.ts';
 import { AgentClient, type PersonClient } from './helpers/service.ts';
 import { sampleMetrics, sampleTargetMetrics, startRequest } from './helpers/service-reports.ts';
 
 /** The catalog's knobs as a PostgreSQL 15 cluster reports them by default. */
-export const FULL_SETTINGS: Setting[] = [
-  ['bgwriter_delay', '200', 'ms', 'sighup'],
-  ['bgwriter_lru_maxpages', '100', null, 'sighup'],
-  ['bgwriter_lru_multiplier', '2', null, 'sighup'],
-  ['checkpoint_completion_target', '0.9', null, 'sighup'],
-  ['checkpoint_timeout', '300', 's', 'sighup'],
-  ['default_statistics_target', '100', null, 'user'],
-  ['effective_cache_size', '524288', '8kB', 'user'],
-  ['effective_io_concurrency', '1', null, 'user'],
-  ['jit', 'on', null, 'user'],
-  ['maintenance_work_mem', '65536', 'kB', 'user'],
-  ['max_parallel_maintenance_workers', '2', null, 'user'],
-  ['max_parallel_workers', '8', null, 'user'],
-  ['max_parallel_workers_per_gather', '2', null, 'user'],
-  ['max_wal_size', '1024', 'MB', 'sighup'],
-  ['max_worker_processes', '8', null, 'postmaster'],
-  ['min_wal_size', '80', 'MB', 'sighup'],
-  ['random_page_cost', '4', null, 'user'],
-  ['seq_page_cost', '1', null, 'user'],
-  ['shared_buffers', '16384', '8kB', 'postmaster'],
-  ['wal_buffers', '512', '8kB', 'postmaster'],
-  ['wal_compression', 'off', null, 'superuser'],
-  ['wal_writer_delay', '200', 'ms', 'sighup'],
-  ['work_mem', '4096', 'kB', 'user'],
-].map(([name, setting, unit, context]) => ({ name: name!, setting: setting!, unit: unit ?? null, context: context!, source: 'default', pendingRestart: false }));
+export const FULL_SETTINGS: Setting[] = PG15_KNOB_SETTINGS;
 
 export const MACHINE = { memoryBytes: 8 * 1024 ** 3, vcpus: 2 };
 
@@ -125,9 +102,13 @@ export class SimulatedAgent {
       row.meanExecTimeMs = row.meanExecTimeMs * factor;
       row.totalExecTimeMs = row.meanExecTimeMs * row.calls;
     }
-    metrics.statements.other = { ...metrics.statements.other, calls: Math.max(1, Math.round((metrics.statements.other.calls / 60) * seconds)) };
+    metrics.statements.other = {
+      ...metrics.statements.other,
+      calls: Math.max(1, Math.round((metrics.statements.other.calls / 60) * seconds)),
+    };
     metrics.derived.calls = metrics.statements.top.reduce((n, row) => n + row.calls, 0) + metrics.statements.other.calls;
-    if (this.mixShifted) metrics.statements.top = metrics.statements.top.map((row, i) => (i % 2 ? { ...row, queryId: `${row.queryId}9` } : row));
+    if (this.mixShifted)
+      metrics.statements.top = metrics.statements.top.map((row, i) => (i % 2 ? { ...row, queryId: `${row.queryId}9` } : row));
     metrics.derived.avgQueryRuntimeMs = 0.4 * factor;
     metrics.derived.weightedQueryRuntimeMs = 0.4 * factor;
     // The same offered load whatever the configuration: transactions in proportion to time.
@@ -142,11 +123,25 @@ export class SimulatedAgent {
   async report(): Promise<ReportResponse> {
     if (this.breachPending) {
       this.settings = new Map(this.knownGood);
-      this.events.push({ at: new Date().toISOString(), level: 'warn', code: 'guardrail_breach', message: 'guardrail: query runtime 9.9 ms is 6.0× the known-good 1.6 ms; returned to known-good: applied', commandId: this.breachPending });
+      this.events.push({
+        at: new Date().toISOString(),
+        level: 'warn',
+        code: 'guardrail_breach',
+        message: 'guardrail: query runtime 9.9 ms is 6.0× the known-good 1.6 ms; returned to known-good: applied',
+        commandId: this.breachPending,
+      });
       this.breachPending = null;
     }
     const end = new Date();
-    const body = { leaseId: this.leaseId, seq: this.seq++, sentAt: end.toISOString(), metrics: this.metrics(end), settings: this.currentSettings(), targetMetrics: sampleTargetMetrics(end), events: this.events.splice(0) };
+    const body = {
+      leaseId: this.leaseId,
+      seq: this.seq++,
+      sentAt: end.toISOString(),
+      metrics: this.metrics(end),
+      settings: this.currentSettings(),
+      targetMetrics: sampleTargetMetrics(end),
+      events: this.events.splice(0),
+    };
     const response = await this.client.report(body, { gzip: true });
     assert.equal(response.status, 200, JSON.stringify(response.body));
     this.lastEnd = end;
@@ -168,16 +163,32 @@ export class SimulatedAgent {
   }
 
   private execute(command: Command): CommandAckRequest | null {
-    const done = (effective: Record<string, string>): CommandAckRequest => ({ leaseId: '', status: 'applied', effective, errors: [], restarted: false, restored: false });
+    const done = (effective: Record<string, string>): CommandAckRequest => ({
+      leaseId: '',
+      status: 'applied',
+      effective,
+      errors: [],
+      restarted: false,
+      restored: false,
+    });
     if (command.kind === 'revert') {
-      if (this.failReverts) return { leaseId: '', status: 'failed', effective: {}, errors: ['work_mem: pg_settings shows 16384, expected 4096'], restarted: false, restored: false };
+      if (this.failReverts)
+        return {
+          leaseId: '',
+          status: 'failed',
+          effective: {},
+          errors: ['work_mem: pg_settings shows 16384, expected 4096'],
+          restarted: false,
+          restored: false,
+        };
       this.settings = new Map(command.to === 'baseline' ? this.baseline : this.knownGood);
       if (command.to === 'baseline') this.knownGood = new Map(this.baseline);
       return done({});
     }
     const plan: ApplyPlan = command.keep ? { status: 'applied' } : this.plan(command, ++this.trials);
     if (plan.status === 'ignore') return null;
-    if (plan.status !== 'applied') return { leaseId: '', status: plan.status, effective: {}, errors: plan.errors, restarted: false, restored: plan.status === 'failed' };
+    if (plan.status !== 'applied')
+      return { leaseId: '', status: plan.status, effective: {}, errors: plan.errors, restarted: false, restored: plan.status === 'failed' };
     const effective = Object.fromEntries(Object.entries(command.values).map(([name, value]) => [name, String(value)]));
     for (const [name, value] of Object.entries(effective)) this.settings.set(name, value);
     if (command.keep) this.knownGood = new Map(this.settings);
@@ -212,7 +223,13 @@ export interface SessionJson {
   seed: number;
   requireApproval: boolean;
   reportIntervalSeconds: number;
-  best: { iteration: number; config: Record<string, number | string>; objective: number; measurements: number; diff: Array<{ name: string; baseline: string; value: string }> } | null;
+  best: {
+    iteration: number;
+    config: Record<string, number | string>;
+    objective: number;
+    measurements: number;
+    diff: Array<{ name: string; baseline: string; value: string }>;
+  } | null;
   baseline: { stats: { weightedRuntimeMs: number | null; tps: number } | null; reports: number | null };
   verification: {
     candidate: { iteration: number; config: Record<string, number | string>; objective: number };
@@ -248,14 +265,20 @@ export interface IterationJson {
   window: { start: string; end: string; attempts: number } | null;
 }
 
-export async function getSession(person: PersonClient, databaseId: string, sessionId: string): Promise<{ session: SessionJson; iterations: IterationJson[] }> {
-  const response = await person.get<{ session: SessionJson; iterations: IterationJson[] }>(`/api/manage/databases/${databaseId}/sessions/${sessionId}`);
+export async function getTuningSession(
+  person: PersonClient,
+  databaseId: string,
+  sessionId: string,
+): Promise<{ session: SessionJson; iterations: IterationJson[] }> {
+  const response = await person.get<{ session: SessionJson; iterations: IterationJson[] }>(
+    `/api/manage/databases/${databaseId}/tuning-sessions/${sessionId}`,
+  );
   assert.equal(response.status, 200, JSON.stringify(response.body));
   return response.body;
 }
 
-export async function startSession(person: PersonClient, databaseId: string, body: Record<string, unknown>): Promise<SessionJson> {
-  const response = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/sessions`, body);
+export async function startTuningSession(person: PersonClient, databaseId: string, body: Record<string, unknown>): Promise<SessionJson> {
+  const response = await person.post<{ session: SessionJson }>(`/api/manage/databases/${databaseId}/tuning-sessions`, body);
   assert.equal(response.status, 201, JSON.stringify(response.body));
   return response.body.session;
 }
@@ -268,22 +291,40 @@ export const isTrialJson = (it: IterationJson) => it.phase === 'search' && it.ki
  * every ENGINE_LIMITS.baselineEvery measured trials, then A/B rounds in alternating order
  * (contaminated windows measured again in the next row). Returns the complete A/B rounds.
  */
-export function assertSessionShape(iterations: readonly IterationJson[], planned: number, states: readonly string[] = ['ok', 'failed']): number {
+export function assertSessionShape(
+  iterations: readonly IterationJson[],
+  planned: number,
+  states: readonly string[] = ['ok', 'failed'],
+): number {
   const summary = JSON.stringify(iterations.map((it) => [it.ordinal, it.phase, it.kind, it.round, it.state, it.failure]));
-  assert.deepEqual(iterations.map((it) => it.ordinal), iterations.map((_, i) => i + 1));
+  assert.deepEqual(
+    iterations.map((it) => it.ordinal),
+    iterations.map((_, i) => i + 1),
+  );
   const clean = iterations.filter((it) => it.state !== 'contaminated');
   const trials = clean.filter(isTrialJson);
   assert.equal(trials.length, planned, summary);
-  assert.ok(trials.every((it) => states.includes(it.state) && it.kind !== 'remeasure'), summary);
+  assert.ok(
+    trials.every((it) => states.includes(it.state) && it.kind !== 'remeasure'),
+    summary,
+  );
   let since = 0;
   for (const it of clean.filter((x) => x.phase === 'search')) {
     if (it.kind === 'baseline') {
-      assert.equal(since, ENGINE_LIMITS.baselineEvery, `a baseline window after every ${ENGINE_LIMITS.baselineEvery} measured trials: ${summary}`);
+      assert.equal(
+        since,
+        ENGINE_LIMITS.baselineEvery,
+        `a baseline window after every ${ENGINE_LIMITS.baselineEvery} measured trials: ${summary}`,
+      );
       since = 0;
     } else if (it.state === 'ok') since++;
   }
   const verify = clean.filter((it) => it.phase === 'verify');
-  assert.ok(iterations.findIndex((it) => it.phase === 'verify') === -1 || iterations.slice(iterations.findIndex((it) => it.phase === 'verify')).every((it) => it.phase === 'verify'), 'the A/B rounds come last');
+  assert.ok(
+    iterations.findIndex((it) => it.phase === 'verify') === -1 ||
+      iterations.slice(iterations.findIndex((it) => it.phase === 'verify')).every((it) => it.phase === 'verify'),
+    'the A/B rounds come last',
+  );
   verify.forEach((it, i) => {
     const round = Math.floor(i / 2) + 1;
     assert.equal(it.round, round, summary);

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowStats } from '../src/measure/objective.ts';
-import { constraintBreach, throughput } from '../src/service/sessions/constraints.ts';
-import { EDGE_TOLERANCE_MS, selectWindow, serviceInterval, windowClosed, windowFrom } from '../src/service/sessions/window.ts';
-import type { SessionReport } from '../src/service/storage/storage.ts';
+import { constraintBreach, throughput } from '../src/service/tuning/constraints.ts';
+import { EDGE_TOLERANCE_MS, selectWindow, serviceInterval, windowClosed, windowFrom } from '../src/service/tuning/window.ts';
+import type { SessionReport } from '../src/service/tuning/store.ts';
 import { sampleMetrics } from './helpers/service-reports.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00Z');
@@ -16,7 +16,12 @@ const SKEW_MS = 7_000;
 /** A report of the agent's interval [startS, endS] (storage seconds after T0), received 40 ms after it was sent. */
 function report(startS: number, endS: number, options: { restarted?: boolean; workMem?: string } = {}): SessionReport {
   const metrics = sampleMetrics({ topStatements: 3, withText: false });
-  metrics.interval = { start: new Date(T0 + startS * 1000 + SKEW_MS).toISOString(), end: new Date(T0 + endS * 1000 + SKEW_MS).toISOString(), seconds: endS - startS, serverRestarted: options.restarted ?? false };
+  metrics.interval = {
+    start: new Date(T0 + startS * 1000 + SKEW_MS).toISOString(),
+    end: new Date(T0 + endS * 1000 + SKEW_MS).toISOString(),
+    seconds: endS - startS,
+    serverRestarted: options.restarted ?? false,
+  };
   const sent = T0 + endS * 1000 + SKEW_MS + 20;
   return {
     id: endS,
@@ -25,7 +30,16 @@ function report(startS: number, endS: number, options: { restarted?: boolean; wo
     sentAt: new Date(sent),
     receivedAt: new Date(sent - SKEW_MS + 40),
     metrics,
-    settings: [{ name: 'work_mem', setting: options.workMem ?? '65536', unit: 'kB', context: 'user', source: 'configuration file', pendingRestart: false }],
+    settings: [
+      {
+        name: 'work_mem',
+        setting: options.workMem ?? '65536',
+        unit: 'kB',
+        context: 'user',
+        source: 'configuration file',
+        pendingRestart: false,
+      },
+    ],
     targetMetrics: [],
   };
 }
@@ -48,9 +62,16 @@ test('a window counts the reports wholly inside it, with the trial in effect (a 
     report(14.3, 15.3), // past the end
   ];
   const selected = selectWindow(reports, window, { work_mem: '65536' });
-  assert.deepEqual(selected.reports.map((r) => r.id), [11, 12, 14.3]);
+  assert.deepEqual(
+    selected.reports.map((r) => r.id),
+    [11, 12, 14.3],
+  );
   assert.equal(selected.mismatched, 1);
-  assert.deepEqual(selectWindow(reports, window, null).reports.map((r) => r.id), [11, 12, 13, 14.3], 'the baseline has no trial values to check');
+  assert.deepEqual(
+    selectWindow(reports, window, null).reports.map((r) => r.id),
+    [11, 12, 13, 14.3],
+    'the baseline has no trial values to check',
+  );
   assert.ok(EDGE_TOLERANCE_MS >= 300);
 });
 
@@ -63,7 +84,16 @@ test('a window closes when a report reaches past its end, or a grace period afte
   assert.equal(windowClosed([], window, at(34.1), 30_000), true, 'the agent went quiet');
 });
 
-const stats = (over: Partial<WindowStats> = {}): WindowStats => ({ weightedRuntimeMs: 1, coverage: 1, avgRuntimeMs: 1, calls: 1000, seconds: 10, tps: 100, rollbackRate: 0, ...over });
+const stats = (over: Partial<WindowStats> = {}): WindowStats => ({
+  weightedRuntimeMs: 1,
+  coverage: 1,
+  avgRuntimeMs: 1,
+  calls: 1000,
+  seconds: 10,
+  tps: 100,
+  rollbackRate: 0,
+  ...over,
+});
 
 test('constraints: throughput, rollbacks and memory against the baseline', () => {
   const baseline = stats();
@@ -71,7 +101,10 @@ test('constraints: throughput, rollbacks and memory against the baseline', () =>
   assert.equal(constraintBreach(stats({ calls: 850 }), baseline, { window: null, baseline: null }), null, '15 % less is noise');
   assert.match(constraintBreach(stats({ calls: 750 }), baseline, { window: null, baseline: null }) ?? '', /^throughput fell by 25\.0 %/);
   assert.equal(constraintBreach(stats({ calls: 5 }), stats({ calls: 5 }), { window: null, baseline: null }), null);
-  assert.match(constraintBreach(stats({ rollbackRate: 0.05 }), baseline, { window: null, baseline: null }) ?? '', /^rollbacks rose to 5\.0 %/);
+  assert.match(
+    constraintBreach(stats({ rollbackRate: 0.05 }), baseline, { window: null, baseline: null }) ?? '',
+    /^rollbacks rose to 5\.0 %/,
+  );
   assert.equal(constraintBreach(stats({ rollbackRate: 0.015 }), baseline, { window: null, baseline: null }), null);
   assert.match(constraintBreach(stats(), baseline, { window: 0.06, baseline: 0.4 }) ?? '', /^available memory fell to 6\.0 %/);
   assert.equal(constraintBreach(stats(), baseline, { window: 0.06, baseline: 0.07 }), null, 'a machine that was that tight already');

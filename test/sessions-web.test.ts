@@ -6,9 +6,16 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
-import { SimulatedAgent, assertSessionShape, getSession } from './sessions-agent.ts';
+import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
+import { SimulatedAgent, assertSessionShape, getTuningSession } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
@@ -16,21 +23,15 @@ let store: ServiceStore;
 let service: TestService;
 let browser: Browser;
 let page: Page;
-const problems: string[] = [];
+let problems: string[] = [];
 
 before(async () => {
   if (skip) return;
   store = await createServiceStore('pglite');
   service = await startTestService(store);
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('console', (message) => {
-    const expected = /^Failed to load resource: the server responded with a status of 4(00|09)/.test(message.text());
-    if (message.type() === 'error' && !expected) problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  // The stop and revert buttons ask first.
-  page.on('dialog', (dialog) => void dialog.accept());
+  // The stop and revert buttons ask first; refused actions answer 400 and 409.
+  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 409], dialogs: 'accept' }));
 });
 
 after(async () => {
@@ -39,86 +40,109 @@ after(async () => {
   await store?.dispose();
 });
 
-test('start a session from the dashboard, watch it, approve the best, then start and stop another', { skip, timeout: 120_000 }, async () => {
-  const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-  const { databaseId, apiKey } = await person.createDatabase('orders-db');
-  const agent = new SimulatedAgent(service.url, databaseId, apiKey);
-  agent.plan = (_command, trial) => (trial === 2 ? { status: 'refused', errors: ['work_mem: above the memory budget'] } : trial === 5 ? { status: 'applied', breach: true } : { status: 'applied' });
-  await agent.start();
-  await agent.report();
+test(
+  'start a session from the dashboard, watch it, approve the best, then start and stop another',
+  { skip, timeout: 120_000 },
+  async () => {
+    const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    const { databaseId, apiKey } = await person.createDatabase('orders-db');
+    const agent = new SimulatedAgent(service.url, databaseId, apiKey);
+    agent.plan = (_command, trial) =>
+      trial === 2
+        ? { status: 'refused', errors: ['work_mem: above the memory budget'] }
+        : trial === 5
+          ? { status: 'applied', breach: true }
+          : { status: 'applied' };
+    await agent.start();
+    await agent.report();
 
-  await page.goto(`${service.url}/login`);
-  await page.fill('input[name=username]', 'admin');
-  await page.fill('input[name=password]', ADMIN_PASSWORD);
-  await page.click('button[type=submit]');
-  await page.waitForURL(`${service.url}/`);
-  await page.goto(`${service.url}/databases/${databaseId}`);
-  assert.match((await page.textContent('#tuning')) ?? '', /No tuning session yet/);
+    await page.goto(`${service.url}/login`);
+    await page.fill('input[name=username]', 'admin');
+    await page.fill('input[name=password]', ADMIN_PASSWORD);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${service.url}/`);
+    await page.goto(`${service.url}/databases/${databaseId}`);
+    assert.match((await page.textContent('#tuning')) ?? '', /No tuning session yet/);
 
-  // A value out of range is refused by the service, the field named (past the browser's own check).
-  await page.locator('#session-start').evaluate((form: { setAttribute(name: string, value: string): void }) => form.setAttribute('novalidate', ''));
-  await page.fill('#session-start input[name=windowSeconds]', '1');
-  await page.click('#session-start button[type=submit]');
-  assert.match((await page.textContent('.notice.bad')) ?? '', /form\.windowSeconds: expected at least 2 seconds/);
+    // A value out of range is refused by the service, the field named (past the browser's own check).
+    await page
+      .locator('#session-start')
+      .evaluate((form: { setAttribute(name: string, value: string): void }) => form.setAttribute('novalidate', ''));
+    await page.fill('#session-start input[name=windowSeconds]', '1');
+    await page.click('#session-start button[type=submit]');
+    assert.match((await page.textContent('.notice.bad')) ?? '', /form\.windowSeconds: expected at least 2 seconds/);
 
-  await page.locator('#session-start').evaluate((form: { setAttribute(name: string, value: string): void }) => form.setAttribute('novalidate', ''));
-  await page.fill('#session-start input[name=abRoundsMin]', '2');
-  await page.click('#session-start button[type=submit]');
-  assert.match((await page.textContent('.notice.bad')) ?? '', /form\.abRoundsMin: expected at least 3 rounds/);
-  await page.fill('#session-start input[name=abRoundsMin]', '3');
-  await page.fill('#session-start input[name=abRoundsMax]', '5');
-  await page.fill('#session-start input[name=minEffectPercent]', '4');
-  await page.fill('#session-start input[name=iterations]', '8');
-  await page.fill('#session-start input[name=windowSeconds]', '2');
-  await page.fill('#session-start input[name=warmupSeconds]', '0');
-  await page.click('#session-start button[type=submit]');
-  await page.waitForSelector('.notice.ok');
-  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'baseline');
-  assert.equal(await page.$('#session-start'), null, 'no second session while one is active');
-  const sessionId = (await page.getAttribute('#session', 'data-session-id'))!;
+    await page
+      .locator('#session-start')
+      .evaluate((form: { setAttribute(name: string, value: string): void }) => form.setAttribute('novalidate', ''));
+    await page.fill('#session-start input[name=abRoundsMin]', '2');
+    await page.click('#session-start button[type=submit]');
+    assert.match((await page.textContent('.notice.bad')) ?? '', /form\.abRoundsMin: expected at least 3 rounds/);
+    await page.fill('#session-start input[name=abRoundsMin]', '3');
+    await page.fill('#session-start input[name=abRoundsMax]', '5');
+    await page.fill('#session-start input[name=minEffectPercent]', '4');
+    await page.fill('#session-start input[name=iterations]', '8');
+    await page.fill('#session-start input[name=windowSeconds]', '2');
+    await page.fill('#session-start input[name=warmupSeconds]', '0');
+    await page.click('#session-start button[type=submit]');
+    await page.waitForSelector('.notice.ok');
+    assert.equal(await page.getAttribute('#session-state', 'data-state'), 'baseline');
+    assert.equal(await page.$('#session-start'), null, 'no second session while one is active');
+    const sessionId = (await page.getAttribute('#session', 'data-session-id'))!;
 
-  await agent.runUntil('awaiting approval', async () => (await getSession(person, databaseId, sessionId)).session.state === 'awaiting_approval', { timeoutMs: 90_000 });
-  await page.reload();
-  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'awaiting_approval');
-  const { iterations } = await getSession(person, databaseId, sessionId);
-  const rounds = assertSessionShape(iterations, 8);
-  assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
-  assert.match((await page.textContent('#session-progress')) ?? '', new RegExp(`^8 of 8 trials measured \\(6 ok, 2 failed\\), 1 baseline window between them, ${rounds} A/B rounds \\(3–5\\)`));
-  assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured trial');
-  assert.ok((await page.locator('#session-chart rect').count()) >= 3, 'the baseline windows (and the plot area)');
-  assert.match((await page.textContent('#session-drift')) ?? '', /over \d+ baseline windows/);
-  assert.match((await page.textContent('#session-verification')) ?? '', /recommended iteration \d+: runtime −\d+(\.\d)? % \(95 % CI .*\), throughput .*, \d A\/B rounds/);
-  assert.match((await page.textContent('#session-iterations')) ?? '', /refused by the agent/);
-  assert.match((await page.textContent('#session-iterations')) ?? '', /guardrail/);
-  assert.match((await page.textContent('#session-iterations')) ?? '', /work_mem 4MB →/);
-  assert.match((await page.textContent('#session-best')) ?? '', /iteration \d+, verified in \d A\/B rounds/);
-  assert.doesNotMatch((await page.textContent('#tuning')) ?? '', /faster/, 'no figure called faster');
-  await page.locator('#tuning').screenshot({ path: join(SCREENSHOTS, 'session-awaiting-approval.png') });
-  await page.locator('#session-chart').screenshot({ path: join(SCREENSHOTS, 'session-chart.png') });
-  await page.screenshot({ path: join(SCREENSHOTS, 'session-dashboard.png'), fullPage: true });
+    await agent.runUntil(
+      'awaiting approval',
+      async () => (await getTuningSession(person, databaseId, sessionId)).session.state === 'awaiting_approval',
+      { timeoutMs: 90_000 },
+    );
+    await page.reload();
+    assert.equal(await page.getAttribute('#session-state', 'data-state'), 'awaiting_approval');
+    const { iterations } = await getTuningSession(person, databaseId, sessionId);
+    const rounds = assertSessionShape(iterations, 8);
+    assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
+    assert.match(
+      (await page.textContent('#session-progress')) ?? '',
+      new RegExp(`^8 of 8 trials measured \\(6 ok, 2 failed\\), 1 baseline window between them, ${rounds} A/B rounds \\(3–5\\)`),
+    );
+    assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured trial');
+    assert.ok((await page.locator('#session-chart rect').count()) >= 3, 'the baseline windows (and the plot area)');
+    assert.match((await page.textContent('#session-drift')) ?? '', /over \d+ baseline windows/);
+    assert.match(
+      (await page.textContent('#session-verification')) ?? '',
+      /recommended iteration \d+: runtime −\d+(\.\d)? % \(95 % CI .*\), throughput .*, \d A\/B rounds/,
+    );
+    assert.match((await page.textContent('#session-iterations')) ?? '', /refused by the agent/);
+    assert.match((await page.textContent('#session-iterations')) ?? '', /guardrail/);
+    assert.match((await page.textContent('#session-iterations')) ?? '', /work_mem 4MB →/);
+    assert.match((await page.textContent('#session-best')) ?? '', /iteration \d+, verified in \d A\/B rounds/);
+    assert.doesNotMatch((await page.textContent('#tuning')) ?? '', /faster/, 'no figure called faster');
+    await page.locator('#tuning').screenshot({ path: join(SCREENSHOTS, 'session-awaiting-approval.png') });
+    await page.locator('#session-chart').screenshot({ path: join(SCREENSHOTS, 'session-chart.png') });
+    await page.screenshot({ path: join(SCREENSHOTS, 'session-dashboard.png'), fullPage: true });
 
-  await page.click('#session-approve');
-  await page.waitForSelector('.notice.ok');
-  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'applying_best');
-  await agent.report();
-  await page.reload();
-  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'done');
-  assert.match((await page.textContent('#session-message')) ?? '', /applied and kept/);
+    await page.click('#session-approve');
+    await page.waitForSelector('.notice.ok');
+    assert.equal(await page.getAttribute('#session-state', 'data-state'), 'applying_best');
+    await agent.report();
+    await page.reload();
+    assert.equal(await page.getAttribute('#session-state', 'data-state'), 'done');
+    assert.match((await page.textContent('#session-message')) ?? '', /applied and kept/);
 
-  // Another session, stopped mid-way.
-  await page.fill('#session-start input[name=iterations]', '3');
-  await page.fill('#session-start input[name=windowSeconds]', '2');
-  await page.click('#session-start button[type=submit]');
-  await page.waitForSelector('.notice.ok');
-  await page.click('#session-stop');
-  await page.waitForSelector('.notice.ok');
-  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'stopped');
-  assert.equal(await page.locator('#session-list tr').count(), 1, 'the earlier session is listed');
-  await page.locator('#tuning').screenshot({ path: join(SCREENSHOTS, 'session-stopped.png') });
+    // Another session, stopped mid-way.
+    await page.fill('#session-start input[name=iterations]', '3');
+    await page.fill('#session-start input[name=windowSeconds]', '2');
+    await page.click('#session-start button[type=submit]');
+    await page.waitForSelector('.notice.ok');
+    await page.click('#session-stop');
+    await page.waitForSelector('.notice.ok');
+    assert.equal(await page.getAttribute('#session-state', 'data-state'), 'stopped');
+    assert.equal(await page.locator('#session-list tr').count(), 1, 'the earlier session is listed');
+    await page.locator('#tuning').screenshot({ path: join(SCREENSHOTS, 'session-stopped.png') });
 
-  // The earlier session is still there to look at.
-  await page.click('#session-list a');
-  assert.equal(await page.getAttribute('#session-state', 'data-state'), 'done');
-  assert.deepEqual(problems, [], 'no script error, CSP violation');
-  console.log(`screenshots in ${SCREENSHOTS}`);
-});
+    // The earlier session is still there to look at.
+    await page.click('#session-list a');
+    assert.equal(await page.getAttribute('#session-state', 'data-state'), 'done');
+    assert.deepEqual(problems, [], 'no script error, CSP violation');
+    console.log(`screenshots in ${SCREENSHOTS}`);
+  },
+);

@@ -6,11 +6,28 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '../src/lab/cluster.ts';
 import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
-import { ErrorResponseSchema } from '../src/protocol/v1.ts';
-import { advanceTuningSession } from '../src/service/sessions/advance.ts';
-import { buildSpace, sessionSpaceInput } from '../src/service/sessions/space.ts';
-import { ADMIN_PASSWORD, PersonClient, STORAGE_KINDS, createServiceStore, startTestService, type JsonResponse, type ServiceStore, type TestService } from './helpers/service.ts';
-import { FULL_SETTINGS, MACHINE, SimulatedAgent, assertSessionShape, getSession, isTrialJson, startSession, type IterationJson } from './sessions-agent.ts';
+import { advanceTuningSession } from '../src/service/tuning/advance.ts';
+import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  STORAGE_KINDS,
+  assertClientError,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
+import {
+  FULL_SETTINGS,
+  MACHINE,
+  SimulatedAgent,
+  assertSessionShape,
+  getTuningSession,
+  isTrialJson,
+  startTuningSession,
+  type IterationJson,
+} from './sessions-agent.ts';
 
 interface CommandView {
   id: string;
@@ -18,17 +35,9 @@ interface CommandView {
   command: { id: string; kind: string; keep?: boolean; to?: string; values?: Record<string, string | number> };
 }
 
-function assertClientError(response: JsonResponse, status: number, mentions: string | RegExp): void {
-  const context = `${response.status} ${JSON.stringify(response.body).slice(0, 500)}`;
-  assert.equal(response.status, status, context);
-  const parsed = ErrorResponseSchema.safeParse(response.body);
-  assert.ok(parsed.success, `error body is { error: { code, message } }: ${context}`);
-  if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
-  else assert.match(parsed.data.error.message, mentions, context);
-}
-
 /** The space the service builds for the simulated agent (its settings, 100 connections). */
-const space = () => buildSpace(sessionSpaceInput({ target: 'local', mode: 'reload-only', machine: MACHINE, settings: FULL_SETTINGS, maxConnections: 100 }));
+const space = () =>
+  buildSpace(sessionSpaceInput({ target: 'local', mode: 'reload-only', machine: MACHINE, settings: FULL_SETTINGS, maxConnections: 100 }));
 
 for (const kind of STORAGE_KINDS) {
   describe(`tuning sessions on ${kind} storage`, () => {
@@ -44,8 +53,9 @@ for (const kind of STORAGE_KINDS) {
       await agent.report();
       return { databaseId, agent };
     };
-    const stateOf = async (databaseId: string, sessionId: string) => (await getSession(person, databaseId, sessionId)).session.state;
-    const commands = async (databaseId: string) => (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands?limit=100`)).body.commands;
+    const stateOf = async (databaseId: string, sessionId: string) => (await getTuningSession(person, databaseId, sessionId)).session.state;
+    const commands = async (databaseId: string) =>
+      (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands?limit=100`)).body.commands;
 
     before(async () => {
       store = await createServiceStore(kind);
@@ -61,27 +71,38 @@ for (const kind of STORAGE_KINDS) {
     test('baseline → trials with baseline windows between them → A/B verification → awaiting approval → approve → kept', async () => {
       const { databaseId, agent } = await connect('approve');
       agent.noise = 0.03;
-      const started = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 42 });
+      const started = await startTuningSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 42 });
       assert.equal(started.state, 'baseline');
       assert.equal(started.requireApproval, true, 'approval is required by default');
       assert.equal(started.mode, 'reload-only');
-      assert.deepEqual([started.abRoundsMin, started.abRoundsMax, started.minEffectPercent, started.confidencePercent], [3, 8, 5, 95], 'the verification defaults');
+      assert.deepEqual(
+        [started.abRoundsMin, started.abRoundsMax, started.minEffectPercent, started.confidencePercent],
+        [3, 8, 5, 95],
+        'the verification defaults',
+      );
       assert.equal((await agent.report()).nextReportInSeconds, 1, 'while measuring, about six reports a window');
 
       let sawVerifying = false;
-      await agent.runUntil('awaiting approval', async () => {
-        const state = await stateOf(databaseId, started.id);
-        sawVerifying ||= state === 'verifying';
-        return state === 'awaiting_approval';
-      }, { timeoutMs: 90_000 });
+      await agent.runUntil(
+        'awaiting approval',
+        async () => {
+          const state = await stateOf(databaseId, started.id);
+          sawVerifying ||= state === 'verifying';
+          return state === 'awaiting_approval';
+        },
+        { timeoutMs: 90_000 },
+      );
       assert.ok(sawVerifying, 'the session verified its best before recommending it');
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       const rounds = assertSessionShape(iterations, 5, ['ok']);
       assert.ok(rounds >= 3 && rounds <= 8, `${rounds} A/B rounds`);
       const trials = iterations.filter(isTrialJson);
       assert.equal(trials[0]!.kind, 'heuristic', "pgtune's recommendation first");
       for (const it of trials) assert.ok(it.objective !== null && it.objective > 0 && it.diff.length > 0);
-      assert.ok(iterations.some((it) => it.kind === 'baseline' && it.phase === 'search' && it.baselineRatio !== null), 'a baseline window between the trials');
+      assert.ok(
+        iterations.some((it) => it.kind === 'baseline' && it.phase === 'search' && it.baselineRatio !== null),
+        'a baseline window between the trials',
+      );
       // The noise of one window comes from the baseline windows, and each later trial carries its interval.
       assert.ok(session.noise !== null && session.noise! > 0, `noise ${session.noise}`);
       assert.ok(session.drift && session.drift.windows >= 3, JSON.stringify(session.drift));
@@ -96,16 +117,24 @@ for (const kind of STORAGE_KINDS) {
       assert.ok(session.best, 'a recommendation');
       assert.deepEqual(session.best.config, v.candidate.config, 'the verified candidate is recommended');
       assert.equal(session.best.objective, v.runtime!.estimate);
-      assert.ok(session.best.diff.some((d) => d.name === 'work_mem'), JSON.stringify(session.best.diff));
+      assert.ok(
+        session.best.diff.some((d) => d.name === 'work_mem'),
+        JSON.stringify(session.best.diff),
+      );
       assert.match(session.message ?? '', /verified: runtime −.*approve/);
       // The trials are done: the database waits on known-good, and the agent reports at its own pace.
       const queued = await commands(databaseId);
       assert.deepEqual(queued[0]?.command.kind === 'revert' && queued[0].command.to, 'known-good');
       assert.equal((await agent.report()).nextReportInSeconds, 60);
       assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good while awaiting approval');
-      assert.ok(queued.every((c) => c.command.kind === 'revert' || c.command.keep === false), 'every window was a trial (keep=false) or a revert');
+      assert.ok(
+        queued.every((c) => c.command.kind === 'revert' || c.command.keep === false),
+        'every window was a trial (keep=false) or a revert',
+      );
 
-      const approved = await person.post<{ session: { state: string; finalCommandId: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`);
+      const approved = await person.post<{ session: { state: string; finalCommandId: string } }>(
+        `/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/approve`,
+      );
       assert.equal(approved.status, 200, JSON.stringify(approved.body));
       assert.equal(approved.body.session.state, 'applying_best');
       const response = await agent.report();
@@ -114,22 +143,42 @@ for (const kind of STORAGE_KINDS) {
       assert.deepEqual(response.command.values, session.best.config);
       assert.equal(response.command.id, approved.body.session.finalCommandId);
       assert.equal(await stateOf(databaseId, started.id), 'done', 'the ack ends the session');
-      const done = (await getSession(person, databaseId, started.id)).session;
+      const done = (await getTuningSession(person, databaseId, started.id)).session;
       assert.match(done.message ?? '', /applied and kept/);
       assert.equal(agent.knownGood.get('work_mem'), String(session.best.config['work_mem']));
 
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${started.id}/approve`), 409, /only a session awaiting approval/);
-      const list = await person.get<{ sessions: Array<{ id: string; state: string }> }>(`/api/manage/databases/${databaseId}/sessions`);
-      assert.deepEqual(list.body.sessions.map((s) => [s.id, s.state]), [[started.id, 'done']]);
+      assertClientError(
+        await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/approve`),
+        409,
+        'conflict',
+        /only a session awaiting approval/,
+      );
+      const list = await person.get<{ sessions: Array<{ id: string; state: string }> }>(
+        `/api/manage/databases/${databaseId}/tuning-sessions`,
+      );
+      assert.deepEqual(
+        list.body.sessions.map((s) => [s.id, s.state]),
+        [[started.id, 'done']],
+      );
     });
 
     test('a workload no knob speeds up ends "no significant improvement" and keeps nothing', async () => {
       const { databaseId, agent } = await connect('null-workload');
       agent.effect = () => 1;
       agent.noise = 0.05;
-      const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 8, abRoundsMin: 3, abRoundsMax: 4, requireApproval: false });
-      await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 90_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const started = await startTuningSession(person, databaseId, {
+        iterations: 3,
+        windowSeconds: 2,
+        warmupSeconds: 0,
+        seed: 8,
+        abRoundsMin: 3,
+        abRoundsMax: 4,
+        requireApproval: false,
+      });
+      await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), {
+        timeoutMs: 90_000,
+      });
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'done', session.message ?? '');
       assert.match(session.message ?? '', /^no significant improvement: .*the database stays on its known-good configuration$/);
       assert.doesNotMatch(session.message ?? '', /faster/);
@@ -146,41 +195,58 @@ for (const kind of STORAGE_KINDS) {
 
     test('a window whose query mix shifts is contaminated, measured again, and not given to the optimizer', async () => {
       const { databaseId, agent } = await connect('mix-shift');
-      const started = await startSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 0, seed: 4 });
+      const started = await startTuningSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 0, seed: 4 });
       let shifted = false;
-      await agent.runUntil('awaiting approval', async () => {
-        const { session, iterations } = await getSession(person, databaseId, started.id);
-        const second = iterations.filter(isTrialJson)[1];
-        // A batch job runs during the second trial's first window, and stops when it is judged.
-        if (second?.state === 'measuring' && !shifted) shifted = agent.mixShifted = true;
-        if (iterations.some((it) => it.state === 'contaminated')) agent.mixShifted = false;
-        return ['awaiting_approval', 'done', 'failed'].includes(session.state);
-      }, { timeoutMs: 90_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      await agent.runUntil(
+        'awaiting approval',
+        async () => {
+          const { session, iterations } = await getTuningSession(person, databaseId, started.id);
+          const second = iterations.filter(isTrialJson)[1];
+          // A batch job runs during the second trial's first window, and stops when it is judged.
+          if (second?.state === 'measuring' && !shifted) shifted = agent.mixShifted = true;
+          if (iterations.some((it) => it.state === 'contaminated')) agent.mixShifted = false;
+          return ['awaiting_approval', 'done', 'failed'].includes(session.state);
+        },
+        { timeoutMs: 90_000 },
+      );
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'awaiting_approval', session.message ?? '');
       const contaminated = iterations.filter((it) => it.state === 'contaminated');
       assert.equal(contaminated.length, 1, JSON.stringify(iterations.map((it) => [it.ordinal, it.kind, it.state, it.failure])));
       const [bad] = contaminated;
-      assert.match(bad!.failure ?? '', /^contaminated: the query mix moved away from the baseline's \(Jensen-Shannon distance 0\.\d\d, over 0\.25\)/);
+      assert.match(
+        bad!.failure ?? '',
+        /^contaminated: the query mix moved away from the baseline's \(Jensen-Shannon distance 0\.\d\d, over 0\.25\)/,
+      );
       assert.equal(bad!.objective, null, 'a contaminated window has no objective: the optimizer never sees it');
       const again = iterations.find((it) => it.ordinal === bad!.ordinal + 1)!;
       assert.equal(again.commandId, bad!.commandId, 'measured again with the configuration still applied');
       assert.deepEqual([again.kind, again.state], [bad!.kind, 'ok']);
       assert.match(again.reason, new RegExp(`^iteration ${bad!.ordinal} measured again: its window was contaminated`));
       assertSessionShape(iterations, 2, ['ok']);
-      const stopped = await person.post(`/api/manage/databases/${databaseId}/sessions/${started.id}/revert`);
+      const stopped = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/revert`);
       assert.equal(stopped.status, 200);
     });
 
     test('a baseline window the agent cannot return to fails the session after three tries, instead of asking forever', async () => {
       const { databaseId, agent } = await connect('stuck-revert');
       agent.failReverts = true;
-      const started = await startSession(person, databaseId, { iterations: 1, windowSeconds: 2, warmupSeconds: 0, seed: 5 });
-      await agent.runUntil('the session to fail', async () => ['failed', 'done', 'awaiting_approval'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 60_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const started = await startTuningSession(person, databaseId, { iterations: 1, windowSeconds: 2, warmupSeconds: 0, seed: 5 });
+      await agent.runUntil(
+        'the session to fail',
+        async () => ['failed', 'done', 'awaiting_approval'].includes(await stateOf(databaseId, started.id)),
+        { timeoutMs: 60_000 },
+      );
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'failed', session.message ?? '');
-      assert.match(session.message ?? '', /^the last 3 windows of the known-good configuration could not be measured \(the last: failed by the agent: work_mem/);
-      assert.deepEqual(iterations.slice(-3).map((it) => [it.kind, it.state]), Array.from({ length: 3 }, () => ['baseline', 'failed']));
+      assert.match(
+        session.message ?? '',
+        /^the last 3 windows of the known-good configuration could not be measured \(the last: failed by the agent: work_mem/,
+      );
+      assert.deepEqual(
+        iterations.slice(-3).map((it) => [it.kind, it.state]),
+        Array.from({ length: 3 }, () => ['baseline', 'failed']),
+      );
     });
 
     test('refused, failed and guardrail-reverted trials fail their iterations, and their regions are not proposed again', async () => {
@@ -191,14 +257,25 @@ for (const kind of STORAGE_KINDS) {
         if (trial === 3) return { status: 'applied', breach: true };
         return { status: 'applied' };
       };
-      const started = await startSession(person, databaseId, { iterations: 6, windowSeconds: 2, warmupSeconds: 0, seed: 7, requireApproval: false });
-      await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), { timeoutMs: 60_000 });
-      const { session, iterations } = await getSession(person, databaseId, started.id);
+      const started = await startTuningSession(person, databaseId, {
+        iterations: 6,
+        windowSeconds: 2,
+        warmupSeconds: 0,
+        seed: 7,
+        requireApproval: false,
+      });
+      await agent.runUntil('the session to end', async () => ['done', 'failed'].includes(await stateOf(databaseId, started.id)), {
+        timeoutMs: 60_000,
+      });
+      const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(session.state, 'done', session.message ?? '');
       assert.match(iterations[0]!.failure ?? '', /^refused by the agent: work_mem/);
       assert.match(iterations[1]!.failure ?? '', /^failed by the agent: max_wal_size/);
       assert.match(iterations[2]!.failure ?? '', /^guardrail: /);
-      assert.deepEqual(iterations.slice(0, 3).map((it) => it.state), ['failed', 'failed', 'failed']);
+      assert.deepEqual(
+        iterations.slice(0, 3).map((it) => it.state),
+        ['failed', 'failed', 'failed'],
+      );
       assertSessionShape(iterations, 6);
 
       // No later suggestion falls in the region of a failed one.
@@ -212,142 +289,230 @@ for (const kind of STORAGE_KINDS) {
       }
       // The recommendation is none of the failed ones.
       if (session.best) assert.ok(!failed.some((f) => JSON.stringify(f.config) === JSON.stringify(session.best!.config)));
-      assert.ok(agent.received.some((c) => c.kind === 'apply' && c.keep) || /no significant improvement/.test(session.message ?? ''), session.message ?? '');
+      assert.ok(
+        agent.received.some((c) => c.kind === 'apply' && c.keep) || /no significant improvement/.test(session.message ?? ''),
+        session.message ?? '',
+      );
     });
 
     test('an acknowledgement that never comes fails the iteration after the timeout, and the session moves on', async () => {
       const { databaseId, agent } = await connect('silent');
       agent.plan = (_command, trial) => (trial === 1 ? { status: 'ignore' } : { status: 'applied' });
-      const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 3 });
+      const started = await startTuningSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 3 });
       await agent.runUntil('the first trial to be sent twice', async () => {
-        const [first] = (await getSession(person, databaseId, started.id)).iterations;
-        return first?.sentAt != null && agent.received.length === 1 && (await commands(databaseId)).some((c) => c.id === first.commandId && c.state === 'sent');
+        const [first] = (await getTuningSession(person, databaseId, started.id)).iterations;
+        return (
+          first?.sentAt != null &&
+          agent.received.length === 1 &&
+          (await commands(databaseId)).some((c) => c.id === first.commandId && c.state === 'sent')
+        );
       });
       // Eleven minutes later, by the storage's clock as the timer would see it.
       const advanced = await advanceTuningSession(service.storage, databaseId, { now: new Date(Date.now() + 11 * 60_000) });
       assert.ok(advanced?.commandIssued, 'the next trial is queued');
-      const { iterations } = await getSession(person, databaseId, started.id);
+      const { iterations } = await getTuningSession(person, databaseId, started.id);
       assert.equal(iterations[0]!.state, 'failed');
       assert.match(iterations[0]!.failure ?? '', /no acknowledgement within 600 s/);
       const cancelled = (await commands(databaseId)).find((c) => c.id === iterations[0]!.commandId);
       assert.equal(cancelled?.state, 'failed', 'the command is no longer handed out');
       const next = await agent.report();
       assert.equal(next.command?.id, iterations[1]!.commandId);
-      const stopped = await person.post<{ session: { state: string } }>(`/api/manage/databases/${databaseId}/sessions/${started.id}/stop`);
+      const stopped = await person.post<{ session: { state: string } }>(
+        `/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`,
+      );
       assert.equal(stopped.body.session.state, 'stopped');
     });
 
     test('stop returns a trial to known-good; revert returns the database to its baseline', async () => {
       const { databaseId, agent } = await connect('stop-revert');
-      const first = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 11 });
-      await agent.runUntil('a trial to be measured', async () => (await getSession(person, databaseId, first.id)).iterations[0]?.state === 'measuring');
+      const first = await startTuningSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 11 });
+      await agent.runUntil(
+        'a trial to be measured',
+        async () => (await getTuningSession(person, databaseId, first.id)).iterations[0]?.state === 'measuring',
+      );
       assert.notEqual(agent.settings.get('work_mem'), '4096', 'the trial is applied');
-      const stopped = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/sessions/${first.id}/stop`);
+      const stopped = await person.post<{ session: { state: string; message: string } }>(
+        `/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/stop`,
+      );
       assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
       assert.equal(stopped.body.session.state, 'stopped');
       assert.match(stopped.body.session.message, /stopped by admin: the database returns to its known-good configuration/);
       const revert = await agent.report();
       assert.deepEqual(revert.command && revert.command.kind === 'revert' && revert.command.to, 'known-good');
       assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good');
-      const { iterations } = await getSession(person, databaseId, first.id);
+      const { iterations } = await getTuningSession(person, databaseId, first.id);
       assert.equal(iterations.at(-1)?.state, 'cancelled');
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${first.id}/stop`), 409, 'stopped already');
+      assertClientError(
+        await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/stop`),
+        409,
+        'conflict',
+        'stopped already',
+      );
 
-      const second = await startSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 12 });
-      await agent.runUntil('a trial to be applied', async () => (await getSession(person, databaseId, second.id)).iterations[0]?.state === 'measuring');
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${first.id}/revert`), 409, 'latest session');
-      const reverted = await person.post<{ session: { state: string; message: string } }>(`/api/manage/databases/${databaseId}/sessions/${second.id}/revert`);
+      const second = await startTuningSession(person, databaseId, { iterations: 5, windowSeconds: 2, warmupSeconds: 0, seed: 12 });
+      await agent.runUntil(
+        'a trial to be applied',
+        async () => (await getTuningSession(person, databaseId, second.id)).iterations[0]?.state === 'measuring',
+      );
+      assertClientError(
+        await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${first.id}/revert`),
+        409,
+        'conflict',
+        'latest session',
+      );
+      const reverted = await person.post<{ session: { state: string; message: string } }>(
+        `/api/manage/databases/${databaseId}/tuning-sessions/${second.id}/revert`,
+      );
       assert.equal(reverted.body.session.state, 'reverted');
       const toBaseline = await agent.report();
       assert.deepEqual(toBaseline.command && toBaseline.command.kind === 'revert' && toBaseline.command.to, 'baseline');
       assert.deepEqual(agent.settings, agent.baseline);
-      assertClientError(await person.post(`/api/manage/databases/${databaseId}/sessions/${second.id}/revert`), 409, 'reverted already');
+      assertClientError(
+        await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${second.id}/revert`),
+        409,
+        'conflict',
+        'reverted already',
+      );
     });
 
     test('a session goes on after the service restarts mid-iteration', async () => {
       const { databaseId, agent } = await connect('restart');
-      const started = await startSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 1, seed: 5 });
-      await agent.runUntil('the first trial to be measured', async () => (await getSession(person, databaseId, started.id)).iterations[0]?.state === 'measuring');
+      const started = await startTuningSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 1, seed: 5 });
+      await agent.runUntil(
+        'the first trial to be measured',
+        async () => (await getTuningSession(person, databaseId, started.id)).iterations[0]?.state === 'measuring',
+      );
       await service.close();
       service = await startTestService(store, {}, listen);
       person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-      await agent.runUntil('awaiting approval after the restart', async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval');
-      const { iterations } = await getSession(person, databaseId, started.id);
+      await agent.runUntil(
+        'awaiting approval after the restart',
+        async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval',
+      );
+      const { iterations } = await getTuningSession(person, databaseId, started.id);
       assertSessionShape(iterations, 2, ['ok']);
     });
 
-    test('two replicas on one PostgreSQL advance a session one at a time', { skip: kind === 'postgres' ? false : 'PGlite serves one process' }, async () => {
-      const replica = await startTestService(store);
-      try {
-        const { databaseId, agent } = await connect('replicas');
-        const started = await startSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 9 });
-        let flip = false;
-        await agent.runUntil('awaiting approval', async () => {
-          // Every step, both replicas' requests and timers at once, besides the agent's report.
-          await Promise.all([
-            advanceTuningSession(service.storage, databaseId),
-            advanceTuningSession(replica.storage, databaseId),
-            advanceTuningSession(service.storage, databaseId, { skipLocked: true }),
-            advanceTuningSession(replica.storage, databaseId, { skipLocked: true }),
-          ]);
-          flip = !flip;
-          agent.useService(flip ? replica.url : service.url);
-          return (await stateOf(databaseId, started.id)) === 'awaiting_approval';
-        });
-        const { iterations } = await getSession(person, databaseId, started.id);
-        assertSessionShape(iterations, 3, ['ok']);
-        const issued = await commands(databaseId);
-        const applies = issued.filter((c) => c.command.kind === 'apply');
-        const windows = [...new Set(iterations.filter((it) => it.kind !== 'baseline').map((it) => it.commandId))];
-        assert.deepEqual(applies.map((c) => c.id).sort(), windows.sort(), 'one apply per trial and per run of candidate windows, none twice');
-        const reverts = issued.filter((c) => c.command.kind === 'revert').map((c) => c.id);
-        const baselineCommands = new Set(iterations.filter((it) => it.kind === 'baseline').map((it) => it.commandId));
-        assert.equal(reverts.length, baselineCommands.size + 1, 'a revert per run of baseline windows, and one to known-good at the end');
-      } finally {
-        await replica.close();
-      }
-    });
+    test(
+      'two replicas on one PostgreSQL advance a session one at a time',
+      { skip: kind === 'postgres' ? false : 'PGlite serves one process' },
+      async () => {
+        const replica = await startTestService(store);
+        try {
+          const { databaseId, agent } = await connect('replicas');
+          const started = await startTuningSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 9 });
+          let flip = false;
+          await agent.runUntil('awaiting approval', async () => {
+            // Every step, both replicas' requests and timers at once, besides the agent's report.
+            await Promise.all([
+              advanceTuningSession(service.storage, databaseId),
+              advanceTuningSession(replica.storage, databaseId),
+              advanceTuningSession(service.storage, databaseId, { skipLocked: true }),
+              advanceTuningSession(replica.storage, databaseId, { skipLocked: true }),
+            ]);
+            flip = !flip;
+            agent.useService(flip ? replica.url : service.url);
+            return (await stateOf(databaseId, started.id)) === 'awaiting_approval';
+          });
+          const { iterations } = await getTuningSession(person, databaseId, started.id);
+          assertSessionShape(iterations, 3, ['ok']);
+          const issued = await commands(databaseId);
+          const applies = issued.filter((c) => c.command.kind === 'apply');
+          const windows = [...new Set(iterations.filter((it) => it.kind !== 'baseline').map((it) => it.commandId))];
+          assert.deepEqual(
+            applies.map((c) => c.id).sort(),
+            windows.sort(),
+            'one apply per trial and per run of candidate windows, none twice',
+          );
+          const reverts = issued.filter((c) => c.command.kind === 'revert').map((c) => c.id);
+          const baselineCommands = new Set(iterations.filter((it) => it.kind === 'baseline').map((it) => it.commandId));
+          assert.equal(reverts.length, baselineCommands.size + 1, 'a revert per run of baseline windows, and one to known-good at the end');
+        } finally {
+          await replica.close();
+        }
+      },
+    );
 
     test('bad inputs to the session routes get a clear 4xx naming the field', async () => {
       const { databaseId, agent } = await connect('bad-inputs');
-      const path = `/api/manage/databases/${databaseId}/sessions`;
-      assertClientError(await person.post(path, { iterations: 0 }), 400, 'body.iterations: expected at least 1');
-      assertClientError(await person.post(path, { iterations: 2.5 }), 400, 'body.iterations: expected a whole number');
-      assertClientError(await person.post(path, { windowSeconds: 1 }), 400, 'body.windowSeconds: expected at least 2 seconds');
-      assertClientError(await person.post(path, { windowSeconds: '600' }), 400, 'body.windowSeconds');
-      assertClientError(await person.post(path, { warmupSeconds: -1 }), 400, 'body.warmupSeconds');
-      assertClientError(await person.post(path, { mode: 'fast' }), 400, 'body.mode');
-      assertClientError(await person.post(path, { seed: -3 }), 400, 'body.seed');
-      assertClientError(await person.post(path, { requireApproval: 'no' }), 400, 'body.requireApproval');
-      assertClientError(await person.post(path, { abRoundsMin: 2 }), 400, 'body.abRoundsMin: expected at least 3 rounds');
-      assertClientError(await person.post(path, { abRoundsMin: 6, abRoundsMax: 4 }), 400, 'body.abRoundsMax: expected at least as many rounds as abRoundsMin');
-      assertClientError(await person.post(path, { minEffectPercent: -1 }), 400, 'body.minEffectPercent: expected 0 % or more');
-      assertClientError(await person.post(path, { confidencePercent: 100 }), 400, 'body.confidencePercent: expected at most 99.9 %');
-      assertClientError(await person.post(path, { confidencePercent: '95' }), 400, 'body.confidencePercent: expected a number of percent');
-      assertClientError(await person.post(path, { iterations: 3, extra: true }), 400, 'extra');
-      assertClientError(await person.post(path, { mode: 'restart' }), 400, /body\.mode: restart needs an agent allowed to restart/);
-      assertClientError(await person.post('/api/manage/databases/not-a-uuid/sessions', {}), 400, 'path.databaseId');
-      assertClientError(await person.post(`/api/manage/databases/${crypto.randomUUID()}/sessions`, {}), 404, 'no database');
-      assertClientError(await person.get(`${path}/nope`), 400, 'path.sessionId');
-      assertClientError(await person.get(`${path}/${crypto.randomUUID()}`), 404, 'no tuning session');
-      assertClientError(await person.post(`${path}/${crypto.randomUUID()}/approve`), 404, 'no tuning session');
-      assertClientError(await person.get(`${path}?limit=0`), 400, 'query.limit');
+      const path = `/api/manage/databases/${databaseId}/tuning-sessions`;
+      assertClientError(await person.post(path, { iterations: 0 }), 400, 'bad_request', 'body.iterations: expected at least 1');
+      assertClientError(await person.post(path, { iterations: 2.5 }), 400, 'bad_request', 'body.iterations: expected a whole number');
+      assertClientError(
+        await person.post(path, { windowSeconds: 1 }),
+        400,
+        'bad_request',
+        'body.windowSeconds: expected at least 2 seconds',
+      );
+      assertClientError(await person.post(path, { windowSeconds: '600' }), 400, 'bad_request', 'body.windowSeconds');
+      assertClientError(await person.post(path, { warmupSeconds: -1 }), 400, 'bad_request', 'body.warmupSeconds');
+      assertClientError(await person.post(path, { mode: 'fast' }), 400, 'bad_request', 'body.mode');
+      assertClientError(await person.post(path, { seed: -3 }), 400, 'bad_request', 'body.seed');
+      assertClientError(await person.post(path, { requireApproval: 'no' }), 400, 'bad_request', 'body.requireApproval');
+      assertClientError(await person.post(path, { abRoundsMin: 2 }), 400, 'bad_request', 'body.abRoundsMin: expected at least 3 rounds');
+      assertClientError(
+        await person.post(path, { abRoundsMin: 6, abRoundsMax: 4 }),
+        400,
+        'bad_request',
+        'body.abRoundsMax: expected at least as many rounds as abRoundsMin',
+      );
+      assertClientError(
+        await person.post(path, { minEffectPercent: -1 }),
+        400,
+        'bad_request',
+        'body.minEffectPercent: expected 0 % or more',
+      );
+      assertClientError(
+        await person.post(path, { confidencePercent: 100 }),
+        400,
+        'bad_request',
+        'body.confidencePercent: expected at most 99.9 %',
+      );
+      assertClientError(
+        await person.post(path, { confidencePercent: '95' }),
+        400,
+        'bad_request',
+        'body.confidencePercent: expected a number of percent',
+      );
+      assertClientError(await person.post(path, { iterations: 3, extra: true }), 400, 'bad_request', 'extra');
+      assertClientError(
+        await person.post(path, { mode: 'restart' }),
+        400,
+        'bad_request',
+        /body\.mode: restart needs an agent allowed to restart/,
+      );
+      assertClientError(await person.post('/api/manage/databases/not-a-uuid/tuning-sessions', {}), 400, 'bad_request', 'path.databaseId');
+      assertClientError(
+        await person.post(`/api/manage/databases/${crypto.randomUUID()}/tuning-sessions`, {}),
+        404,
+        'not_found',
+        'no database',
+      );
+      assertClientError(await person.get(`${path}/nope`), 400, 'bad_request', 'path.sessionId');
+      assertClientError(await person.get(`${path}/${crypto.randomUUID()}`), 404, 'not_found', 'no tuning session');
+      assertClientError(await person.post(`${path}/${crypto.randomUUID()}/approve`), 404, 'not_found', 'no tuning session');
+      assertClientError(await person.get(`${path}?limit=0`), 400, 'bad_request', 'query.limit');
 
-      const started = await startSession(person, databaseId, { windowSeconds: 30 });
-      assertClientError(await person.post(path, {}), 409, `session ${started.id} is baseline on this database`);
-      assertClientError(await person.post(`${path}/${started.id}/approve`), 409, 'only a session awaiting approval');
+      const started = await startTuningSession(person, databaseId, { windowSeconds: 30 });
+      assertClientError(await person.post(path, {}), 409, 'conflict', `session ${started.id} is baseline on this database`);
+      assertClientError(await person.post(`${path}/${started.id}/approve`), 409, 'conflict', 'only a session awaiting approval');
       assert.equal((await person.post(`${path}/${started.id}/stop`)).status, 200);
       void agent;
 
       // No agent yet; a reload-only target asked to restart; an agent that may restart.
       const { databaseId: idle } = await person.createDatabase('no-agent');
-      assertClientError(await person.post(`/api/manage/databases/${idle}/sessions`, {}), 409, 'no agent is connected');
+      assertClientError(await person.post(`/api/manage/databases/${idle}/tuning-sessions`, {}), 409, 'conflict', 'no agent is connected');
       const flex = await connect('flex', { target: 'managed-b-flex', allowRestart: true });
-      assertClientError(await person.post(`/api/manage/databases/${flex.databaseId}/sessions`, { mode: 'restart' }), 400, 'body.mode: managed-b-flex is reload-only');
+      assertClientError(
+        await person.post(`/api/manage/databases/${flex.databaseId}/tuning-sessions`, { mode: 'restart' }),
+        400,
+        'bad_request',
+        'body.mode: managed-b-flex is reload-only',
+      );
       const restartable = await connect('restartable', { allowRestart: true });
-      const restart = await startSession(person, restartable.databaseId, { mode: 'restart', windowSeconds: 30 });
+      const restart = await startTuningSession(person, restartable.databaseId, { mode: 'restart', windowSeconds: 30 });
       assert.equal(restart.mode, 'restart');
-      assert.equal((await person.post(`/api/manage/databases/${restartable.databaseId}/sessions/${restart.id}/stop`)).status, 200);
+      assert.equal((await person.post(`/api/manage/databases/${restartable.databaseId}/tuning-sessions/${restart.id}/stop`)).status, 200);
     });
   });
 }

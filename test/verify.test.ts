@@ -6,7 +6,15 @@ import { test } from 'node:test';
 import { callShares, contamination, CONTAMINATION, mixDistance, type WindowReport } from '../src/measure/contamination.ts';
 import { baselineAt, drift, judge, windowNoise, type BaselinePoint } from '../src/measure/drift.ts';
 import { queryMix, relativeObjective, windowStats, type QueryMix, type WindowStats } from '../src/measure/objective.ts';
-import { describeVerdict, pairedInterval, roundOrder, verdict, type RoundFigures, type Verdict, type VerifySettings } from '../src/measure/verify.ts';
+import {
+  describeVerdict,
+  pairedInterval,
+  roundOrder,
+  verdict,
+  type RoundFigures,
+  type Verdict,
+  type VerifySettings,
+} from '../src/measure/verify.ts';
 import { MIX, driftingLoad, syntheticWindow, type Statement } from './helpers/synthetic-reports.ts';
 
 const SETTINGS: VerifySettings = { minRounds: 3, maxRounds: 8, minEffect: 0.05, confidence: 0.95 };
@@ -36,7 +44,13 @@ function simulate(seed: number, trialFactor: number): Simulated {
   let index = 0;
   const measure = (configFactor: number, mix: QueryMix | null): Window => {
     const i = index++;
-    const reports = syntheticWindow({ startMs: i * WINDOW_MS, reports: 5, reportSeconds: 10, callsPerSecond: 20, factor: configFactor * load.factor(i) });
+    const reports = syntheticWindow({
+      startMs: i * WINDOW_MS,
+      reports: 5,
+      reportSeconds: 10,
+      callsPerSecond: 20,
+      factor: configFactor * load.factor(i),
+    });
     const metrics = reports.map((r) => r.metrics);
     return { at: i * WINDOW_MS + 25_000, stats: windowStats(metrics, mix ?? queryMix(metrics)), reports };
   };
@@ -99,19 +113,49 @@ test('a mix shift inside a window marks it contaminated; sampling alone does not
   const mix = queryMix(first.map((r) => r.metrics));
   // From the third report on, a batch job's statement takes half the calls.
   const batch: Statement[] = [...MIX.map((s) => ({ ...s, share: s.share / 2 })), { id: '999', share: 0.5, ms: 3 }];
-  const shifted = syntheticWindow({ startMs: 60_000, reports: 5, reportSeconds: 10, callsPerSecond: 20, factor: 1, shift: { at: 2, statements: batch } });
-  const stats = windowStats(shifted.map((r) => r.metrics), mix);
+  const shifted = syntheticWindow({
+    startMs: 60_000,
+    reports: 5,
+    reportSeconds: 10,
+    callsPerSecond: 20,
+    factor: 1,
+    shift: { at: 2, statements: batch },
+  });
+  const stats = windowStats(
+    shifted.map((r) => r.metrics),
+    mix,
+  );
   const found = contamination({ reports: shifted, stats, reference });
-  assert.deepEqual(found.map((c) => c.code), ['mix_shift'], JSON.stringify(found));
+  assert.deepEqual(
+    found.map((c) => c.code),
+    ['mix_shift'],
+    JSON.stringify(found),
+  );
   assert.match(found[0]!.message, /Jensen-Shannon distance 0\.\d\d, over 0\.25/);
 
   // The same mix: clean. Many statements with few calls each differ by sampling alone: clean too.
   const same = syntheticWindow({ startMs: 120_000, reports: 5, reportSeconds: 10, callsPerSecond: 20, factor: 1.3 });
-  assert.deepEqual(contamination({ reports: same, stats: windowStats(same.map((r) => r.metrics), mix), reference }), []);
+  assert.deepEqual(
+    contamination({
+      reports: same,
+      stats: windowStats(
+        same.map((r) => r.metrics),
+        mix,
+      ),
+      reference,
+    }),
+    [],
+  );
   const many: Statement[] = Array.from({ length: 100 }, (_, i) => ({ id: String(i), share: 0.01, ms: 1 }));
-  const a = callShares(syntheticWindow({ startMs: 0, reports: 2, reportSeconds: 10, callsPerSecond: 30, factor: 1, statements: many }).map((r) => r.metrics));
+  const a = callShares(
+    syntheticWindow({ startMs: 0, reports: 2, reportSeconds: 10, callsPerSecond: 30, factor: 1, statements: many }).map((r) => r.metrics),
+  );
   const jittered = many.map((s, i) => ({ ...s, share: i % 2 ? 0.013 : 0.007 }));
-  const b = callShares(syntheticWindow({ startMs: 0, reports: 2, reportSeconds: 10, callsPerSecond: 30, factor: 1, statements: jittered }).map((r) => r.metrics));
+  const b = callShares(
+    syntheticWindow({ startMs: 0, reports: 2, reportSeconds: 10, callsPerSecond: 30, factor: 1, statements: jittered }).map(
+      (r) => r.metrics,
+    ),
+  );
   assert.ok(mixDistance(a, b) < CONTAMINATION.maxMixDistance, `sampling noise: ${mixDistance(a, b)}`);
   assert.equal(mixDistance(reference, reference), 0);
 });
@@ -120,7 +164,15 @@ test('too few calls, a statistics reset, a reconnect, lost reports and a restart
   const base = syntheticWindow({ startMs: 0, reports: 4, reportSeconds: 10, callsPerSecond: 20, factor: 1 });
   const mix = queryMix(base.map((r) => r.metrics));
   const reference = callShares(base.map((r) => r.metrics));
-  const codes = (reports: WindowReport[]) => contamination({ reports, stats: windowStats(reports.map((r) => r.metrics), mix), reference }).map((c) => c.code);
+  const codes = (reports: WindowReport[]) =>
+    contamination({
+      reports,
+      stats: windowStats(
+        reports.map((r) => r.metrics),
+        mix,
+      ),
+      reference,
+    }).map((c) => c.code);
   const window = () => syntheticWindow({ startMs: 100_000, reports: 4, reportSeconds: 10, callsPerSecond: 20, factor: 1 });
 
   assert.deepEqual(codes([]), ['no_reports']);
@@ -135,16 +187,39 @@ test('too few calls, a statistics reset, a reconnect, lost reports and a restart
   reconnected[2] = { ...reconnected[2]!, leaseId: 'lease-2', seq: 0 };
   reconnected[3] = { ...reconnected[3]!, leaseId: 'lease-2', seq: 1 };
   assert.deepEqual(codes(reconnected), ['agent_reconnect']);
-  const gap = window().filter((_, i) => i !== 2).map((r, i) => ({ ...r, seq: i }));
+  const gap = window()
+    .filter((_, i) => i !== 2)
+    .map((r, i) => ({ ...r, seq: i }));
   assert.deepEqual(codes(gap), ['report_gap']);
-  const other = syntheticWindow({ startMs: 0, reports: 4, reportSeconds: 10, callsPerSecond: 20, factor: 1, statements: [{ id: '500', share: 1, ms: 1 }] });
+  const other = syntheticWindow({
+    startMs: 0,
+    reports: 4,
+    reportSeconds: 10,
+    callsPerSecond: 20,
+    factor: 1,
+    statements: [{ id: '500', share: 1, ms: 1 }],
+  });
   assert.deepEqual(codes(other), ['low_coverage', 'mix_shift']);
   // The first baseline window has no reference: only what the window itself shows.
-  assert.deepEqual(contamination({ reports: other, stats: windowStats(other.map((r) => r.metrics), {}), reference: null }), []);
+  assert.deepEqual(
+    contamination({
+      reports: other,
+      stats: windowStats(
+        other.map((r) => r.metrics),
+        {},
+      ),
+      reference: null,
+    }),
+    [],
+  );
 });
 
 test('the baseline between windows, the drift and the noise', () => {
-  const b: BaselinePoint[] = [{ at: 0, runtimeMs: 10 }, { at: 3_600_000, runtimeMs: 12.1 }, { at: 7_200_000, runtimeMs: 14.641 }];
+  const b: BaselinePoint[] = [
+    { at: 0, runtimeMs: 10 },
+    { at: 3_600_000, runtimeMs: 12.1 },
+    { at: 7_200_000, runtimeMs: 14.641 },
+  ];
   assert.equal(baselineAt(b, -5)!.logRuntime, Math.log(10));
   assert.ok(Math.abs(baselineAt(b, 1_800_000)!.logRuntime - Math.log(11)) < 1e-3, 'geometric between neighbours');
   assert.deepEqual(baselineAt(b, 1_800_000)!.weights, [0.5, 0.5]);
@@ -169,22 +244,49 @@ test('the paired t interval, the round order and the stopping rule', () => {
   const sd = Math.sqrt([0.7, 0.8, 0.9].reduce((s, x) => s + (Math.log(x) - mean) ** 2, 0) / 2);
   assert.ok(Math.abs(Math.log(i.high) - mean - 4.302652729 * (sd / Math.sqrt(3))) < 1e-6, 't(0.975, 2 dof) = 4.3027');
   assert.ok(Math.abs(i.estimate - Math.exp(mean)) < 1e-12);
-  const round = (candidate: number, baseline = 10): RoundFigures => ({ baseline: { runtimeMs: baseline, throughput: 100 }, candidate: { runtimeMs: candidate, throughput: 100 } });
+  const round = (candidate: number, baseline = 10): RoundFigures => ({
+    baseline: { runtimeMs: baseline, throughput: 100 },
+    candidate: { runtimeMs: candidate, throughput: 100 },
+  });
   const clear = [round(5), round(5.1), round(4.9)];
   assert.equal(verdict(clear.slice(0, 2), SETTINGS).decision, 'continue', 'not before the minimum rounds');
   assert.equal(verdict(clear, SETTINGS).decision, 'recommend');
-  assert.equal(verdict([round(10.5), round(10.4), round(10.6)], SETTINGS).decision, 'no_significant_improvement', 'the minimum effect is out of reach');
+  assert.equal(
+    verdict([round(10.5), round(10.4), round(10.6)], SETTINGS).decision,
+    'no_significant_improvement',
+    'the minimum effect is out of reach',
+  );
   assert.equal(verdict([round(8), round(11), round(9.5)], SETTINGS).decision, 'continue', 'too wide: another round');
-  assert.equal(verdict(Array.from({ length: 8 }, (_, k) => round(k % 2 ? 8 : 11)), SETTINGS).decision, 'no_significant_improvement', 'the rounds ran out');
-  assert.equal(verdict([round(9.6), round(9.6), round(9.6)], SETTINGS).decision, 'no_significant_improvement', '4 % is under the minimum effect of 5 %');
+  assert.equal(
+    verdict(
+      Array.from({ length: 8 }, (_, k) => round(k % 2 ? 8 : 11)),
+      SETTINGS,
+    ).decision,
+    'no_significant_improvement',
+    'the rounds ran out',
+  );
+  assert.equal(
+    verdict([round(9.6), round(9.6), round(9.6)], SETTINGS).decision,
+    'no_significant_improvement',
+    '4 % is under the minimum effect of 5 %',
+  );
   const slower = clear.map((r) => ({ baseline: r.baseline, candidate: { ...r.candidate, throughput: 60 } }));
-  assert.deepEqual([verdict(slower, SETTINGS).decision, verdict(slower, SETTINGS).why], ['no_significant_improvement', 'its throughput fell by more than 20 % over the whole interval']);
+  assert.deepEqual(
+    [verdict(slower, SETTINGS).decision, verdict(slower, SETTINGS).why],
+    ['no_significant_improvement', 'its throughput fell by more than 20 % over the whole interval'],
+  );
   assert.equal(verdict(clear, SETTINGS).why, 'the whole runtime interval is a gain of at least 5 %');
   // Three rounds that agree by chance do not make an interval narrower than the windows' noise allows.
   const lucky = [round(5), round(5.001), round(4.999)];
   const narrow = verdict(lucky, SETTINGS).runtime!;
   const floored = verdict(lucky, SETTINGS, 0.1).runtime!;
   assert.ok(narrow.high / narrow.low < 1.01, 'the rounds alone: a sliver');
-  assert.ok(Math.abs(Math.log(floored.high / floored.estimate) - 4.302652729 * ((Math.SQRT2 * 0.1) / Math.sqrt(3))) < 1e-6, 'floored at √2 σ');
-  assert.match(describeVerdict(verdict(clear, SETTINGS), 0.95), /^runtime −50 % \(95 % CI −5\d % to −4\d %\), throughput ±0\.0 % \(95 % CI ±0\.0 % to ±0\.0 %\), 3 A\/B rounds$/);
+  assert.ok(
+    Math.abs(Math.log(floored.high / floored.estimate) - 4.302652729 * ((Math.SQRT2 * 0.1) / Math.sqrt(3))) < 1e-6,
+    'floored at √2 σ',
+  );
+  assert.match(
+    describeVerdict(verdict(clear, SETTINGS), 0.95),
+    /^runtime −50 % \(95 % CI −5\d % to −4\d %\), throughput ±0\.0 % \(95 % CI ±0\.0 % to ±0\.0 %\), 3 A\/B rounds$/,
+  );
 });

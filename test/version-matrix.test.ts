@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buildMetricsReport, createCollector, diffSnapshots, type Snapshot } from '../src/agent/collect/index.ts';
 import { AGENT_QUERY_MARKER, connectDb, type Db } from '../src/agent/db.ts';
-import { localGrantsSql } from '../src/agent/targets/local.ts';
+import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { KNOBS, settingsByName, validateChange, type PgSettingRow } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { availableMajors, SUPPORTED_MAJORS } from '../src/lab/postgres-binaries.ts';
@@ -53,7 +53,9 @@ async function runPoint(cluster: Cluster, times: number): Promise<void> {
 }
 
 for (const major of SUPPORTED_MAJORS) {
-  const skip = available.includes(major) ? false : `no PostgreSQL ${major} server binaries here (neither Debian's nor pg-embedded-${major})`;
+  const skip = available.includes(major)
+    ? false
+    : `no PostgreSQL ${major} server binaries here (neither Debian's nor pg-embedded-${major})`;
   describe(`PostgreSQL ${major}`, { skip }, () => {
     const expected = EXPECTED[major]!;
     let cluster: Cluster;
@@ -74,7 +76,14 @@ for (const major of SUPPORTED_MAJORS) {
     function agentDir(): string {
       const dir = mkdtempSync(join(tmpdir(), `tuner-pg${major}-`));
       dirs.push(dir);
-      const yaml = ['postgresql:', `  connection_url: ${cluster.agentUrl}`, 'tuner:', '  server_url: http://127.0.0.1:9', '  api_key: tk_test_matrix_0000000000000000', '  database_id: 0b7c2c44-7d7e-4e0b-9b7e-3c4c1f2a9d10'];
+      const yaml = [
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        'tuner:',
+        '  server_url: http://127.0.0.1:9',
+        '  api_key: tk_test_matrix_0000000000000000',
+        '  database_id: 0b7c2c44-7d7e-4e0b-9b7e-3c4c1f2a9d10',
+      ];
       writeFileSync(join(dir, 'agent.yaml'), `${yaml.join('\n')}\n`);
       return dir;
     }
@@ -98,7 +107,11 @@ for (const major of SUPPORTED_MAJORS) {
       for (let round = 0; round < 3; round++) {
         const current = await collector.collect();
         const delta = diffSnapshots(previous, current);
-        assert.deepEqual(delta.statements.map((s) => s.text ?? s.queryId), [], `round ${round}: the idle delta holds only the agent's own work`);
+        assert.deepEqual(
+          delta.statements.map((s) => s.text ?? s.queryId),
+          [],
+          `round ${round}: the idle delta holds only the agent's own work`,
+        );
         previous = current;
       }
       const [own] = await cluster.sql<{ n: number }>(
@@ -127,10 +140,16 @@ for (const major of SUPPORTED_MAJORS) {
       await cluster.sql(`CREATE TABLE matrix_wal AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 20000) g`);
       await cluster.sql('CHECKPOINT');
       // Before 15 the statistics travel through the stats collector, up to half a second late.
-      const report = await until('the checkpoint in the statistics', async () => {
-        const r = MetricsReportSchema.parse(buildMetricsReport(diffSnapshots(first, await collector.collect()), { includeQueries: false }));
-        return (r.checkpointer?.checkpointsRequested ?? 0) >= 1 && r;
-      }, 15_000);
+      const report = await until(
+        'the checkpoint in the statistics',
+        async () => {
+          const r = MetricsReportSchema.parse(
+            buildMetricsReport(diffSnapshots(first, await collector.collect()), { includeQueries: false }),
+          );
+          return (r.checkpointer?.checkpointsRequested ?? 0) >= 1 && r;
+        },
+        15_000,
+      );
       assert.equal(report.checkpointer?.source, expected.checkpointer ? 'pg_stat_checkpointer' : 'pg_stat_bgwriter');
       assert.ok((report.checkpointer?.checkpointsRequested ?? 0) >= 1, 'the CHECKPOINT is counted as requested');
       assert.equal(report.checkpointer?.buffersBackend === null, major >= 17, 'buffers_backend is gone from 17 on');
@@ -143,7 +162,11 @@ for (const major of SUPPORTED_MAJORS) {
     });
 
     test("the knob catalog against this server's pg_settings: each knob fits, or the agent refuses it here", async () => {
-      const rows = settingsByName(await cluster.sql<PgSettingRow>('SELECT name, setting, unit, context, vartype, min_val, max_val, enumvals, pending_restart FROM pg_settings'));
+      const rows = settingsByName(
+        await cluster.sql<PgSettingRow>(
+          'SELECT name, setting, unit, context, vartype, min_val, max_val, enumvals, pending_restart FROM pg_settings',
+        ),
+      );
       const refusedHere: string[] = [];
       const machine = { memoryBytes: 16 * 1024 ** 3, vcpus: 4 };
       for (const knob of KNOBS.filter((k) => k.targets.includes('local'))) {
@@ -159,7 +182,10 @@ for (const major of SUPPORTED_MAJORS) {
         }
         if (knob.type === 'integer' || knob.type === 'real') {
           const b = knob.bounds(machine, 'local');
-          assert.ok(b.min >= Number(row.min_val) && b.max <= Number(row.max_val), `${knob.name}: ${b.min}..${b.max} within ${row.min_val}..${row.max_val}`);
+          assert.ok(
+            b.min >= Number(row.min_val) && b.max <= Number(row.max_val),
+            `${knob.name}: ${b.min}..${b.max} within ${row.min_val}..${row.max_val}`,
+          );
         }
       }
       assert.deepEqual(refusedHere.sort(), NOT_TUNABLE_ON[major] ?? []);
@@ -178,9 +204,13 @@ for (const major of SUPPORTED_MAJORS) {
         assert.doesNotMatch(nothing.stdout + nothing.stderr, /must be superuser|failed/);
         await cluster.sql('ALTER ROLE agent_user SUPERUSER');
       } else {
-        for (const line of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(line);
+        for (const line of localGrantsSql('agent_user')
+          .split('\n')
+          .filter((l) => l.startsWith('GRANT')))
+          await cluster.sql(line);
       }
-      const setting = async (name: string) => (await cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]))[0]?.setting;
+      const setting = async (name: string) =>
+        (await cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]))[0]?.setting;
       const before = { work_mem: await setting('work_mem'), random_page_cost: await setting('random_page_cost') };
       const applied = await runAgent(['--local', '--apply', 'work_mem=8MB', '--apply', 'random_page_cost=1.1'], { cwd: dir });
       assert.equal(applied.code, 0, applied.stdout + applied.stderr);

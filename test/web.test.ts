@@ -10,8 +10,15 @@ import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import YAML from 'yaml';
 import { ReportResponseSchema } from '../src/protocol/v1.ts';
-import { SCREENSHOTS, launchChromium, skipWithoutChromium } from './helpers/browser.ts';
-import { ADMIN_PASSWORD, AgentClient, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
+import {
+  ADMIN_PASSWORD,
+  AgentClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type TestService,
+} from './helpers/service.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
 const skip = skipWithoutChromium;
@@ -21,7 +28,7 @@ let service: TestService;
 let browser: Browser;
 let page: Page;
 let downloads: string;
-const problems: string[] = [];
+let problems: string[] = [];
 
 before(async () => {
   if (skip) return;
@@ -29,21 +36,14 @@ before(async () => {
   // A build's output as the page sees it: a binary named in SHA256SUMS.
   downloads = mkdtempSync(join(tmpdir(), 'tuner-web-downloads-'));
   writeFileSync(join(downloads, 'tuner-agent-linux-x64'), 'not a real binary');
-  writeFileSync(join(downloads, 'SHA256SUMS'), `${createHash('sha256').update('not a real binary').digest('hex')}  tuner-agent-linux-x64\n`);
+  writeFileSync(
+    join(downloads, 'SHA256SUMS'),
+    `${createHash('sha256').update('not a real binary').digest('hex')}  tuner-agent-linux-x64\n`,
+  );
   service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  // A script error or a Content-Security-Policy violation shows up here.
-  page.on('console', (message) => {
-    // 4xx answers to forms posted wrong on purpose are logged by the browser too: not a problem.
-    const expected = /^Failed to load resource: the server responded with a status of 4(00|01|03)/.test(message.text());
-    if (message.type() === 'error' && !expected) problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  page.on('dialog', (dialog) => {
-    problems.push(`unexpected dialog: ${dialog.message()}`);
-    void dialog.dismiss();
-  });
+  // Forms posted wrong on purpose answer 400, 401 and 403.
+  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 401, 403] }));
 });
 
 after(async () => {
@@ -59,18 +59,18 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   await page.fill('input[name=username]', 'admin');
   await page.fill('input[name=password]', 'not the password');
   await page.click('button[type=submit]');
-  assert.match(await page.textContent('[role=alert]') ?? '', /wrong username or password/);
+  assert.match((await page.textContent('[role=alert]')) ?? '', /wrong username or password/);
   await page.fill('input[name=password]', ADMIN_PASSWORD);
   await page.click('button[type=submit]');
   await page.waitForURL(`${service.url}/`);
-  assert.match(await page.textContent('h1') ?? '', /Databases/);
+  assert.match((await page.textContent('h1')) ?? '', /Databases/);
 
   // A hostile name is shown as text, never run.
   await page.fill('input[name=name]', 'orders <script>alert(1)</script>');
   await page.selectOption('select[name=target]', 'managed-a');
   await page.click('button:has-text("Create database and API key")');
   await page.waitForSelector('#agent-yaml');
-  assert.match(await page.textContent('h1') ?? '', /orders <script>alert\(1\)<\/script>/);
+  assert.match((await page.textContent('h1')) ?? '', /orders <script>alert\(1\)<\/script>/);
   assert.ok((await page.content()).includes('orders &lt;script&gt;'), 'escaped in the markup');
 
   const apiKey = (await page.textContent('#api-key'))!.trim();
@@ -81,7 +81,10 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   assert.equal(config['tuner']?.['database_id'], databaseId);
   assert.equal(config['tuner']?.['server_url'], service.url);
   assert.equal(config['managed_a']?.['REGION'], '<REGION>');
-  assert.equal(config['postgresql']?.['connection_url'], 'postgresql://agent_user:<AGENT_USER_PASSWORD>@<INSTANCE_ENDPOINT>:5432/<DBNAME>?sslmode=verify-full');
+  assert.equal(
+    config['postgresql']?.['connection_url'],
+    'postgresql://agent_user:<AGENT_USER_PASSWORD>@<INSTANCE_ENDPOINT>:5432/<DBNAME>?sslmode=verify-full',
+  );
   const container = (await page.textContent('#container-command'))!;
   assert.ok(container.includes(`-e AGENT_TUNER_API_KEY=${apiKey}`), container);
   assert.match(container, /--managed-a\n$/);
@@ -101,7 +104,7 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   assert.equal((YAML.parse((await page.textContent('#agent-yaml'))!) as { tuner: { api_key: string } }).tuner.api_key, '<API_KEY>');
 
   await page.goto(`${service.url}/databases/${databaseId}`);
-  assert.match(await page.textContent('.card') ?? '', /No agent has connected yet/);
+  assert.match((await page.textContent('.card')) ?? '', /No agent has connected yet/);
 
   // A simulated agent with the key from the page connects and reports.
   const agent = new AgentClient(service.url, databaseId, apiKey);
@@ -135,8 +138,18 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   await page.waitForSelector('.notice.ok');
   assert.match((await page.textContent('#commands')) ?? '', /pending/);
   const next = ReportResponseSchema.parse((await agent.report(reportRequest(leaseId, 12), { gzip: true })).body);
-  assert.deepEqual(next.command && next.command.kind === 'apply' ? next.command.values : null, { work_mem: '64MB', random_page_cost: '1.1' });
-  const ack = await agent.ack(next.command!.id, { leaseId, status: 'applied', effective: { work_mem: '65536', random_page_cost: '1.1' }, errors: [], restarted: false, restored: false });
+  assert.deepEqual(next.command && next.command.kind === 'apply' ? next.command.values : null, {
+    work_mem: '64MB',
+    random_page_cost: '1.1',
+  });
+  const ack = await agent.ack(next.command!.id, {
+    leaseId,
+    status: 'applied',
+    effective: { work_mem: '65536', random_page_cost: '1.1' },
+    errors: [],
+    restarted: false,
+    restored: false,
+  });
   assert.equal(ack.status, 204);
 
   // A bad value list is refused with the field named, nothing queued.

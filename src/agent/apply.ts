@@ -36,7 +36,10 @@ export function tuningMode(config: AgentConfig): TuningMode {
 const SESSION_SOURCES = new Set(['database', 'user', 'database user', 'session', 'client']);
 
 /** Reads `expected` back from pg_settings: a problem per value that differs or waits for a restart. */
-export async function readBack(db: Db, expected: Record<string, string>): Promise<{ effective: Record<string, string>; problems: string[] }> {
+export async function readBack(
+  db: Db,
+  expected: Record<string, string>,
+): Promise<{ effective: Record<string, string>; problems: string[] }> {
   const settings = await readSettings(db);
   const effective: Record<string, string> = {};
   const problems: string[] = [];
@@ -49,7 +52,9 @@ export async function readBack(db: Db, expected: Record<string, string>): Promis
     effective[name] = row.setting;
     const unit = row.unit ? ` (unit ${row.unit})` : '';
     if (SESSION_SOURCES.has(row.source ?? '')) {
-      problems.push(`${name}: the agent's session sees a ${row.source}-level value, so the server-wide value cannot be verified; remove the ALTER ROLE/DATABASE ... SET ${name}`);
+      problems.push(
+        `${name}: the agent's session sees a ${row.source}-level value, so the server-wide value cannot be verified; remove the ALTER ROLE/DATABASE ... SET ${name}`,
+      );
     } else if (row.pending_restart) {
       problems.push(`${name}: waits for a restart (running ${row.setting}${unit})`);
     } else if (!sameSetting(row.setting, want)) {
@@ -69,7 +74,13 @@ function expectedSetting(journal: Journal, name: string, override: Overrides[str
 }
 
 /** Writes `to`, journaled, and verifies it; on failure puts `from` back. Shared by apply and restore. */
-async function writeVerified(ctx: ApplyContext, id: string, to: Overrides, accept: boolean, allowRestart = ctx.config.postgresql.allowRestart): Promise<ApplyOutcome> {
+async function writeVerified(
+  ctx: ApplyContext,
+  id: string,
+  to: Overrides,
+  accept: boolean,
+  allowRestart = ctx.config.postgresql.allowRestart,
+): Promise<ApplyOutcome> {
   const { db, target, journal, log } = ctx;
   const names = Object.keys(to);
   const before = await readSettings(db);
@@ -115,7 +126,8 @@ async function whatRemains(ctx: ApplyContext, change: Change): Promise<{ remains
     const held = await ctx.target.readOverrides(names);
     for (const name of names) {
       const wanted = change.to[name]!;
-      if (!sameOverride(wanted, change.from[name]) && sameOverride(held[name], wanted)) remains.push(`${name}: the override layer holds ${showOverride(wanted)}`);
+      if (!sameOverride(wanted, change.from[name]) && sameOverride(held[name], wanted))
+        remains.push(`${name}: the override layer holds ${showOverride(wanted)}`);
     }
   } catch (err) {
     // Nothing can be concluded; a server that cannot be reached would only make the next read wait too.
@@ -148,19 +160,40 @@ function showOverride(o: Overrides[string]): string {
  * change stays in flight, so that the loop, shutdown or the next start returns the database to
  * known-good as soon as it answers.
  */
-async function undoFailedChange(ctx: ApplyContext, id: string, change: Change, problems: string[], allowRestart: boolean): Promise<ApplyOutcome> {
+async function undoFailedChange(
+  ctx: ApplyContext,
+  id: string,
+  change: Change,
+  problems: string[],
+  allowRestart: boolean,
+): Promise<ApplyOutcome> {
   const { target, journal, log } = ctx;
   let held = await whatRemains(ctx, change);
   if (held.remains.length === 0) {
     journal.abortChange();
-    return { status: 'failed', id, errors: [...problems, 'read back: nothing of the change was kept'], restored: true, effective: held.effective };
+    return {
+      status: 'failed',
+      id,
+      errors: [...problems, 'read back: nothing of the change was kept'],
+      restored: true,
+      effective: held.effective,
+    };
   }
   log.warn(`change ${id}: the server holds part of it (${held.remains.join('; ')}): putting the previous values back`);
-  const undoError = await target.writeOverrides(change.from, { allowRestart }).then(() => null, (err: unknown) => err);
+  const undoError = await target.writeOverrides(change.from, { allowRestart }).then(
+    () => null,
+    (err: unknown) => err,
+  );
   held = await whatRemains(ctx, change);
   if (held.remains.length === 0) {
     journal.abortChange();
-    return { status: 'failed', id, errors: [...problems, 'the previous values were put back and read back'], restored: true, effective: held.effective };
+    return {
+      status: 'failed',
+      id,
+      errors: [...problems, 'the previous values were put back and read back'],
+      restored: true,
+      effective: held.effective,
+    };
   }
   const errors = [
     ...problems,
@@ -181,7 +214,11 @@ export interface ApplyOptions {
 }
 
 /** Applies `change` (parameter → value) if, and only if, all of it passes the agent's checks. */
-export async function applyChange(ctx: ApplyContext, change: Record<string, string | number>, options: ApplyOptions): Promise<ApplyOutcome> {
+export async function applyChange(
+  ctx: ApplyContext,
+  change: Record<string, string | number>,
+  options: ApplyOptions,
+): Promise<ApplyOutcome> {
   const id = options.id ?? randomUUID();
   const allowRestart = ctx.config.postgresql.allowRestart && (options.allowRestart ?? true);
   const blocked = await ctx.target.applyBlockedReason();
@@ -192,7 +229,11 @@ export async function applyChange(ctx: ApplyContext, change: Record<string, stri
   const verdict = validateChange(change, { machine, mode, target: ctx.target.kind, settings });
   if (!verdict.ok) return { status: 'refused', id, errors: verdict.errors };
   const to: Overrides = Object.fromEntries(Object.entries(verdict.values).map(([name, v]) => [name, { set: true, value: String(v) }]));
-  ctx.log.info(`applying change ${id}: ${Object.entries(verdict.values).map(([n, v]) => `${n}=${v}`).join(', ')}`);
+  ctx.log.info(
+    `applying change ${id}: ${Object.entries(verdict.values)
+      .map(([n, v]) => `${n}=${v}`)
+      .join(', ')}`,
+  );
   return writeVerified(ctx, id, to, options.accept, allowRestart);
 }
 
@@ -214,15 +255,20 @@ export async function restore(ctx: ApplyContext, which: 'baseline' | 'knownGood'
   // superuser) for a change that changes nothing.
   const held = await ctx.target.readOverrides(Object.keys(to));
   if (Object.keys(to).every((name) => sameOverride(held[name], to[name]))) {
-    const journalBehind = d.inFlight !== null || Object.keys(to).some((n) => !sameOverride(d.applied[n], to[n]) || !sameOverride(d.knownGood[n], to[n]));
+    const journalBehind =
+      d.inFlight !== null || Object.keys(to).some((n) => !sameOverride(d.applied[n], to[n]) || !sameOverride(d.knownGood[n], to[n]));
     if (journalBehind) {
       ctx.journal.beginChange(id, held, to, {});
       ctx.journal.finishChange(true);
     }
-    ctx.log.info(`${reason}: the server already holds the ${which === 'baseline' ? 'baseline' : 'last known-good configuration'}; nothing to write`);
+    ctx.log.info(
+      `${reason}: the server already holds the ${which === 'baseline' ? 'baseline' : 'last known-good configuration'}; nothing to write`,
+    );
     return null;
   }
-  ctx.log.info(`${reason}: returning ${Object.keys(to).join(', ')} to the ${which === 'baseline' ? 'baseline' : 'last known-good configuration'} (change ${id})`);
+  ctx.log.info(
+    `${reason}: returning ${Object.keys(to).join(', ')} to the ${which === 'baseline' ? 'baseline' : 'last known-good configuration'} (change ${id})`,
+  );
   return writeVerified(ctx, id, to, true);
 }
 

@@ -17,12 +17,14 @@ import { formatChecks, preflightPassed, runPreflight } from './preflight.ts';
 import { ServiceRejectedError, createServiceClient } from './service-client.ts';
 import { collectOnce } from './once.ts';
 import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../postgres/connect.ts';
-import { createLocalTarget, describeConnection, localGrantsSql } from './targets/local.ts';
-import { createManagedATarget, managedAPermissions } from './targets/managed-a.ts';
+import { createLocalTarget, localGrantsSql } from './targets/local/index.ts';
+import { describeConnection } from '../postgres/connect.ts';
+import { createManagedATarget, managedAPermissions } from './targets/managed-a/index.ts';
 // The Cloud B module (Azure SDK) is imported only where --managed-b-flex needs it: it weighs
 // about half a second of start-up that --version, --local and the binary should not pay.
-const cloudB = () => import('./targets/managed-b-flex.ts');
+const managedBFlex = () => import('./targets/managed-b-flex/index.ts');
 import type { Target, TargetDeps } from './targets/target.ts';
+import type { AgentMetricsServer } from './metrics.ts';
 import { AGENT_VERSION } from './version.ts';
 
 export const EXIT = {
@@ -71,6 +73,8 @@ Commands (default: run and report to the tuning service):
 Options:
   --interval SECONDS    --once: seconds between the two snapshots (default 5)
   --config PATH         read PATH instead of ./agent.yaml
+  --metrics-listen HOST:PORT
+                        while running, serve Prometheus metrics at http://HOST:PORT/metrics
   --version             print the version
   --help                print this help
 
@@ -97,6 +101,8 @@ interface Invocation {
   configPath: string | undefined;
   /** init: the directory to make. */
   initDir: string | undefined;
+  /** --metrics-listen HOST:PORT (wins over tuner.metrics_listen). */
+  metricsListen: string | undefined;
 }
 
 export function parseInvocation(argv: string[]): Invocation {
@@ -116,6 +122,7 @@ export function parseInvocation(argv: string[]): Invocation {
         revert: { type: 'boolean' },
         interval: { type: 'string' },
         config: { type: 'string' },
+        'metrics-listen': { type: 'string' },
         version: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -136,10 +143,12 @@ export function parseInvocation(argv: string[]): Invocation {
     positionals[0] === 'permissions' && 'permissions',
     positionals[0] === 'init' && 'init',
   ].filter((c): c is Invocation['command'] => typeof c === 'string');
-  if (positionals.length > 0 && positionals[0] !== 'permissions' && positionals[0] !== 'init') throw new UsageError(`unknown command "${positionals[0]}"; see tuner-agent --help`);
+  if (positionals.length > 0 && positionals[0] !== 'permissions' && positionals[0] !== 'init')
+    throw new UsageError(`unknown command "${positionals[0]}"; see tuner-agent --help`);
   const arity = positionals[0] === 'init' ? 2 : 1;
   if (positionals.length > arity) throw new UsageError(`unexpected argument "${positionals[arity]}"; see tuner-agent --help`);
-  if (positionals[0] === 'init' && positionals[1] === undefined) throw new UsageError('init needs a directory: tuner-agent init DIR --local (or another target)');
+  if (positionals[0] === 'init' && positionals[1] === undefined)
+    throw new UsageError('init needs a directory: tuner-agent init DIR --local (or another target)');
   if (commands.length > 1) throw new UsageError(`choose one command, not ${commands.join(' and ')}`);
   const command = values.help ? 'help' : values.version ? 'version' : (commands[0] ?? 'run');
 
@@ -159,7 +168,15 @@ export function parseInvocation(argv: string[]): Invocation {
   if (command !== 'help' && command !== 'version' && target === null) {
     throw new UsageError('choose a target: --local, --managed-a, --managed-a-cluster or --managed-b-flex; see tuner-agent --help');
   }
-  return { target, command, apply, intervalSeconds, configPath: values.config, initDir: positionals[0] === 'init' ? positionals[1] : undefined };
+  return {
+    target,
+    command,
+    apply,
+    intervalSeconds,
+    configPath: values.config,
+    initDir: positionals[0] === 'init' ? positionals[1] : undefined,
+    metricsListen: values['metrics-listen'],
+  };
 }
 
 /** Whom the agent talks to besides the database, for the preflight's route lines. */
@@ -167,7 +184,8 @@ function peersOf(kind: TargetKind, config: AgentConfig, env: Record<string, stri
   const peers: Peer[] = [];
   if (config.tuner.serverUrl) peers.push({ name: 'the tuning service', url: config.tuner.serverUrl });
   if (kind === 'managed-a' || kind === 'managed-a-cluster') {
-    const rds = env['AWS_ENDPOINT_URL_RDS'] ?? env['AWS_ENDPOINT_URL'] ?? `https://rds.${config.managedA.region ?? 'us-east-1'}.amazonaws.com`;
+    const rds =
+      env['AWS_ENDPOINT_URL_RDS'] ?? env['AWS_ENDPOINT_URL'] ?? `https://rds.${config.managedA.region ?? 'us-east-1'}.amazonaws.com`;
     peers.push({ name: "Cloud A's RDS API", url: rds }, { name: 'instance metadata (credentials)', url: 'http://169.254.169.254/' });
   }
   if (kind === 'managed-b-flex') {
@@ -187,7 +205,7 @@ async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target>
     case 'managed-a-cluster':
       return createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });
     case 'managed-b-flex':
-      return (await cloudB()).createManagedBFlexTarget(deps);
+      return (await managedBFlex()).createManagedBFlexTarget(deps);
   }
 }
 
@@ -206,14 +224,16 @@ async function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: st
       } catch {
         // Without a configuration the document shows placeholders for the scope.
       }
-      return (await cloudB()).managedBFlexPermissions(config);
+      return (await managedBFlex()).managedBFlexPermissions(config);
     }
   }
 }
 
 function printOutcome(io: Io, outcome: ApplyOutcome, done = 'applied'): number {
   if (outcome.status === 'applied') {
-    const values = Object.entries(outcome.effective).map(([n, v]) => `${n} = ${v}`).join(', ');
+    const values = Object.entries(outcome.effective)
+      .map(([n, v]) => `${n} = ${v}`)
+      .join(', ');
     io.out(`${done} and read back from pg_settings${outcome.restarted ? ' (after a restart)' : ''}: ${values}\n`);
     return EXIT.ok;
   }
@@ -222,11 +242,18 @@ function printOutcome(io: Io, outcome: ApplyOutcome, done = 'applied'): number {
     io.err(`refused, nothing was changed:\n${lines}\n`);
     return EXIT.refused;
   }
-  io.err(`failed: ${outcome.restored ? 'the previous values were put back' : 'the previous values could not all be put back; the next start retries'}:\n${lines}\n`);
+  io.err(
+    `failed: ${outcome.restored ? 'the previous values were put back' : 'the previous values could not all be put back; the next start retries'}:\n${lines}\n`,
+  );
   return EXIT.failure;
 }
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(), printer: Io = defaultIo): Promise<number> {
+export async function main(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+  printer: Io = defaultIo,
+): Promise<number> {
   // Everything the agent prints passes through the one masking function, whatever made it.
   const io: Io = { out: (text) => printer.out(redact(text)), err: (text) => printer.err(redact(text)) };
   let invocation: Invocation;
@@ -267,7 +294,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   let config: AgentConfig;
   let log: Logger;
   try {
-    const loaded = loadConfig({ cwd, env, target: kind, needsService: invocation.command === 'run', ...(invocation.configPath && { file: invocation.configPath }) });
+    const loaded = loadConfig({
+      cwd,
+      env,
+      target: kind,
+      needsService: invocation.command === 'run',
+      ...(invocation.configPath && { file: invocation.configPath }),
+    });
     config = loaded.config;
     log = createLogger({ debug: config.tuner.debug, write: io.err });
     for (const w of loaded.warnings) log.warn(w);
@@ -291,7 +324,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   }
 
   if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
-    io.err(`tuner-agent: ${(await cloudB()).RESTART_MODE_UNSUPPORTED}\n`);
+    io.err(`tuner-agent: ${(await managedBFlex()).RESTART_MODE_UNSUPPORTED}\n`);
     return EXIT.usage;
   }
 
@@ -305,7 +338,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
     }
     // The cause and its fix come from one table (src/postgres/connect-errors.ts).
     const where = describeConnection(config.postgresql.connectionUrl);
-    const cause = err instanceof PostgresConnectError ? err.message : `${errorMessage(err)}; fix: check that this machine can reach the database and the password in postgresql.connection_url`;
+    const cause =
+      err instanceof PostgresConnectError
+        ? err.message
+        : `${errorMessage(err)}; fix: check that this machine can reach the database and the password in postgresql.connection_url`;
     log.error(`cannot connect to PostgreSQL at ${where.host}:${where.port}, database "${where.database}", as ${where.user}: ${cause}`);
     return EXIT.failure;
   }
@@ -332,15 +368,33 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         return printOutcome(io, await applyChange(ctx, invocation.apply, { accept: true }));
       }
       case 'run': {
-        log.info(`tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode, connection ${describeSecurity(db.security)}`);
+        log.info(
+          `tuner-agent ${AGENT_VERSION} starting: ${target.identity}, ${tuningMode(config)} mode, connection ${describeSecurity(db.security)}`,
+        );
         log.info(`the tuning service at ${config.tuner.serverUrl!} is reached ${outbound.describe(config.tuner.serverUrl!)}`);
-        const service = createServiceClient({ serverUrl: config.tuner.serverUrl!, apiKey: config.tuner.apiKey!, databaseId: config.tuner.databaseId!, dispatcher: outbound.dispatcher });
+        const service = createServiceClient({
+          serverUrl: config.tuner.serverUrl!,
+          apiKey: config.tuner.apiKey!,
+          databaseId: config.tuner.databaseId!,
+          dispatcher: outbound.dispatcher,
+        });
+        const metricsServer = await serveMetrics(invocation, config, kind, log);
+        if (metricsServer === 'malformed' || metricsServer === 'unavailable')
+          return metricsServer === 'malformed' ? EXIT.usage : EXIT.failure;
         const stop = stopWhenAsked(log);
         try {
-          const end = await runLoop({ ctx, service, databaseId: config.tuner.databaseId!, cwd, signal: stop.signal });
+          const end = await runLoop({
+            ctx,
+            service,
+            databaseId: config.tuner.databaseId!,
+            cwd,
+            signal: stop.signal,
+            ...(metricsServer && { metrics: metricsServer.metrics }),
+          });
           return end.atKnownGood && !stop.failed() ? EXIT.ok : EXIT.failure;
         } finally {
           stop.dispose();
+          await metricsServer?.close();
         }
       }
       case 'revert': {
@@ -360,7 +414,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
       return EXIT.usage;
     }
     if (err instanceof ServiceRejectedError) {
-      log.error(err.code === 'agent_conflict' ? `another agent already reports for this database: ${err.message}; run one agent per database` : err.message);
+      log.error(
+        err.code === 'agent_conflict'
+          ? `another agent already reports for this database: ${err.message}; run one agent per database`
+          : err.message,
+      );
       return err.code === 'agent_conflict' ? EXIT.conflict : EXIT.rejected;
     }
     if (err instanceof JournalError) {
@@ -373,6 +431,34 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   } finally {
     await target?.close();
     await db.close();
+  }
+}
+
+/** Prometheus metrics, when an address is given (the flag wins over tuner.metrics_listen); or
+ * why not, said in the log: a malformed address (a usage error), or one that cannot be listened
+ * on now (in use: a runtime failure, which a supervisor's restart may get past). */
+async function serveMetrics(
+  invocation: Invocation,
+  config: AgentConfig,
+  kind: TargetKind,
+  log: Logger,
+): Promise<AgentMetricsServer | undefined | 'malformed' | 'unavailable'> {
+  const text = invocation.metricsListen ?? config.tuner.metricsListen;
+  if (text === undefined) return undefined;
+  const source = invocation.metricsListen !== undefined ? '--metrics-listen' : 'tuner.metrics_listen (AGENT_TUNER_METRICS_LISTEN)';
+  const { parseMetricsListen, startAgentMetrics } = await import('./metrics.ts');
+  const address = parseMetricsListen(text, source);
+  if ('problem' in address) {
+    log.error(address.problem);
+    return 'malformed';
+  }
+  try {
+    const server = await startAgentMetrics(address, { target: kind });
+    log.info(`Prometheus metrics on ${server.url}`);
+    return server;
+  } catch (err) {
+    log.error(`${source}: cannot listen on ${text}: ${errorMessage(err)}; choose a free port, or leave metrics off`);
+    return 'unavailable';
   }
 }
 

@@ -24,10 +24,14 @@ function readExtraCa(file: string): string {
     pem = readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ConnectionSettingError(`${EXTRA_CA_KEY}: cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code}`);
+    throw new ConnectionSettingError(
+      `${EXTRA_CA_KEY}: cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code}`,
+    );
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new ConnectionSettingError(`${EXTRA_CA_KEY}: ${file} holds no PEM certificate; expected one or more "-----BEGIN CERTIFICATE-----" blocks`);
+    throw new ConnectionSettingError(
+      `${EXTRA_CA_KEY}: ${file} holds no PEM certificate; expected one or more "-----BEGIN CERTIFICATE-----" blocks`,
+    );
   }
   return pem;
 }
@@ -54,6 +58,7 @@ export function agentConnectionContext(kind: TargetKind, extraCaFile?: string): 
       break;
   }
   // Node's store, NODE_EXTRA_CA_CERTS included, plus the extra file when there is one.
-  if (extra.length > 0) defaults = { ...defaults, ca: { certificates: [...getCACertificates('default'), ...extra], description: `Node's trust store${plus}` } };
+  if (extra.length > 0)
+    defaults = { ...defaults, ca: { certificates: [...getCACertificates('default'), ...extra], description: `Node's trust store${plus}` } };
   return { setting: SETTING, defaults, addCaHint };
 }

@@ -86,12 +86,16 @@ export function judgeWindow(
     const factor = runtime / knownGood.weightedRuntimeMs;
     slow = factor > t.runtimeFactor;
     if (factor > t.runtimeFactorAtOnce || (slow && previousSlow)) {
-      breaches.push(`query runtime ${runtime.toFixed(3)} ms is ${factor.toFixed(1)}× the known-good ${knownGood.weightedRuntimeMs.toFixed(3)} ms`);
+      breaches.push(
+        `query runtime ${runtime.toFixed(3)} ms is ${factor.toFixed(1)}× the known-good ${knownGood.weightedRuntimeMs.toFixed(3)} ms`,
+      );
     }
   }
   const callsPerSecond = window.derived.calls / window.interval.seconds;
   if (stuckQueries > 0 && knownGood.callsPerSecond > 0 && callsPerSecond < t.throughputFloorShare * knownGood.callsPerSecond) {
-    breaches.push(`throughput fell to ${callsPerSecond.toFixed(1)} calls/s from ${knownGood.callsPerSecond.toFixed(1)} with ${stuckQueries} queries running over ${t.stuckQuerySeconds} s`);
+    breaches.push(
+      `throughput fell to ${callsPerSecond.toFixed(1)} calls/s from ${knownGood.callsPerSecond.toFixed(1)} with ${stuckQueries} queries running over ${t.stuckQuerySeconds} s`,
+    );
   }
   const available = targetMetrics.find((m) => m.name === 'memory_available_bytes')?.value;
   const total = targetMetrics.find((m) => m.name === 'memory_total_bytes')?.value;
@@ -103,11 +107,15 @@ export function judgeWindow(
   const xacts = d.xactCommit + d.xactRollback;
   const rollbackRate = xacts > 0 ? d.xactRollback / xacts : 0;
   if (d.xactRollback >= t.minRollbacks && rollbackRate > knownGood.rollbackRate + t.rollbackRateIncrease) {
-    breaches.push(`${(rollbackRate * 100).toFixed(0)} % of transactions rolled back, known-good ${(knownGood.rollbackRate * 100).toFixed(0)} %`);
+    breaches.push(
+      `${(rollbackRate * 100).toFixed(0)} % of transactions rolled back, known-good ${(knownGood.rollbackRate * 100).toFixed(0)} %`,
+    );
   }
   const connections = window.activity.connections.total / window.activity.maxConnections;
   if (connections >= t.connectionShare && knownGood.connectionShare < t.connectionShare) {
-    breaches.push(`connections at ${(connections * 100).toFixed(0)} % of max_connections, known-good ${(knownGood.connectionShare * 100).toFixed(0)} %`);
+    breaches.push(
+      `connections at ${(connections * 100).toFixed(0)} % of max_connections, known-good ${(knownGood.connectionShare * 100).toFixed(0)} %`,
+    );
   }
   return { breaches, slow };
 }
@@ -119,7 +127,12 @@ export interface Guard {
   tick(targetMetrics: readonly TargetMetric[]): Promise<string[]>;
 }
 
-export function createGuard(db: Db, knownGood: KnownGoodFigures, baselineMix: BaselineMix | undefined, thresholds: GuardThresholds = DEFAULT_THRESHOLDS): Guard {
+export function createGuard(
+  db: Db,
+  knownGood: KnownGoodFigures,
+  baselineMix: BaselineMix | undefined,
+  thresholds: GuardThresholds = DEFAULT_THRESHOLDS,
+): Guard {
   // Its own collector, without texts: a tick must stay cheap.
   const collector = createCollector(db, { includeQueries: false });
   // The window runs from `windowStart` to now. It is closed (the next starts here) once it held
@@ -135,7 +148,11 @@ export function createGuard(db: Db, knownGood: KnownGoodFigures, baselineMix: Ba
         windowStart = current;
         return [];
       }
-      const window = buildMetricsReport(diffSnapshots(before, current), { includeQueries: false, topN: 0, ...(baselineMix && { baselineMix }) });
+      const window = buildMetricsReport(diffSnapshots(before, current), {
+        includeQueries: false,
+        topN: 0,
+        ...(baselineMix && { baselineMix }),
+      });
       const [stuck] = await db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()

@@ -21,12 +21,20 @@ export interface InitOutcome {
   text: string;
 }
 
-export function initInstance(dirArg: string, target: TargetKind, cwd: string, executable = process.execPath, singleFile = isSea()): InitOutcome {
+export function initInstance(
+  dirArg: string,
+  target: TargetKind,
+  cwd: string,
+  executable = process.execPath,
+  singleFile = isSea(),
+): InitOutcome {
   const dir = resolve(cwd, dirArg);
   if (existsSync(dir)) {
     const present = readdirSync(dir);
     if (present.length > 0) {
-      throw new InitError(`${dir} is not empty (it holds ${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); give each instance a new directory`);
+      throw new InitError(
+        `${dir} is not empty (it holds ${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); give each instance a new directory`,
+      );
     }
   }
   mkdirSync(dir, { recursive: true });
@@ -40,7 +48,11 @@ export function initInstance(dirArg: string, target: TargetKind, cwd: string, ex
   const run = singleFile ? `./${BINARY_NAME}` : 'npx tuner-agent';
   const text = [
     `made ${dir}: ${singleFile ? `${BINARY_NAME} and ` : ''}${CONFIG_FILE_NAME}`,
-    ...(singleFile ? [] : [`(this tuner-agent runs under Node, so there is no single file to copy: run "npx tuner-agent" from the project in ${dir}, or install the binary there)`]),
+    ...(singleFile
+      ? []
+      : [
+          `(this tuner-agent runs under Node, so there is no single file to copy: run "npx tuner-agent" from the project in ${dir}, or install the binary there)`,
+        ]),
     'Next:',
     `  1. fill in ${dir}/${CONFIG_FILE_NAME} for this database (its API key and database id from the setup page)`,
     `  2. cd ${dir} && ${run} --${target} --check`,

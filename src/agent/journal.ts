@@ -14,10 +14,7 @@ import type { Overrides } from './targets/target.ts';
 
 export const JOURNAL_FILE_NAME = 'tuner-agent.journal.json';
 
-const override = z.discriminatedUnion('set', [
-  z.object({ set: z.literal(false) }),
-  z.object({ set: z.literal(true), value: z.string() }),
-]);
+const override = z.discriminatedUnion('set', [z.object({ set: z.literal(false) }), z.object({ set: z.literal(true), value: z.string() })]);
 const overrides = z.record(z.string(), override);
 
 const journalSchema = z.object({
@@ -27,9 +24,7 @@ const journalSchema = z.object({
   baselineSettings: z.record(z.string(), z.string()),
   knownGood: overrides,
   applied: overrides,
-  inFlight: z
-    .object({ id: z.string(), startedAt: z.string(), from: overrides, to: overrides })
-    .nullable(),
+  inFlight: z.object({ id: z.string(), startedAt: z.string(), from: overrides, to: overrides }).nullable(),
   updatedAt: z.string(),
 });
 
@@ -68,15 +63,21 @@ export class Journal {
     try {
       parsed = JSON.parse(readFileSync(path, 'utf8'));
     } catch (err) {
-      throw new JournalError(`${path} is not valid JSON (${(err as Error).message}); it records the configuration to return to, so it was left as it is: repair it, or move it away only if the database is at the configuration you want to keep`);
+      throw new JournalError(
+        `${path} is not valid JSON (${(err as Error).message}); it records the configuration to return to, so it was left as it is: repair it, or move it away only if the database is at the configuration you want to keep`,
+      );
     }
     const result = journalSchema.safeParse(parsed);
     if (!result.success) {
       const issue = result.error.issues[0];
-      throw new JournalError(`${path} is not a tuner-agent journal (${issue?.path.join('.') || 'root'}: ${issue?.message}); it was left as it is`);
+      throw new JournalError(
+        `${path} is not a tuner-agent journal (${issue?.path.join('.') || 'root'}: ${issue?.message}); it was left as it is`,
+      );
     }
     if (result.data.target !== target) {
-      throw new JournalError(`${path} belongs to ${result.data.target}, not ${target}: one agent directory per database (see the spec); run this agent from its own directory`);
+      throw new JournalError(
+        `${path} belongs to ${result.data.target}, not ${target}: one agent directory per database (see the spec); run this agent from its own directory`,
+      );
     }
     return new Journal(path, result.data);
   }

@@ -14,7 +14,15 @@ import { applyChange, recoverOnStart, recoveryReason, restore, tuningMode, type 
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
 import { errorMessage } from './log.ts';
-import { LeaseExpiredError, RequestRefusedError, ServiceRejectedError, ServiceUnavailableError, backoffMs, type ServiceClient } from './service-client.ts';
+import type { AgentMetrics } from './metrics.ts';
+import {
+  LeaseExpiredError,
+  RequestRefusedError,
+  ServiceRejectedError,
+  ServiceUnavailableError,
+  backoffMs,
+  type ServiceClient,
+} from './service-client.ts';
 import { catalogSettings, describeSystem } from './system.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -39,6 +47,8 @@ export interface LoopOptions {
   signal: AbortSignal;
   /** Guardrail tick; shorter in tests. */
   guardIntervalMs?: number;
+  /** Prometheus metrics, when the agent serves them (--metrics-listen). */
+  metrics?: AgentMetrics;
 }
 
 interface Lease {
@@ -108,6 +118,7 @@ class AgentLoop {
     this.#leaseFile = join(options.cwd, LEASE_FILE_NAME);
     this.#guardIntervalMs = options.guardIntervalMs ?? GUARD_INTERVAL_MS;
     this.#collector = createCollector(this.#ctx.db, { includeQueries: this.#ctx.config.postgresql.includeQueries });
+    options.metrics?.observe({ queuedReports: () => this.#queue.length, journal: this.#ctx.journal });
   }
 
   async run(): Promise<LoopEnd> {
@@ -134,7 +145,9 @@ class AgentLoop {
       if (!(await this.#watch(wakeAt - Date.now()))) break;
       await this.#returnUnwatchedToKnownGood();
       if (Date.now() >= nextCollectAt) {
+        const collecting = performance.now();
         this.#enqueue(await this.#collect());
+        this.#options.metrics?.collected((performance.now() - collecting) / 1000);
         nextCollectAt = Date.now() + this.#lease.intervalSeconds * 1000;
       }
       if (this.#failures === 0 || Date.now() >= this.#nextAttemptAt) await this.#deliver();
@@ -152,8 +165,12 @@ class AgentLoop {
       return null;
     });
     if (!outcome) return;
+    this.#options.metrics?.reverted('recovery', outcome.status);
     if (outcome.status !== 'applied') ctx.log.error(`recovery did not complete: ${outcome.errors.join('; ')}`);
-    const done = outcome.status === 'applied' ? 'the database was returned to its known-good configuration' : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
+    const done =
+      outcome.status === 'applied'
+        ? 'the database was returned to its known-good configuration'
+        : `returning to known-good ${outcome.status}: ${outcome.errors.join('; ')}`;
     this.#event(outcome.status === 'applied' ? 'warn' : 'error', 'recovered', `at start, ${reason}: ${done}`);
   }
 
@@ -237,6 +254,7 @@ class AgentLoop {
     this.#queue.push(report);
     if (this.#queue.length > MAX_QUEUED_REPORTS) {
       this.#dropped += this.#queue.length - MAX_QUEUED_REPORTS;
+      this.#options.metrics?.reportsDropped(this.#queue.length - MAX_QUEUED_REPORTS);
       this.#queue.splice(0, this.#queue.length - MAX_QUEUED_REPORTS);
     }
   }
@@ -266,7 +284,9 @@ class AgentLoop {
         const wait = backoffMs(this.#failures);
         this.#failures++;
         this.#nextAttemptAt = Date.now() + wait;
-        log.warn(`${errorMessage(err)}; ${this.#queue.length} report(s) queued, collecting goes on; sending again in ${(wait / 1000).toFixed(1)} s`);
+        log.warn(
+          `${errorMessage(err)}; ${this.#queue.length} report(s) queued, collecting goes on; sending again in ${(wait / 1000).toFixed(1)} s`,
+        );
       } else {
         throw err;
       }
@@ -278,9 +298,15 @@ class AgentLoop {
     const { service } = this.#options;
     while (this.#queue.length > 0 && this.#lease) {
       const lease = this.#lease;
-      const response = await service.report({ ...this.#queue[0]!, leaseId: lease.leaseId, seq: this.#seq, sentAt: new Date().toISOString() });
+      const response = await service.report({
+        ...this.#queue[0]!,
+        leaseId: lease.leaseId,
+        seq: this.#seq,
+        sentAt: new Date().toISOString(),
+      });
       this.#queue.shift();
       this.#seq++;
+      this.#options.metrics?.reportDelivered();
       lease.intervalSeconds = response.nextReportInSeconds;
       const command = response.command;
       if (!command) continue;
@@ -298,15 +324,18 @@ class AgentLoop {
     const ctx = this.#ctx;
     let ack: Acknowledgement;
     try {
-      const outcome = command.kind === 'apply'
-        ? await applyChange(ctx, command.values, { id: command.id, accept: command.keep, allowRestart: command.allowRestart })
-        : await restore(ctx, command.to === 'baseline' ? 'baseline' : 'knownGood', `the service asked for a revert to ${command.to}`);
+      const outcome =
+        command.kind === 'apply'
+          ? await applyChange(ctx, command.values, { id: command.id, accept: command.keep, allowRestart: command.allowRestart })
+          : await restore(ctx, command.to === 'baseline' ? 'baseline' : 'knownGood', `the service asked for a revert to ${command.to}`);
       ack = toAck(outcome);
     } catch (err) {
       // The database went away mid-command, say. The journal still holds the change in flight,
       // and the loop returns to known-good as soon as the database answers again.
       ack = { status: 'failed', effective: {}, errors: [errorMessage(err)], restarted: false, restored: false };
     }
+    if (command.kind === 'apply') this.#options.metrics?.applied(ack.status);
+    else this.#options.metrics?.reverted('command', ack.status);
     ctx.log.info(`command ${command.id} (${command.kind}): ${ack.status}${ack.errors.length ? `: ${ack.errors.join('; ')}` : ''}`);
     // A trial is watched by the guardrails until it is replaced, accepted or reverted. A change
     // that did not go through leaves the trial before it in place, and under watch.
@@ -340,8 +369,15 @@ class AgentLoop {
         this.#trial = null;
         const message = `guardrail: ${breaches.join('; ')}`;
         ctx.log.warn(`${message}: reverting trial ${watched.commandId}`);
+        this.#options.metrics?.guardrailBreached();
         const outcome = await restore(ctx, 'knownGood', message);
-        this.#event('warn', 'guardrail_breach', `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`, watched.commandId);
+        if (outcome) this.#options.metrics?.reverted('guardrail', outcome.status);
+        this.#event(
+          'warn',
+          'guardrail_breach',
+          `${message}; returned to known-good: ${outcome?.status ?? 'nothing to revert'}`,
+          watched.commandId,
+        );
       }
       if (Date.now() >= until) return true;
     }
@@ -355,6 +391,7 @@ class AgentLoop {
     const reason = journal.data.inFlight ? 'a change was interrupted' : 'a configuration that was not accepted is no longer watched';
     await restore(this.#ctx, 'knownGood', reason).then(
       (outcome) => {
+        if (outcome) this.#options.metrics?.reverted('recovery', outcome.status);
         if (!journal.needsRecovery()) this.#trial = null;
         this.#event('warn', 'recovered', `${reason}; returning to known-good: ${outcome?.status ?? 'nothing to undo'}`);
       },
@@ -378,8 +415,10 @@ class AgentLoop {
     }
     const atKnownGood = !journal.needsRecovery();
     if (!atKnownGood) {
-      log.error(`THE DATABASE MAY STILL RUN A CONFIGURATION THAT WAS NOT ACCEPTED (${journal.notAtKnownGood().join(', ')}): ` +
-        `start the agent again, or run tuner-agent --${ctx.target.kind} --revert, to return it to known-good (${journal.path} records what to return to)`);
+      log.error(
+        `THE DATABASE MAY STILL RUN A CONFIGURATION THAT WAS NOT ACCEPTED (${journal.notAtKnownGood().join(', ')}): ` +
+          `start the agent again, or run tuner-agent --${ctx.target.kind} --revert, to return it to known-good (${journal.path} records what to return to)`,
+      );
     }
     if (this.#lease && !(failure instanceof ServiceRejectedError)) {
       await service.stop({ leaseId: this.#lease.leaseId }).then(

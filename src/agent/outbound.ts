@@ -22,7 +22,7 @@ import { HttpsProxyAgent } from 'https-proxy-agent';
 import { getProxyForUrl } from 'proxy-from-env';
 import { EnvHttpProxyAgent, type Dispatcher } from 'undici';
 import { redact, registerConnectionString } from './redact.ts';
-import type { PreflightCheck } from './targets/target.ts';
+import type { PreflightCheck } from './checks.ts';
 
 /** Link-local metadata endpoints of the clouds: never through a proxy. */
 export const METADATA_HOSTS = ['169.254.169.254', '169.254.170.2', '[fd00:ec2::254]', 'fd00:ec2::254'] as const;
@@ -57,7 +57,9 @@ function readCaFile(caFile: string): string[] {
   try {
     text = readFileSync(caFile, 'utf8');
   } catch (err) {
-    throw new OutboundError(`tuner.ca_file: cannot read ${caFile} (${(err as NodeJS.ErrnoException).code ?? String(err)}): give a PEM file of CA certificates`);
+    throw new OutboundError(
+      `tuner.ca_file: cannot read ${caFile} (${(err as NodeJS.ErrnoException).code ?? String(err)}): give a PEM file of CA certificates`,
+    );
   }
   const certs = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (certs.length === 0) throw new OutboundError(`tuner.ca_file: ${caFile} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
@@ -142,7 +144,12 @@ export function routeChecks(outbound: Outbound, peers: readonly Peer[]): Preflig
     const proxy = outbound.proxyFor(url);
     const isMetadata = METADATA_HOSTS.some((h) => new URL(url).host.startsWith(h));
     if (isMetadata && proxy) {
-      return { name: `route to ${name}`, ok: false, detail: `${url} would go through the proxy ${redact(proxy)}`, fix: 'remove the metadata address from the proxy settings' };
+      return {
+        name: `route to ${name}`,
+        ok: false,
+        detail: `${url} would go through the proxy ${redact(proxy)}`,
+        fix: 'remove the metadata address from the proxy settings',
+      };
     }
     return { name: `route to ${name}`, ok: true, detail: `${url}: ${outbound.describe(url)}` };
   });

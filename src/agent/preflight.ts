@@ -16,8 +16,14 @@ export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
   if (!who) throw new Error('the database returned no row for the session check');
   checks.push({ name: 'connect to PostgreSQL', ok: true, detail: `PostgreSQL ${who.version}, database "${who.database}" as ${who.user}` });
   // What the server itself says about this session's encryption, beside what was verified.
-  const [ssl] = await db.query<{ ssl: boolean; version: string | null }>('SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
-  checks.push({ name: 'connection encryption', ok: true, detail: describeSecurity({ ...db.security, encrypted: ssl?.ssl ?? db.security.encrypted }, ssl?.version) });
+  const [ssl] = await db.query<{ ssl: boolean; version: string | null }>(
+    'SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
+  );
+  checks.push({
+    name: 'connection encryption',
+    ok: true,
+    detail: describeSecurity({ ...db.security, encrypted: ssl?.ssl ?? db.security.encrypted }, ssl?.version),
+  });
   checks.push({
     name: `${who.user} is a member of pg_monitor`,
     ok: who.monitor || who.superuser,
@@ -36,12 +42,17 @@ export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
   const [preload] = await db.query<{ libs: string; track: string | null }>(
     `SELECT current_setting('shared_preload_libraries') AS libs, current_setting('pg_stat_statements.track', true) AS track`,
   );
-  const preloaded = (preload?.libs ?? '').split(',').map((s) => s.trim().replace(/^"|"$/g, '')).includes('pg_stat_statements');
+  const preloaded = (preload?.libs ?? '')
+    .split(',')
+    .map((s) => s.trim().replace(/^"|"$/g, ''))
+    .includes('pg_stat_statements');
   checks.push({
     name: 'pg_stat_statements is preloaded',
     ok: preloaded,
     detail: preloaded ? 'in shared_preload_libraries' : `shared_preload_libraries = '${preload?.libs ?? ''}'`,
-    ...(!preloaded && { fix: "add pg_stat_statements to shared_preload_libraries (on a managed server: its server parameter) and restart the server" }),
+    ...(!preloaded && {
+      fix: 'add pg_stat_statements to shared_preload_libraries (on a managed server: its server parameter) and restart the server',
+    }),
   });
   if (preloaded) {
     const track = (preload?.track ?? '').toLowerCase();
@@ -58,7 +69,12 @@ export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
       await db.query('SELECT 1 FROM pg_stat_statements LIMIT 1');
       checks.push({ name: 'pg_stat_statements is readable', ok: true, detail: 'readable' });
     } catch (err) {
-      checks.push({ name: 'pg_stat_statements is readable', ok: false, detail: (err as Error).message, fix: `GRANT pg_monitor TO ${who.user};` });
+      checks.push({
+        name: 'pg_stat_statements is readable',
+        ok: false,
+        detail: (err as Error).message,
+        fix: `GRANT pg_monitor TO ${who.user};`,
+      });
     }
   }
   return checks;
@@ -66,7 +82,11 @@ export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
 
 export function journalCheck(journal: Journal): PreflightCheck {
   if (!journal.needsRecovery()) {
-    return { name: 'journal', ok: true, detail: `${journal.path}: ${Object.keys(journal.data.applied).length} parameter(s) under the agent's care, none unfinished` };
+    return {
+      name: 'journal',
+      ok: true,
+      detail: `${journal.path}: ${Object.keys(journal.data.applied).length} parameter(s) under the agent's care, none unfinished`,
+    };
   }
   return {
     name: 'journal',

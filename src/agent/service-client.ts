@@ -86,7 +86,9 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       });
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new ServiceUnavailableError(`the tuning service at ${base} cannot be reached: ${redact(cause?.code ?? cause?.message ?? (err as Error).message)}`);
+      throw new ServiceUnavailableError(
+        `the tuning service at ${base} cannot be reached: ${redact(cause?.code ?? cause?.message ?? (err as Error).message)}`,
+      );
     }
     const text = await readAnswer(response, path);
     if (response.ok) {
@@ -100,7 +102,9 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       const parsed = schema.safeParse(json);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
-        throw new ServiceUnavailableError(`the tuning service answered ${path} with an unexpected body (${issue?.path.join('.')}: ${issue?.message}); is it a tuner service of protocol v1?`);
+        throw new ServiceUnavailableError(
+          `the tuning service answered ${path} with an unexpected body (${issue?.path.join('.')}: ${issue?.message}); is it a tuner service of protocol v1?`,
+        );
       }
       return parsed.data;
     }
@@ -108,10 +112,16 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     const code = error.success ? error.data.error.code : `http_${response.status}`;
     const message = redact(error.success ? error.data.error.message : `HTTP ${response.status}`);
     if (response.status === 401 || response.status === 403) {
-      throw new ServiceRejectedError(code, `the tuning service rejected the API key for database ${options.databaseId} (${message}): check tuner.api_key, or create a new key on the agent setup page`);
+      throw new ServiceRejectedError(
+        code,
+        `the tuning service rejected the API key for database ${options.databaseId} (${message}): check tuner.api_key, or create a new key on the agent setup page`,
+      );
     }
     if (response.status === 404) {
-      throw new ServiceRejectedError(code, `the tuning service does not know database ${options.databaseId} (${message}): check tuner.database_id against the agent setup page`);
+      throw new ServiceRejectedError(
+        code,
+        `the tuning service does not know database ${options.databaseId} (${message}): check tuner.database_id against the agent setup page`,
+      );
     }
     if (response.status === 409 && code === 'agent_conflict') throw new ServiceRejectedError(code, message);
     if (response.status === 409) throw new LeaseExpiredError(message);
@@ -132,7 +142,9 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
 /** The answer's text, read up to MAX_ANSWER_BYTES. */
 async function readAnswer(response: Response, path: string): Promise<string> {
   const tooLarge = (size: string) =>
-    new ServiceUnavailableError(`the tuning service answered ${path} with a body larger than ${MAX_ANSWER_BYTES} bytes (${size}); the agent refused it`);
+    new ServiceUnavailableError(
+      `the tuning service answered ${path} with a body larger than ${MAX_ANSWER_BYTES} bytes (${size}); the agent refused it`,
+    );
   const declared = Number(response.headers.get('content-length') ?? NaN);
   if (declared > MAX_ANSWER_BYTES) {
     await response.body?.cancel().catch(() => undefined);

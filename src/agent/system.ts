@@ -12,7 +12,16 @@ export async function catalogSettings(db: Db, target: Target): Promise<Setting[]
   return catalogFor(target.kind, 'restart').flatMap((k) => {
     const row = settings[k.name];
     if (!row) return [];
-    return [{ name: row.name, setting: row.setting, unit: row.unit, context: row.context, source: row.source ?? null, pendingRestart: row.pending_restart === true }];
+    return [
+      {
+        name: row.name,
+        setting: row.setting,
+        unit: row.unit,
+        context: row.context,
+        source: row.source ?? null,
+        pendingRestart: row.pending_restart === true,
+      },
+    ];
   });
 }
 

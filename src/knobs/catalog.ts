@@ -6,7 +6,7 @@
 // max_wal_size in MB, bgwriter_delay in ms), exactly as pg_settings.setting shows them.
 // Contexts and units are PostgreSQL 15's; a test checks them against a real server.
 import type { ApplyContext, Bounds, Knob, KnobContext, KnobUnit, Machine, NumericKnob, TargetKind, TuningMode } from './types.ts';
-import { TARGET_KINDS } from './types.ts';
+import { TARGET_KINDS } from '../protocol/v1.ts';
 import { bytesPerUnit, formatGiB, INT_MAX } from './units.ts';
 
 const KiB = 1024;
@@ -26,7 +26,7 @@ export function applyContextOf(context: string): ApplyContext {
 // parameter's own modifiability (a parameter group's IsModifiable) at run time.
 const EVERYWHERE: readonly TargetKind[] = TARGET_KINDS;
 const NOT_AURORA: readonly TargetKind[] = ['local', 'managed-a', 'managed-b-flex'];
-const NOT_CLOUD_B: readonly TargetKind[] = ['local', 'managed-a', 'managed-a-cluster'];
+const NOT_MANAGED_B_FLEX: readonly TargetKind[] = ['local', 'managed-a', 'managed-a-cluster'];
 const LOCAL_AND_RDS: readonly TargetKind[] = ['local', 'managed-a'];
 
 /** Throws unless the machine description can bound anything. */
@@ -91,115 +91,241 @@ const integer = (
   summary: string,
 ): Knob => define({ name, type: 'integer', context, unit, scale, targets, bounds, summary });
 
-const real = (
-  name: string,
-  context: KnobContext,
-  targets: readonly TargetKind[],
-  bounds: Bounds,
-  summary: string,
-): Knob => define({ name, type: 'real', context, unit: null, scale: 'linear', targets, bounds: () => bounds, summary });
+const real = (name: string, context: KnobContext, targets: readonly TargetKind[], bounds: Bounds, summary: string): Knob =>
+  define({ name, type: 'real', context, unit: null, scale: 'linear', targets, bounds: () => bounds, summary });
 
 export const KNOBS: readonly Knob[] = Object.freeze([
   // ---- Memory ----
-  integer('shared_buffers', 'postmaster', '8kB', 'log', NOT_CLOUD_B, (m, t) =>
-    // Below 128 MB only on small machines (then 5 % of RAM). Up to 40 % of RAM: beyond that
-    // PostgreSQL double-buffers against the OS page cache. Aurora has no OS page cache in the
-    // data path and defaults to about 75 % of RAM, so there the range reaches 80 %.
-    memoryBounds('8kB', Math.min(128 * MiB, 0.05 * m.memoryBytes), (t === 'managed-a-cluster' ? 0.8 : 0.4) * m.memoryBytes, 1073741823),
-    'shared buffer cache; the largest single memory setting'),
-  integer('work_mem', 'user', 'kB', 'log', EVERYWHERE, (m) =>
-    // Per sort or hash node, per backend: the memory budget (constraints.ts) bounds the total.
-    memoryBounds('kB', 64 * KiB, m.memoryBytes / 4),
-    'memory per sort/hash operation before spilling to disk'),
-  integer('maintenance_work_mem', 'user', 'kB', 'log', NOT_CLOUD_B, (m) =>
-    memoryBounds('kB', 16 * MiB, m.memoryBytes / 4),
-    'memory for VACUUM, CREATE INDEX and autovacuum (when autovacuum_work_mem is -1)'),
-  integer('effective_cache_size', 'user', '8kB', 'log', NOT_CLOUD_B, (m) =>
-    // A planner estimate, allocates nothing: between a quarter and nine tenths of RAM.
-    memoryBounds('8kB', 0.25 * m.memoryBytes, 0.9 * m.memoryBytes),
-    'planner estimate of the cache available to one query'),
-  integer('wal_buffers', 'postmaster', '8kB', 'log', LOCAL_AND_RDS, (m) =>
-    // From 1 MB to 256 MB (at most 1/32 of RAM): the automatic value (-1) caps at one 16 MB
-    // segment, and more only helps heavy concurrent writers. -1 itself is not offered: it
-    // reads back as the computed size, never as -1.
-    memoryBounds('8kB', 1 * MiB, Math.min(256 * MiB, m.memoryBytes / 32)),
-    'shared memory for WAL not yet written to disk'),
+  integer(
+    'shared_buffers',
+    'postmaster',
+    '8kB',
+    'log',
+    NOT_MANAGED_B_FLEX,
+    (m, t) =>
+      // Below 128 MB only on small machines (then 5 % of RAM). Up to 40 % of RAM: beyond that
+      // PostgreSQL double-buffers against the OS page cache. Aurora has no OS page cache in the
+      // data path and defaults to about 75 % of RAM, so there the range reaches 80 %.
+      memoryBounds('8kB', Math.min(128 * MiB, 0.05 * m.memoryBytes), (t === 'managed-a-cluster' ? 0.8 : 0.4) * m.memoryBytes, 1073741823),
+    'shared buffer cache; the largest single memory setting',
+  ),
+  integer(
+    'work_mem',
+    'user',
+    'kB',
+    'log',
+    EVERYWHERE,
+    (m) =>
+      // Per sort or hash node, per backend: the memory budget (constraints.ts) bounds the total.
+      memoryBounds('kB', 64 * KiB, m.memoryBytes / 4),
+    'memory per sort/hash operation before spilling to disk',
+  ),
+  integer(
+    'maintenance_work_mem',
+    'user',
+    'kB',
+    'log',
+    NOT_MANAGED_B_FLEX,
+    (m) => memoryBounds('kB', 16 * MiB, m.memoryBytes / 4),
+    'memory for VACUUM, CREATE INDEX and autovacuum (when autovacuum_work_mem is -1)',
+  ),
+  integer(
+    'effective_cache_size',
+    'user',
+    '8kB',
+    'log',
+    NOT_MANAGED_B_FLEX,
+    (m) =>
+      // A planner estimate, allocates nothing: between a quarter and nine tenths of RAM.
+      memoryBounds('8kB', 0.25 * m.memoryBytes, 0.9 * m.memoryBytes),
+    'planner estimate of the cache available to one query',
+  ),
+  integer(
+    'wal_buffers',
+    'postmaster',
+    '8kB',
+    'log',
+    LOCAL_AND_RDS,
+    (m) =>
+      // From 1 MB to 256 MB (at most 1/32 of RAM): the automatic value (-1) caps at one 16 MB
+      // segment, and more only helps heavy concurrent writers. -1 itself is not offered: it
+      // reads back as the computed size, never as -1.
+      memoryBounds('8kB', 1 * MiB, Math.min(256 * MiB, m.memoryBytes / 32)),
+    'shared memory for WAL not yet written to disk',
+  ),
 
   // ---- Parallelism and workers ----
-  integer('max_worker_processes', 'postmaster', null, 'linear', NOT_CLOUD_B, (m) =>
-    // Never below the default 8: logical replication and extensions take worker slots too.
-    // Above: room for max_parallel_workers (≤ vCPUs) plus those.
-    ({ min: 8, max: 8 + 2 * m.vcpus }),
-    'background worker slots, parallel workers included'),
-  integer('max_parallel_workers', 'user', null, 'linear', EVERYWHERE, (m) =>
-    // More parallel workers than vCPUs only contend for them.
-    ({ min: 0, max: Math.max(2, m.vcpus) }),
-    'parallel workers the whole server may run at once'),
-  integer('max_parallel_workers_per_gather', 'user', null, 'linear', EVERYWHERE, (m) =>
-    ({ min: 0, max: Math.max(1, Math.ceil(m.vcpus / 2)) }),
-    'parallel workers one query node may use'),
-  integer('max_parallel_maintenance_workers', 'user', null, 'linear', EVERYWHERE, (m) =>
-    ({ min: 0, max: Math.max(1, Math.ceil(m.vcpus / 2)) }),
-    'parallel workers one CREATE INDEX or VACUUM may use'),
+  integer(
+    'max_worker_processes',
+    'postmaster',
+    null,
+    'linear',
+    NOT_MANAGED_B_FLEX,
+    (m) =>
+      // Never below the default 8: logical replication and extensions take worker slots too.
+      // Above: room for max_parallel_workers (≤ vCPUs) plus those.
+      ({ min: 8, max: 8 + 2 * m.vcpus }),
+    'background worker slots, parallel workers included',
+  ),
+  integer(
+    'max_parallel_workers',
+    'user',
+    null,
+    'linear',
+    EVERYWHERE,
+    (m) =>
+      // More parallel workers than vCPUs only contend for them.
+      ({ min: 0, max: Math.max(2, m.vcpus) }),
+    'parallel workers the whole server may run at once',
+  ),
+  integer(
+    'max_parallel_workers_per_gather',
+    'user',
+    null,
+    'linear',
+    EVERYWHERE,
+    (m) => ({ min: 0, max: Math.max(1, Math.ceil(m.vcpus / 2)) }),
+    'parallel workers one query node may use',
+  ),
+  integer(
+    'max_parallel_maintenance_workers',
+    'user',
+    null,
+    'linear',
+    EVERYWHERE,
+    (m) => ({ min: 0, max: Math.max(1, Math.ceil(m.vcpus / 2)) }),
+    'parallel workers one CREATE INDEX or VACUUM may use',
+  ),
 
   // ---- Planner ----
-  real('random_page_cost', 'user', EVERYWHERE, { min: 1, max: 10 },
-    'planner cost of a non-sequential page read (1.1 suits SSDs, 4 spinning disks)'),
-  real('seq_page_cost', 'user', EVERYWHERE, { min: 0.1, max: 2 },
-    'planner cost of a sequential page read; the base of the cost scale'),
-  integer('effective_io_concurrency', 'user', null, 'log', EVERYWHERE, (m) =>
-    // Prefetch depth for bitmap heap scans. Its useful range depends on storage: SSD and cloud
-    // block storage serve hundreds of requests in parallel, a spinning disk a handful. Sampled
-    // on a log scale although it is a count: its useful values span orders of magnitude.
-    // (On platforms without posix_fadvise PostgreSQL allows only 0; its max_val then refuses.)
-    ({ min: 1, max: m.storage === 'hdd' ? 16 : 512 }),
-    'concurrent I/O requests the executor may issue for prefetching'),
-  integer('default_statistics_target', 'user', null, 'log', EVERYWHERE, () =>
-    // A sample size (300 × target rows per column): log scale, like the other sizes. Beyond
-    // 1000 ANALYZE and planning get slow for little gain.
-    ({ min: 10, max: 1000 }),
-    'statistics detail ANALYZE collects per column'),
-  define({ name: 'jit', type: 'bool', context: 'user', unit: null, targets: NOT_CLOUD_B,
-    summary: 'JIT compilation of expressions; often a loss for short OLTP queries' }),
+  real(
+    'random_page_cost',
+    'user',
+    EVERYWHERE,
+    { min: 1, max: 10 },
+    'planner cost of a non-sequential page read (1.1 suits SSDs, 4 spinning disks)',
+  ),
+  real('seq_page_cost', 'user', EVERYWHERE, { min: 0.1, max: 2 }, 'planner cost of a sequential page read; the base of the cost scale'),
+  integer(
+    'effective_io_concurrency',
+    'user',
+    null,
+    'log',
+    EVERYWHERE,
+    (m) =>
+      // Prefetch depth for bitmap heap scans. Its useful range depends on storage: SSD and cloud
+      // block storage serve hundreds of requests in parallel, a spinning disk a handful. Sampled
+      // on a log scale although it is a count: its useful values span orders of magnitude.
+      // (On platforms without posix_fadvise PostgreSQL allows only 0; its max_val then refuses.)
+      ({ min: 1, max: m.storage === 'hdd' ? 16 : 512 }),
+    'concurrent I/O requests the executor may issue for prefetching',
+  ),
+  integer(
+    'default_statistics_target',
+    'user',
+    null,
+    'log',
+    EVERYWHERE,
+    () =>
+      // A sample size (300 × target rows per column): log scale, like the other sizes. Beyond
+      // 1000 ANALYZE and planning get slow for little gain.
+      ({ min: 10, max: 1000 }),
+    'statistics detail ANALYZE collects per column',
+  ),
+  define({
+    name: 'jit',
+    type: 'bool',
+    context: 'user',
+    unit: null,
+    targets: NOT_MANAGED_B_FLEX,
+    summary: 'JIT compilation of expressions; often a loss for short OLTP queries',
+  }),
 
   // ---- Checkpoints and WAL ----
-  integer('max_wal_size', 'sighup', 'MB', 'log', NOT_AURORA, (m) =>
-    memoryBounds('MB', 256 * MiB, Math.max(256 * MiB, maxWalCapBytes(m))),
-    'WAL volume that triggers a checkpoint'),
-  integer('min_wal_size', 'sighup', 'MB', 'log', NOT_AURORA, (m) =>
-    // From two 16 MB segments (constraints.ts checks the server's real segment size).
-    memoryBounds('MB', 32 * MiB, Math.max(32 * MiB, maxWalCapBytes(m) / 4)),
-    'WAL kept for recycling instead of removed'),
-  real('checkpoint_completion_target', 'sighup', NOT_AURORA, { min: 0.5, max: 0.95 },
-    'share of the checkpoint interval over which checkpoint writes are spread'),
-  integer('checkpoint_timeout', 'sighup', 's', 'log', LOCAL_AND_RDS, () =>
-    // Up to an hour: a longer interval means a longer crash recovery.
-    ({ min: 60, max: 3600 }),
-    'time between automatic checkpoints'),
-  integer('wal_writer_delay', 'sighup', 'ms', 'log', LOCAL_AND_RDS, () =>
-    ({ min: 10, max: 1000 }),
-    'how often the WAL writer flushes asynchronous commits'),
-  define({ name: 'wal_compression', type: 'enum', context: 'superuser', unit: null, targets: LOCAL_AND_RDS,
+  integer(
+    'max_wal_size',
+    'sighup',
+    'MB',
+    'log',
+    NOT_AURORA,
+    (m) => memoryBounds('MB', 256 * MiB, Math.max(256 * MiB, maxWalCapBytes(m))),
+    'WAL volume that triggers a checkpoint',
+  ),
+  integer(
+    'min_wal_size',
+    'sighup',
+    'MB',
+    'log',
+    NOT_AURORA,
+    (m) =>
+      // From two 16 MB segments (constraints.ts checks the server's real segment size).
+      memoryBounds('MB', 32 * MiB, Math.max(32 * MiB, maxWalCapBytes(m) / 4)),
+    'WAL kept for recycling instead of removed',
+  ),
+  real(
+    'checkpoint_completion_target',
+    'sighup',
+    NOT_AURORA,
+    { min: 0.5, max: 0.95 },
+    'share of the checkpoint interval over which checkpoint writes are spread',
+  ),
+  integer(
+    'checkpoint_timeout',
+    'sighup',
+    's',
+    'log',
+    LOCAL_AND_RDS,
+    () =>
+      // Up to an hour: a longer interval means a longer crash recovery.
+      ({ min: 60, max: 3600 }),
+    'time between automatic checkpoints',
+  ),
+  integer(
+    'wal_writer_delay',
+    'sighup',
+    'ms',
+    'log',
+    LOCAL_AND_RDS,
+    () => ({ min: 10, max: 1000 }),
+    'how often the WAL writer flushes asynchronous commits',
+  ),
+  define({
+    name: 'wal_compression',
+    type: 'enum',
+    context: 'superuser',
+    unit: null,
+    targets: LOCAL_AND_RDS,
     // Compresses full-page images in WAL: less WAL and I/O for more CPU. Durability is unchanged.
     values: ['off', 'pglz', 'lz4', 'zstd'],
     // PostgreSQL accepts these spellings and then shows the value on the right.
     aliases: { on: 'pglz', true: 'pglz', yes: 'pglz', '1': 'pglz', false: 'off', no: 'off', '0': 'off' },
-    summary: 'compression of full-page images written to WAL' }),
+    summary: 'compression of full-page images written to WAL',
+  }),
 
   // ---- Background writer ----
-  integer('bgwriter_delay', 'sighup', 'ms', 'log', NOT_AURORA, () =>
-    ({ min: 10, max: 2000 }),
-    'sleep between background writer rounds'),
-  integer('bgwriter_lru_maxpages', 'sighup', null, 'linear', NOT_AURORA, () =>
-    // 0 turns background writing off, a legitimate point of the space; hence linear.
-    ({ min: 0, max: 1000 }),
-    'most buffers the background writer writes per round'),
-  real('bgwriter_lru_multiplier', 'sighup', LOCAL_AND_RDS, { min: 1, max: 10 },
-    'how far ahead of recent demand the background writer cleans buffers'),
+  integer('bgwriter_delay', 'sighup', 'ms', 'log', NOT_AURORA, () => ({ min: 10, max: 2000 }), 'sleep between background writer rounds'),
+  integer(
+    'bgwriter_lru_maxpages',
+    'sighup',
+    null,
+    'linear',
+    NOT_AURORA,
+    () =>
+      // 0 turns background writing off, a legitimate point of the space; hence linear.
+      ({ min: 0, max: 1000 }),
+    'most buffers the background writer writes per round',
+  ),
+  real(
+    'bgwriter_lru_multiplier',
+    'sighup',
+    LOCAL_AND_RDS,
+    { min: 1, max: 10 },
+    'how far ahead of recent demand the background writer cleans buffers',
+  ),
 ]);
 
 /** The spec's reload-only parameters for Cloud B, in its order: the managed-b-flex list is exactly these. */
-export const CLOUD_B_KNOBS: readonly string[] = [
+export const MANAGED_B_FLEX_KNOBS: readonly string[] = [
   'work_mem',
   'random_page_cost',
   'seq_page_cost',

@@ -64,7 +64,13 @@ const GiB = 1024 ** 3;
 const AUTOVACUUM_MEMORY_CAP_BEFORE_17 = 1 * GiB;
 
 /** Settings the budget reads; changing one of the first five re-evaluates it. */
-export const MEMORY_KNOBS: readonly string[] = ['shared_buffers', 'wal_buffers', 'work_mem', 'maintenance_work_mem', 'max_parallel_workers'];
+export const MEMORY_KNOBS: readonly string[] = [
+  'shared_buffers',
+  'wal_buffers',
+  'work_mem',
+  'maintenance_work_mem',
+  'max_parallel_workers',
+];
 const MEMORY_INPUTS: readonly string[] = [...MEMORY_KNOBS, 'max_connections', 'autovacuum_max_workers', 'autovacuum_work_mem'];
 
 export interface MemoryBudget {
@@ -118,7 +124,12 @@ function checkMemoryBudget(input: ConstraintInput): ConstraintViolation[] {
   if (touched.length === 0) return [];
   const proposed = memoryBudget(input.proposed, input.machine, input.serverVersionNum);
   if ('missing' in proposed) {
-    return [{ knobs: touched, message: `${touched.join(', ')}: cannot check the memory budget, pg_settings has no ${proposed.missing.join(', ')}` }];
+    return [
+      {
+        knobs: touched,
+        message: `${touched.join(', ')}: cannot check the memory budget, pg_settings has no ${proposed.missing.join(', ')}`,
+      },
+    ];
   }
   if (proposed.totalBytes <= proposed.limitBytes) return [];
   const current = memoryBudget(input.current, input.machine, input.serverVersionNum);
@@ -153,7 +164,11 @@ interface Ordering {
 
 export const ORDERINGS: readonly Ordering[] = [
   { lower: 'min_wal_size', upper: 'max_wal_size', why: 'WAL kept for recycling cannot exceed the size that triggers a checkpoint' },
-  { lower: 'max_parallel_workers_per_gather', upper: 'max_parallel_workers', why: 'one query node cannot use more workers than the server allows' },
+  {
+    lower: 'max_parallel_workers_per_gather',
+    upper: 'max_parallel_workers',
+    why: 'one query node cannot use more workers than the server allows',
+  },
   { lower: 'max_parallel_maintenance_workers', upper: 'max_parallel_workers', why: 'maintenance workers come out of max_parallel_workers' },
   { lower: 'max_parallel_workers', upper: 'max_worker_processes', why: 'parallel workers take worker process slots' },
   { lower: 'seq_page_cost', upper: 'random_page_cost', why: 'a random page read is never cheaper than a sequential one' },

@@ -20,13 +20,13 @@ export type {
   TargetKind,
   TuningMode,
 } from './types.ts';
-export { TARGET_KINDS, TUNING_MODES } from './types.ts';
+export { TARGET_KINDS, TUNING_MODES } from '../protocol/v1.ts';
 export {
   applyContextOf,
   assertMachine,
   boundsFor,
   catalogFor,
-  CLOUD_B_KNOBS,
+  MANAGED_B_FLEX_KNOBS,
   describeMachine,
   effectiveMode,
   getKnob,

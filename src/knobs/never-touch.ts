@@ -205,7 +205,7 @@ export const NEVER_TOUCH: readonly NeverTouchEntry[] = [
     'tcp_*',
     'client_connection_check_interval',
   ),
-  ...entry('logging', 'the agent never changes logging behind the operator\'s back', 'log_*', 'logging_collector', 'syslog_*'),
+  ...entry('logging', "the agent never changes logging behind the operator's back", 'log_*', 'logging_collector', 'syslog_*'),
   ...entry(
     'observability',
     'the agent and the operator measure the workload with it',
@@ -220,7 +220,7 @@ export const NEVER_TOUCH: readonly NeverTouchEntry[] = [
     'update_process_title',
     'application_name',
   ),
-  ...entry('platform', 'managed-service internals are the provider\'s to set', 'rds.*', 'aurora*', 'apg_*', 'azure.*', 'cloudb.*', 'pgms_*'),
+  ...entry('platform', "managed-service internals are the provider's to set", 'rds.*', 'aurora*', 'apg_*', 'azure.*', 'cloudb.*', 'pgms_*'),
 ];
 
 function matches(pattern: string, name: string): boolean {

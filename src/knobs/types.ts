@@ -2,13 +2,10 @@
 // them to check what the tuning service asks for; the optimizer uses them to build its search
 // space. Nothing here does I/O.
 
-/** Where the agent applies settings (the agent's target flag without the dashes). */
-export type TargetKind = 'local' | 'managed-a' | 'managed-a-cluster' | 'managed-b-flex';
-export const TARGET_KINDS: readonly TargetKind[] = ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex'];
+// A target and a tuning mode mean what the protocol says they mean (defined there, once).
+import type { TargetKind, TuningMode } from '../protocol/v1.ts';
 
-/** reload-only: only settings that take effect on a configuration reload; restart: all. */
-export type TuningMode = 'reload-only' | 'restart';
-export const TUNING_MODES: readonly TuningMode[] = ['reload-only', 'restart'];
+export type { TargetKind, TuningMode };
 
 /** `pg_settings.context` values, loosest first. */
 export type PgContext = 'user' | 'superuser' | 'sighup' | 'superuser-backend' | 'backend' | 'postmaster' | 'internal';

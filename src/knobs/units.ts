@@ -144,7 +144,9 @@ export function parseQuantity(text: string, base: PgBaseUnit | null, kind: 'inte
     const index = conversions.findIndex((c) => c.unit === unitText);
     const conversion = conversions[index];
     if (conversion === undefined) {
-      const hint = acceptedUnits(base).map((u) => `"${u}"`).join(', ');
+      const hint = acceptedUnits(base)
+        .map((u) => `"${u}"`)
+        .join(', ');
       const caseless = conversions.find((c) => c.unit.toLowerCase() === unitText.toLowerCase());
       const didYouMean = caseless ? ` (units are case-sensitive: "${caseless.unit}")` : '';
       return { ok: false, reason: `unknown unit "${unitText}"${didYouMean}; valid units are ${hint}` };

@@ -18,7 +18,7 @@ import type {
   TargetKind,
   TuningMode,
 } from './types.ts';
-import { TARGET_KINDS, TUNING_MODES } from './types.ts';
+import { TARGET_KINDS, TUNING_MODES } from '../protocol/v1.ts';
 import { formatQuantity } from './units.ts';
 import { describeValue, formatForAlterSystem, parseSetting, parseValue, rowUnit } from './values.ts';
 
@@ -133,7 +133,9 @@ export function checkContexts(settings: PgSettings, knobs: readonly Knob[] = KNO
       apply,
       message:
         `${knob.name}: pg_settings reports context '${row.context}', the catalog expects '${knob.context}'; ` +
-        (stricter ? `treated as '${row.context}' (${apply === 'not-settable' ? 'not settable' : `needs a ${apply}`})` : `the catalog's stricter '${knob.context}' is kept`),
+        (stricter
+          ? `treated as '${row.context}' (${apply === 'not-settable' ? 'not settable' : `needs a ${apply}`})`
+          : `the catalog's stricter '${knob.context}' is kept`),
     });
   }
   return out;
@@ -175,7 +177,8 @@ function nameText(rawName: string): string {
 
 /** "work_mem = 41943040 (40GB)" for a bare number in a unit; "work_mem = 40GB" as given otherwise. */
 function stated(knob: Knob, given: string, raw: unknown, value?: KnobValue): string {
-  if (typeof raw === 'number' && typeof value === 'number' && knob.unit !== null) return `${knob.name} = ${given} (${describeValue(knob, value)})`;
+  if (typeof raw === 'number' && typeof value === 'number' && knob.unit !== null)
+    return `${knob.name} = ${given} (${describeValue(knob, value)})`;
   return `${knob.name} = ${given}`;
 }
 
@@ -239,7 +242,12 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
     // The never-touch list comes first: even a catalog mistake cannot let one of these through.
     const forbidden = neverTouchEntry(name);
     if (forbidden) {
-      refuse('never-touch', [key], `${rawName} = ${given} refused: ${nameText(name)} is never changed by the agent (${forbidden.category}: ${forbidden.reason})`, given);
+      refuse(
+        'never-touch',
+        [key],
+        `${rawName} = ${given} refused: ${nameText(name)} is never changed by the agent (${forbidden.category}: ${forbidden.reason})`,
+        given,
+      );
       continue;
     }
     const knob = getKnob(name);
@@ -254,7 +262,12 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
       continue;
     }
     if (!knob.targets.includes(ctx.target)) {
-      refuse('not-on-target', [key], `${stated(knob, given, raw)} refused: ${knob.name} is not tunable on ${ctx.target} (only on ${knob.targets.join(', ')})`, given);
+      refuse(
+        'not-on-target',
+        [key],
+        `${stated(knob, given, raw)} refused: ${knob.name} is not tunable on ${ctx.target} (only on ${knob.targets.join(', ')})`,
+        given,
+      );
       continue;
     }
 
@@ -273,14 +286,27 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
 
     const apply = effectiveApply(knob, row.context);
     if (apply === 'not-settable') {
-      refuse('server-mismatch', [key], `${stated(knob, given, raw)} refused: this server reports ${knob.name} as '${row.context}', which cannot be set`, given);
+      refuse(
+        'server-mismatch',
+        [key],
+        `${stated(knob, given, raw)} refused: this server reports ${knob.name} as '${row.context}', which cannot be set`,
+        given,
+      );
       continue;
     }
     const mode = effectiveMode(ctx.target, ctx.mode);
     if (apply === 'restart' && mode === 'reload-only') {
-      const why = row.context === knob.context ? `context '${row.context}'` : `this server reports context '${row.context}' (the catalog says '${knob.context}')`;
+      const why =
+        row.context === knob.context
+          ? `context '${row.context}'`
+          : `this server reports context '${row.context}' (the catalog says '${knob.context}')`;
       const modeWhy = ctx.mode === 'restart' ? `${ctx.target} supports reload-only tuning` : 'the tuning mode is reload-only';
-      refuse('needs-restart', [key], `${stated(knob, given, raw)} refused: ${knob.name} needs a server restart (${why}) and ${modeWhy}`, given);
+      refuse(
+        'needs-restart',
+        [key],
+        `${stated(knob, given, raw)} refused: ${knob.name} needs a server restart (${why}) and ${modeWhy}`,
+        given,
+      );
       continue;
     }
 
@@ -302,7 +328,8 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
       const rawRange = knob.unit && knob.unit !== 'ms' && knob.unit !== 's' ? `; in ${knob.unit}: ${b.min} to ${b.max}` : '';
       const machine = `for a machine with ${describeMachine(ctx.machine)}${ctx.target === 'managed-a-cluster' ? ' on managed-a-cluster' : ''}`;
       if (v < b.min || v > b.max) {
-        const side = v < b.min ? `below the minimum ${formatQuantity(b.min, knob.unit)}` : `above the maximum ${formatQuantity(b.max, knob.unit)}`;
+        const side =
+          v < b.min ? `below the minimum ${formatQuantity(b.min, knob.unit)}` : `above the maximum ${formatQuantity(b.max, knob.unit)}`;
         refuse('out-of-bounds', [key], `${stated(knob, given, raw, v)} is ${side} ${machine} (allowed ${range}${rawRange})`, given);
         continue;
       }
@@ -320,7 +347,12 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
     } else if (knob.type === 'enum') {
       const accepted = enumValues(row);
       if (accepted.length > 0 && !accepted.includes(value as string)) {
-        refuse('out-of-server-range', [key], `${knob.name} = ${given} is not available on this server (it accepts ${accepted.join(', ')})`, given);
+        refuse(
+          'out-of-server-range',
+          [key],
+          `${knob.name} = ${given} is not available on this server (it accepts ${accepted.join(', ')})`,
+          given,
+        );
         continue;
       }
     }
@@ -353,5 +385,11 @@ function constraintViolations(entries: readonly ValidatedEntry[], ctx: Validatio
     if (knob && typeof e.value === 'number') proposed.set(e.name, { value: e.value, unit: knob.unit });
   }
   const version = current.get('server_version_num')?.value;
-  return checkConstraints({ machine: ctx.machine, current, proposed, changed, ...(version === undefined ? {} : { serverVersionNum: version }) });
+  return checkConstraints({
+    machine: ctx.machine,
+    current,
+    proposed,
+    changed,
+    ...(version === undefined ? {} : { serverVersionNum: version }),
+  });
 }

@@ -117,7 +117,8 @@ export function parseSetting(knob: Knob, row: PgSettingRow): KnobValue {
     }
     case 'real': {
       const n = Number(row.setting);
-      if (row.setting.trim() === '' || !Number.isFinite(n)) throw new Error(`${knob.name}: pg_settings shows a non-numeric setting "${row.setting}"`);
+      if (row.setting.trim() === '' || !Number.isFinite(n))
+        throw new Error(`${knob.name}: pg_settings shows a non-numeric setting "${row.setting}"`);
       return n;
     }
     case 'bool': {
@@ -137,10 +138,12 @@ export function parseSetting(knob: Knob, row: PgSettingRow): KnobValue {
 export function formatSettingValue(knob: Knob, value: KnobValue): string {
   switch (knob.type) {
     case 'integer':
-      if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new TypeError(`${knob.name} needs an integer, got ${String(value)}`);
+      if (typeof value !== 'number' || !Number.isSafeInteger(value))
+        throw new TypeError(`${knob.name} needs an integer, got ${String(value)}`);
       return String(value);
     case 'real':
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw new TypeError(`${knob.name} needs a finite number, got ${String(value)}`);
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        throw new TypeError(`${knob.name} needs a finite number, got ${String(value)}`);
       // String() may use an exponent ('1e-7'); PostgreSQL's strtod reads that too.
       return String(value);
     case 'bool':

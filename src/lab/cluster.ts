@@ -146,9 +146,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const port = await startOnFreePort(dataDir, logFile, () => ctl(['start']));
 
   const host = '127.0.0.1';
-  const adminAt = (db: string) => options.tls
-    ? `postgresql://postgres@/${db}?host=${encodeURIComponent(dataDir)}&port=${port}`
-    : `postgresql://postgres@${host}:${port}/${db}`;
+  const adminAt = (db: string) =>
+    options.tls
+      ? `postgresql://postgres@/${db}?host=${encodeURIComponent(dataDir)}&port=${port}`
+      : `postgresql://postgres@${host}:${port}/${db}`;
   const adminUrl = adminAt('postgres');
   const agentUrl = `postgresql://agent_user:${AGENT_USER_PASSWORD_FOR_TESTS}@${host}:${port}/postgres`;
 

@@ -21,7 +21,8 @@ export function parseScript(script: string): Step[] {
       steps.push({ kind: 'set', name: set[1]!, lo: set[2]!.trim(), hi: set[3]!.trim() });
       continue;
     }
-    if (line.startsWith('\\')) throw new Error(`script line ${index + 1}: the built-in load driver does not run "${line}" (only \\set name random(lo, hi))`);
+    if (line.startsWith('\\'))
+      throw new Error(`script line ${index + 1}: the built-in load driver does not run "${line}" (only \\set name random(lo, hi))`);
     steps.push({ kind: 'sql', text: line.replace(/;\s*$/, '') });
   }
   return steps;
@@ -30,7 +31,8 @@ export function parseScript(script: string): Step[] {
 /** `100000 * :scale`, `:id + 0`, `-5000`: integers and variables joined by + - *, with * first. */
 export function evaluate(expression: string, variables: ReadonlyMap<string, number>): number {
   const tokens: string[] = [...(expression.match(/:\w+|\d+|[+*-]/g) ?? [])];
-  if (tokens.join('') !== expression.replace(/\s+/g, '')) throw new Error(`cannot evaluate "${expression}": only integers, :variables and + - *`);
+  if (tokens.join('') !== expression.replace(/\s+/g, ''))
+    throw new Error(`cannot evaluate "${expression}": only integers, :variables and + - *`);
   // A leading minus negates the first term: `-5000` is `0 - 5000`.
   if (tokens[0] === '-') tokens.unshift('0');
   const value = (token: string | undefined): number => {

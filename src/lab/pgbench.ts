@@ -22,7 +22,9 @@ function connection(cluster: Cluster): string[] {
 /** pgbench beside the cluster's server, else Debian's of any version, else on PATH; undefined
  * when the machine has none (the embedded server builds ship none). */
 export function findPgbench(cluster: Pick<Cluster, 'binDir'>): string | undefined {
-  const debian = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').map((v) => join('/usr/lib/postgresql', v, 'bin')) : [];
+  const debian = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql').map((v) => join('/usr/lib/postgresql', v, 'bin'))
+    : [];
   const onPath = (process.env['PATH'] ?? '').split(delimiter).filter(Boolean);
   return [cluster.binDir, ...debian, ...onPath].map((dir) => join(dir, 'pgbench')).find((file) => existsSync(file));
 }

@@ -5,9 +5,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { localGrantsSql } from '../agent/targets/local.ts';
-import { parseServiceArgs } from '../service/config.ts';
-import { startService, type RunningService } from '../service/server.ts';
+import { localGrantsSql } from '../agent/targets/local/index.ts';
+import { parseServiceArgs } from '../service/app/config.ts';
+import { startService, type RunningService } from '../service/app/server.ts';
 import { freePort, serverOsUser, startCluster, type Cluster } from './cluster.ts';
 import { startLoad, type RunningLoad, type Workload } from './workloads.ts';
 
@@ -24,7 +24,11 @@ export class Person {
   async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     const response = await fetch(`${this.base}${path}`, {
       method,
-      headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...(this.cookie && { cookie: this.cookie }), ...(this.csrf && { 'x-csrf-token': this.csrf }) },
+      headers: {
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...(this.cookie && { cookie: this.cookie }),
+        ...(this.csrf && { 'x-csrf-token': this.csrf }),
+      },
       ...(body !== undefined && { body: JSON.stringify(body) }),
     });
     const cookie = response.headers.getSetCookie().find((c) => c.startsWith('tuner_session='));
@@ -78,7 +82,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   let service: RunningService | undefined;
   let load: RunningLoad | undefined;
   const close = async () => {
-    const exits = children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((r) => child.once('exit', r)));
+    const exits = children
+      .filter((child) => child.exitCode === null && child.signalCode === null)
+      .map((child) => new Promise((r) => child.once('exit', r)));
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(exits);
     await load?.stop();
@@ -90,7 +96,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     cluster = await startCluster({ durable: true });
     // Before 15 only a superuser may run ALTER SYSTEM; from 15 on, the least-privilege grants.
     if (cluster.major < 15) await cluster.sql('ALTER ROLE agent_user SUPERUSER');
-    else for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+    else
+      for (const sql of localGrantsSql('agent_user')
+        .split('\n')
+        .filter((l) => l.startsWith('GRANT')))
+        await cluster.sql(sql);
     await workload.setup(cluster);
     load = await startLoad(cluster, workload, { dir: work, clients: options.clients });
     const osUser = serverOsUser();
@@ -102,12 +112,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     say('== the tuning service, embedded storage');
     const password = randomBytes(9).toString('base64url');
     const port = await freePort();
-    const request = parseServiceArgs(['--listen', `127.0.0.1:${port}`, '--data-dir', join(work, 'service-data')], { TUNER_ADMIN_PASSWORD: password, TUNER_LOG_LEVEL: 'warn' });
+    const request = parseServiceArgs(['--listen', `127.0.0.1:${port}`, '--data-dir', join(work, 'service-data')], {
+      TUNER_ADMIN_PASSWORD: password,
+      TUNER_LOG_LEVEL: 'warn',
+    });
     if (request.kind !== 'run') throw new Error('the service did not accept its configuration');
     service = await startService(request.config, { announce: () => undefined, logStream: { write: () => undefined } });
     const person = new Person(service.url);
     person.csrf = (await person.call<{ csrfToken: string }>('POST', '/api/manage/login', { username: 'admin', password })).csrfToken;
-    const created = await person.call<{ database: { id: string }; apiKey: string }>('POST', '/api/manage/databases', { name: workload.name, target: 'local' });
+    const created = await person.call<{ database: { id: string }; apiKey: string }>('POST', '/api/manage/databases', {
+      name: workload.name,
+      target: 'local',
+    });
     const databaseId = created.database.id;
     say(`dashboard: ${service.url}/  (log in as admin, password ${password})`);
 
@@ -118,13 +134,26 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       `postgresql:\n  connection_url: ${cluster.agentUrl}\n  include_queries: true\ntuner:\n  server_url: ${service.url}\n  api_key: ${created.apiKey}\n  database_id: ${databaseId}\n`,
     );
     const agentLog = join(work, 'agent.log');
-    children.push(spawn(process.execPath, [AGENT_BIN, '--local'], { cwd: dir, stdio: ['ignore', openSync(agentLog, 'a'), openSync(agentLog, 'a')] }));
+    children.push(
+      spawn(process.execPath, [AGENT_BIN, '--local'], { cwd: dir, stdio: ['ignore', openSync(agentLog, 'a'), openSync(agentLog, 'a')] }),
+    );
     await person.call('POST', `/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: options.reportSeconds });
-    await until(async () => (await person.call<{ database: { agent: { connected: boolean } | null } }>('GET', `/api/manage/databases/${databaseId}`)).database.agent?.connected, 60_000, 'the agent to connect');
+    await until(
+      async () =>
+        (await person.call<{ database: { agent: { connected: boolean } | null } }>('GET', `/api/manage/databases/${databaseId}`)).database
+          .agent?.connected,
+      60_000,
+      'the agent to connect',
+    );
     say(`agent connected (its log: ${agentLog})`);
     // A session starts from the agent's reports: wait for one that has the workload in it.
     type Latest = { report: { metrics: { derived: { calls: number } } | null } | null };
-    await until(async () => ((await person.call<Latest>('GET', `/api/manage/databases/${databaseId}/reports/latest`)).report?.metrics?.derived.calls ?? 0) > 0, 60_000, 'a report with the workload in it');
+    await until(
+      async () =>
+        ((await person.call<Latest>('GET', `/api/manage/databases/${databaseId}/reports/latest`)).report?.metrics?.derived.calls ?? 0) > 0,
+      60_000,
+      'a report with the workload in it',
+    );
     return { cluster, service, person, databaseId, password, agentLog, load, close };
   } catch (err) {
     await close();

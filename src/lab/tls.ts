@@ -32,7 +32,9 @@ function openssl(args: string[]): void {
     execFileSync('openssl', args, { stdio: 'pipe' });
   } catch (err) {
     const e = err as { stderr?: Buffer; message: string };
-    throw new Error(`openssl ${args[0]} failed: ${e.stderr?.toString().trim() || e.message} (install Debian package "openssl")`, { cause: err });
+    throw new Error(`openssl ${args[0]} failed: ${e.stderr?.toString().trim() || e.message} (install Debian package "openssl")`, {
+      cause: err,
+    });
   }
 }
 
@@ -41,26 +43,73 @@ export function makeTestCa(name: string): TestCa {
   const certFile = join(dir, 'ca.pem');
   const keyFile = join(dir, 'ca.key');
   openssl([
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', `/CN=${name}`,
-    '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    keyFile,
+    '-out',
+    certFile,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name}`,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
   ]);
   let serial = 0;
   const sign = (commonName: string, extensions: string[], passphrase?: string): IssuedCertificate => {
     const stem = join(dir, `cert-${++serial}`);
-    writeFileSync(`${stem}.ext`, [
-      'basicConstraints=critical,CA:FALSE',
-      'keyUsage=critical,digitalSignature',
-      ...extensions,
-      'subjectKeyIdentifier=hash',
-      'authorityKeyIdentifier=keyid',
-      '',
-    ].join('\n'));
-    openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', `${stem}.key`, '-out', `${stem}.csr`, '-subj', `/CN=${commonName}`]);
-    openssl(['x509', '-req', '-in', `${stem}.csr`, '-CA', certFile, '-CAkey', keyFile, '-set_serial', String(1000 + serial),
-      '-days', '2', '-extfile', `${stem}.ext`, '-out', `${stem}.pem`]);
+    writeFileSync(
+      `${stem}.ext`,
+      [
+        'basicConstraints=critical,CA:FALSE',
+        'keyUsage=critical,digitalSignature',
+        ...extensions,
+        'subjectKeyIdentifier=hash',
+        'authorityKeyIdentifier=keyid',
+        '',
+      ].join('\n'),
+    );
+    openssl([
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${stem}.key`,
+      '-out',
+      `${stem}.csr`,
+      '-subj',
+      `/CN=${commonName}`,
+    ]);
+    openssl([
+      'x509',
+      '-req',
+      '-in',
+      `${stem}.csr`,
+      '-CA',
+      certFile,
+      '-CAkey',
+      keyFile,
+      '-set_serial',
+      String(1000 + serial),
+      '-days',
+      '2',
+      '-extfile',
+      `${stem}.ext`,
+      '-out',
+      `${stem}.pem`,
+    ]);
     if (passphrase !== undefined) {
       openssl(['pkey', '-in', `${stem}.key`, '-out', `${stem}.enc.key`, '-aes256', '-passout', `pass:${passphrase}`]);
       rmSync(`${stem}.key`);

@@ -43,7 +43,8 @@ const SELECT_1: Workload = {
  */
 const WORK_MEM: Workload = {
   name: 'work-mem',
-  description: 'a NOT IN (subquery) report that is hashed only with work_mem above about 5 MB, beside cheap lookups: raising work_mem is a clear gain',
+  description:
+    'a NOT IN (subquery) report that is hashed only with work_mem above about 5 MB, beside cheap lookups: raising work_mem is a clear gain',
   async setup(cluster) {
     await cluster.sql(`CREATE TABLE lab_keys AS SELECT rpad(g::text, 400, 'k') AS key FROM generate_series(1, 20000) g`);
     await cluster.sql(`CREATE TABLE lab_probes AS SELECT rpad(((g * 7919) % 40000)::text, 400, 'k') AS key FROM generate_series(1, 60) g`);
@@ -67,12 +68,14 @@ const TPCB_SCALE = 10;
  * to win. The tables are made here in SQL, so that no pgbench is needed. */
 const TPCB_LIKE: Workload = {
   name: 'tpcb-like',
-  description: 'TPC-B-like transactions on pgbench\'s tables at scale 10: bound by commits, so tuning wins little',
+  description: "TPC-B-like transactions on pgbench's tables at scale 10: bound by commits, so tuning wins little",
   async setup(cluster) {
     const s = TPCB_SCALE;
     await cluster.sql('CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int, filler char(88)) WITH (fillfactor = 100)');
     await cluster.sql('CREATE TABLE pgbench_tellers (tid int PRIMARY KEY, bid int, tbalance int, filler char(84)) WITH (fillfactor = 100)');
-    await cluster.sql('CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84)) WITH (fillfactor = 100)');
+    await cluster.sql(
+      'CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84)) WITH (fillfactor = 100)',
+    );
     await cluster.sql('CREATE TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime timestamp, filler char(22))');
     await cluster.sql(`INSERT INTO pgbench_branches SELECT b, 0 FROM generate_series(1, ${s}) b`);
     await cluster.sql(`INSERT INTO pgbench_tellers SELECT t, (t - 1) / 10 + 1, 0 FROM generate_series(1, ${10 * s}) t`);
@@ -126,21 +129,32 @@ export interface LoadOptions {
 export async function startLoad(cluster: Cluster, workload: Workload, options: LoadOptions): Promise<RunningLoad> {
   const pgbench = findPgbench(cluster);
   if (pgbench === undefined) {
-    const driver = await startDriver(workload.script, { connectionString: cluster.adminUrl, clients: options.clients, rate: options.rate, variables: workload.variables });
+    const driver = await startDriver(workload.script, {
+      connectionString: cluster.adminUrl,
+      clients: options.clients,
+      rate: options.rate,
+      variables: workload.variables,
+    });
     return { generator: 'built-in driver', stop: () => driver.stop() };
   }
   const script = join(options.dir, `${workload.name}.sql`);
   writeFileSync(script, workload.script);
   const args = [
     '-n',
-    '-f', script,
+    '-f',
+    script,
     ...Object.entries(workload.variables ?? {}).flatMap(([name, value]) => ['-D', `${name}=${value}`]),
     ...(options.rate === undefined ? [] : ['--rate', String(options.rate)]),
-    '-T', String(options.seconds ?? 86_400),
-    '-c', String(options.clients),
-    '-j', String(Math.min(options.clients, 2)),
+    '-T',
+    String(options.seconds ?? 86_400),
+    '-c',
+    String(options.clients),
+    '-j',
+    String(Math.min(options.clients, 2)),
   ];
-  const child = spawn(pgbench, [...args, '-h', cluster.host, '-p', String(cluster.port), '-U', 'postgres', 'postgres'], { stdio: 'ignore' });
+  const child = spawn(pgbench, [...args, '-h', cluster.host, '-p', String(cluster.port), '-U', 'postgres', 'postgres'], {
+    stdio: 'ignore',
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     generator: 'pgbench',

@@ -3,7 +3,8 @@
 // were reset, the agent reconnected or the server restarted. Such a window is measured again;
 // its figures never reach the optimizer. Pure functions over the window's reports.
 import type { MetricsReport } from '../protocol/report.ts';
-import { statementKey, type WindowStats } from './objective.ts';
+import { statementKey } from '../protocol/report.ts';
+import type { WindowStats } from './objective.ts';
 
 export const CONTAMINATION = {
   /**
@@ -66,7 +67,8 @@ export interface WindowReport {
   metrics: MetricsReport;
 }
 
-export type ContaminationCode = 'no_reports' | 'few_calls' | 'low_coverage' | 'mix_shift' | 'stats_reset' | 'agent_reconnect' | 'report_gap' | 'server_restart';
+export type ContaminationCode =
+  'no_reports' | 'few_calls' | 'low_coverage' | 'mix_shift' | 'stats_reset' | 'agent_reconnect' | 'report_gap' | 'server_restart';
 
 export interface Contamination {
   code: ContaminationCode;
@@ -87,18 +89,29 @@ export function contamination({ reports, stats, reference }: ContaminationInput)
   const found: Contamination[] = [];
   if (reports.length === 0) return [{ code: 'no_reports', message: 'no report covered the window (is the agent reporting?)' }];
   if (stats.calls < CONTAMINATION.minCalls) {
-    found.push({ code: 'few_calls', message: `${stats.calls} calls in the window, under the ${CONTAMINATION.minCalls} needed to judge it (is the workload running?)` });
+    found.push({
+      code: 'few_calls',
+      message: `${stats.calls} calls in the window, under the ${CONTAMINATION.minCalls} needed to judge it (is the workload running?)`,
+    });
   } else if (reference && (stats.weightedRuntimeMs === null || stats.coverage < CONTAMINATION.minCoverage)) {
-    found.push({ code: 'low_coverage', message: `only ${Math.round(stats.coverage * 100)} % of the baseline's query mix ran (the workload changed)` });
+    found.push({
+      code: 'low_coverage',
+      message: `only ${Math.round(stats.coverage * 100)} % of the baseline's query mix ran (the workload changed)`,
+    });
   }
   if (reference && stats.calls >= CONTAMINATION.minCalls) {
     const distance = mixDistance(callShares(reports.map((r) => r.metrics)), reference);
     if (distance > CONTAMINATION.maxMixDistance) {
-      found.push({ code: 'mix_shift', message: `the query mix moved away from the baseline's (Jensen-Shannon distance ${distance.toFixed(2)}, over ${CONTAMINATION.maxMixDistance})` });
+      found.push({
+        code: 'mix_shift',
+        message: `the query mix moved away from the baseline's (Jensen-Shannon distance ${distance.toFixed(2)}, over ${CONTAMINATION.maxMixDistance})`,
+      });
     }
   }
-  if (reports.some((r) => r.metrics.evictions.statsReset)) found.push({ code: 'stats_reset', message: 'the statement statistics were reset during the window' });
-  if (reports.some((r) => r.metrics.interval.serverRestarted)) found.push({ code: 'server_restart', message: 'the server restarted during the window' });
+  if (reports.some((r) => r.metrics.evictions.statsReset))
+    found.push({ code: 'stats_reset', message: 'the statement statistics were reset during the window' });
+  if (reports.some((r) => r.metrics.interval.serverRestarted))
+    found.push({ code: 'server_restart', message: 'the server restarted during the window' });
   for (let i = 1; i < reports.length; i++) {
     const before = reports[i - 1]!;
     const after = reports[i]!;

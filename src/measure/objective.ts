@@ -3,7 +3,7 @@
 // the share of calls it had during the baseline window, so a shift toward cheap queries does not
 // look like a win. Pure functions over report metrics: the service's tuning sessions and the
 // tuning benchmark compute it the same way.
-import type { MetricsReport } from '../protocol/report.ts';
+import { statementKey, type MetricsReport } from '../protocol/report.ts';
 
 /** Statement key → share of the baseline window's top-level calls (the shares sum to 1). */
 export type QueryMix = Record<string, number>;
@@ -22,18 +22,15 @@ export interface WindowStats {
   rollbackRate: number;
 }
 
-export function statementKey(row: { queryId: string; userId: number; dbId: number; toplevel: boolean | null }): string {
-  return `${row.userId}:${row.dbId}:${row.queryId}:${row.toplevel === false ? 'n' : 't'}`;
-}
-
-interface Totals {
+/** A statement's totals over some time: what a mix and a weighted runtime are computed from. */
+export interface StatementTotals {
   calls: number;
   execMs: number;
 }
 
 /** Per-statement totals over the reports (top-level statements only: nested ones count their caller twice). */
-function totalsByStatement(reports: readonly MetricsReport[]): Map<string, Totals> {
-  const totals = new Map<string, Totals>();
+function totalsByStatement(reports: readonly MetricsReport[]): Map<string, StatementTotals> {
+  const totals = new Map<string, StatementTotals>();
   for (const r of reports) {
     for (const row of r.statements.top) {
       if (row.toplevel === false || row.calls === 0) continue;
@@ -47,31 +44,47 @@ function totalsByStatement(reports: readonly MetricsReport[]): Map<string, Total
   return totals;
 }
 
-/** The call mix of a baseline window. */
-export function queryMix(reports: readonly MetricsReport[]): QueryMix {
-  const totals = totalsByStatement(reports);
+/** Each statement's share of the calls (top-level statements' totals, as totalsByStatement keeps them). */
+export function mixOf(totals: ReadonlyMap<string, StatementTotals>): QueryMix {
   const all = [...totals.values()].reduce((sum, t) => sum + t.calls, 0);
   if (all === 0) return {};
-  return Object.fromEntries([...totals].map(([key, t]) => [key, t.calls / all]));
+  return Object.fromEntries([...totals].filter(([, t]) => t.calls > 0).map(([key, t]) => [key, t.calls / all]));
 }
 
-export function windowStats(reports: readonly MetricsReport[], mix: QueryMix): WindowStats {
-  const totals = totalsByStatement(reports);
+/**
+ * The mix at these totals' per-query speed: Σ share × mean runtime over the statements in both,
+ * renormalised by the share they cover. A shift of the workload toward cheap queries lowers the
+ * plain average but not this; statements of the mix that did not run (or the reverse) are left out.
+ */
+export function weightedRuntimeOf(
+  totals: ReadonlyMap<string, StatementTotals>,
+  mix: QueryMix,
+): { runtimeMs: number | null; coverage: number } {
   let weighted = 0;
   let coverage = 0;
   for (const [key, share] of Object.entries(mix)) {
     const t = totals.get(key);
-    if (!t || t.calls === 0) continue;
+    if (!t || t.calls === 0 || share <= 0) continue;
     weighted += share * (t.execMs / t.calls);
     coverage += share;
   }
+  return { runtimeMs: coverage > 0 ? weighted / coverage : null, coverage: Math.min(coverage, 1) };
+}
+
+/** The call mix of a baseline window. */
+export function queryMix(reports: readonly MetricsReport[]): QueryMix {
+  return mixOf(totalsByStatement(reports));
+}
+
+export function windowStats(reports: readonly MetricsReport[], mix: QueryMix): WindowStats {
+  const { runtimeMs, coverage } = weightedRuntimeOf(totalsByStatement(reports), mix);
   const seconds = reports.reduce((s, r) => s + r.interval.seconds, 0);
   const calls = reports.reduce((s, r) => s + r.derived.calls, 0);
   const runtimeSum = reports.reduce((s, r) => s + (r.derived.avgQueryRuntimeMs ?? 0) * r.derived.calls, 0);
   const commits = reports.reduce((s, r) => s + r.database.total.xactCommit, 0);
   const rollbacks = reports.reduce((s, r) => s + r.database.total.xactRollback, 0);
   return {
-    weightedRuntimeMs: coverage > 0 ? weighted / coverage : null,
+    weightedRuntimeMs: runtimeMs,
     coverage,
     avgRuntimeMs: calls > 0 ? runtimeSum / calls : null,
     calls,

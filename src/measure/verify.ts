@@ -85,7 +85,8 @@ export interface Verdict {
   why: string;
 }
 
-const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => number) => rounds.map((r) => Math.log(pick(r.candidate) / pick(r.baseline)));
+const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => number) =>
+  rounds.map((r) => Math.log(pick(r.candidate) / pick(r.baseline)));
 
 /**
  * After each round: recommend once the whole runtime interval lies at or below 1 − minEffect
@@ -96,21 +97,35 @@ const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => n
  * throughput here: a window or two of a busy neighbour would sink a good candidate.
  */
 export function verdict(rounds: readonly RoundFigures[], settings: VerifySettings, windowNoise: number | null = null): Verdict {
-  const runtime = pairedInterval(logRatio(rounds, (w) => w.runtimeMs), settings.confidence, windowNoise === null ? 0 : Math.SQRT2 * windowNoise);
-  const throughput = pairedInterval(logRatio(rounds, (w) => w.throughput), settings.confidence);
+  const runtime = pairedInterval(
+    logRatio(rounds, (w) => w.runtimeMs),
+    settings.confidence,
+    windowNoise === null ? 0 : Math.SQRT2 * windowNoise,
+  );
+  const throughput = pairedInterval(
+    logRatio(rounds, (w) => w.throughput),
+    settings.confidence,
+  );
   const n = rounds.length;
   const goal = 1 - settings.minEffect;
   const effect = `${Math.round(settings.minEffect * 1000) / 10} %`;
   const result = (decision: Decision, why: string): Verdict => ({ rounds: n, runtime, throughput, decision, why });
   if (n < settings.minRounds || !runtime) {
-    return n >= settings.maxRounds ? result('no_significant_improvement', 'the rounds ran out') : result('continue', `fewer than ${settings.minRounds} rounds`);
+    return n >= settings.maxRounds
+      ? result('no_significant_improvement', 'the rounds ran out')
+      : result('continue', `fewer than ${settings.minRounds} rounds`);
   }
   if (runtime.high <= goal) {
-    if (throughput && throughput.high < 1 - MAX_THROUGHPUT_DROP) return result('no_significant_improvement', `its throughput fell by more than ${MAX_THROUGHPUT_DROP * 100} % over the whole interval`);
+    if (throughput && throughput.high < 1 - MAX_THROUGHPUT_DROP)
+      return result(
+        'no_significant_improvement',
+        `its throughput fell by more than ${MAX_THROUGHPUT_DROP * 100} % over the whole interval`,
+      );
     return result('recommend', `the whole runtime interval is a gain of at least ${effect}`);
   }
   if (runtime.low > goal) return result('no_significant_improvement', `the whole runtime interval is short of a gain of ${effect}`);
-  if (n >= settings.maxRounds) return result('no_significant_improvement', `after ${n} rounds the runtime interval still reaches a gain under ${effect}`);
+  if (n >= settings.maxRounds)
+    return result('no_significant_improvement', `after ${n} rounds the runtime interval still reaches a gain under ${effect}`);
   return result('continue', `the runtime interval straddles a gain of ${effect}`);
 }
 
@@ -123,6 +138,9 @@ export function describeInterval(what: string, interval: Interval, confidence: n
 
 /** The verified result in one line: "runtime −18 % (95 % CI …), throughput +6 % (…), 4 A/B rounds". */
 export function describeVerdict(v: Pick<Verdict, 'rounds' | 'runtime' | 'throughput'>, confidence: number): string {
-  const parts = [v.runtime && describeInterval('runtime', v.runtime, confidence), v.throughput && describeInterval('throughput', v.throughput, confidence)].filter((x): x is string => Boolean(x));
+  const parts = [
+    v.runtime && describeInterval('runtime', v.runtime, confidence),
+    v.throughput && describeInterval('throughput', v.throughput, confidence),
+  ].filter((x): x is string => Boolean(x));
   return `${parts.join(', ')}${parts.length ? ', ' : ''}${v.rounds} A/B round${v.rounds === 1 ? '' : 's'}`;
 }

@@ -56,12 +56,20 @@ export function bayesianStep(space: SearchSpace, history: History, rng: Rng, fil
   const data = trainingData(space, history);
   if (data.measured.y.length < 2) return undefined;
   const features = featuresFor(space);
-  const gp = fitGp(data.measured.points.map((p) => features.of(p)), data.measured.y, features.groups, rng, data.measured.noiseVariances ? { noiseVariances: data.measured.noiseVariances } : {});
+  const gp = fitGp(
+    data.measured.points.map((p) => features.of(p)),
+    data.measured.y,
+    features.groups,
+    rng,
+    data.measured.noiseVariances ? { noiseVariances: data.measured.noiseVariances } : {},
+  );
   const success = fitSuccessModel(features, data.attempts, rng);
 
   // Noisy EI: improvement over the best posterior mean at a measured point, not over the
   // luckiest measurement.
-  const byMean = data.measured.points.map((point) => ({ point, mean: gp.predict(features.of(point)).mean })).sort((a, b) => a.mean - b.mean);
+  const byMean = data.measured.points
+    .map((point) => ({ point, mean: gp.predict(features.of(point)).mean }))
+    .sort((a, b) => a.mean - b.mean);
   const acquisition: Acquisition = { gp, success, features, target: (byMean[0] as { mean: number }).mean };
 
   const pool: Candidate[] = randomCandidates(space, rng, randomCount);
@@ -84,7 +92,10 @@ export function bayesianStep(space: SearchSpace, history: History, rng: Rng, fil
     }
   }
   scored.sort((a, b) => b.score - a.score);
-  const chosen = firstValid(space, scored.map((x) => x.candidate));
+  const chosen = firstValid(
+    space,
+    scored.map((x) => x.candidate),
+  );
   const pick = scored.find((x) => x.candidate === chosen);
   if (!chosen || !pick) return undefined;
   const objective = round3(Math.exp(pick.mean));

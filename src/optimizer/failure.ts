@@ -17,10 +17,19 @@ import type { Point } from './types.ts';
 export type SuccessModel = (x: Float64Array) => number;
 
 /** The model, or undefined when nothing has failed (then every configuration counts as safe). */
-export function fitSuccessModel(features: Features, attempts: { readonly points: readonly Point[]; readonly ok: readonly boolean[] }, rng: Rng): SuccessModel | undefined {
+export function fitSuccessModel(
+  features: Features,
+  attempts: { readonly points: readonly Point[]; readonly ok: readonly boolean[] },
+  rng: Rng,
+): SuccessModel | undefined {
   if (attempts.ok.every(Boolean)) return undefined;
   const labels = attempts.ok.map((ok) => (ok ? 1 : -1));
-  const gp = fitGp(attempts.points.map((p) => features.of(p)), labels, features.groups, rng);
+  const gp = fitGp(
+    attempts.points.map((p) => features.of(p)),
+    labels,
+    features.groups,
+    rng,
+  );
   return (x) => {
     const p = gp.predict(x);
     return normalCdf(p.mean / Math.sqrt(p.variance + 1e-12));

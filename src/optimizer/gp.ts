@@ -37,7 +37,11 @@ export interface GpOptions {
 
 const SQRT5 = Math.sqrt(5);
 const MIN_LOG_NOISE = Math.log(1e-6);
-const LOG_BOUNDS = { lengthscale: [Math.log(1e-2), Math.log(1e3)], signal: [Math.log(1e-2), Math.log(1e2)], noise: [MIN_LOG_NOISE, Math.log(2)] } as const;
+const LOG_BOUNDS = {
+  lengthscale: [Math.log(1e-2), Math.log(1e3)],
+  signal: [Math.log(1e-2), Math.log(1e2)],
+  noise: [MIN_LOG_NOISE, Math.log(2)],
+} as const;
 const JITTER = 1e-8;
 
 /** Matérn 5/2 correlation at scaled distance r, and the factor its length-scale gradients share. */
@@ -73,7 +77,7 @@ class Problem {
       for (let i = 0; i < this.n; i++) {
         for (let j = 0; j < i; j++) {
           let s = 0;
-          for (const f of features) s += ((x[i] as ArrayLike<number>)[f] as number - ((x[j] as ArrayLike<number>)[f] as number)) ** 2;
+          for (const f of features) s += (((x[i] as ArrayLike<number>)[f] as number) - ((x[j] as ArrayLike<number>)[f] as number)) ** 2;
           d[i * this.n + j] = s;
           d[j * this.n + i] = s;
         }
@@ -215,7 +219,10 @@ export function fitGp(
   const mean = y.reduce((a, b) => a + b, 0) / n;
   const sd = Math.sqrt(y.reduce((a, b) => a + (b - mean) ** 2, 0) / n) || 1;
   const standardized = Float64Array.from(y, (v) => (v - mean) / sd);
-  const fixedNoise = options.noiseVariances && options.noiseVariances.length === n ? Float64Array.from(options.noiseVariances, (v) => Math.max(v, 1e-6) / (sd * sd)) : null;
+  const fixedNoise =
+    options.noiseVariances && options.noiseVariances.length === n
+      ? Float64Array.from(options.noiseVariances, (v) => Math.max(v, 1e-6) / (sd * sd))
+      : null;
   const problem = new Problem(x, standardized, groups, fixedNoise);
   const G = groups.length;
 

@@ -12,8 +12,10 @@ export function checkHistory(history: History): void {
   history.forEach((o: Observation, i) => {
     const where = `history[${i}]`;
     if (o === null || typeof o !== 'object') throw new TypeError(`${where} is not an observation`);
-    if (o.config === null || typeof o.config !== 'object' || Array.isArray(o.config)) throw new TypeError(`${where}.config must be an object of knob → value`);
-    if (o.status !== 'ok' && o.status !== 'failed') throw new TypeError(`${where}.status must be 'ok' or 'failed' (got ${String(o.status)})`);
+    if (o.config === null || typeof o.config !== 'object' || Array.isArray(o.config))
+      throw new TypeError(`${where}.config must be an object of knob → value`);
+    if (o.status !== 'ok' && o.status !== 'failed')
+      throw new TypeError(`${where}.status must be 'ok' or 'failed' (got ${String(o.status)})`);
     if (o.status === 'ok' && !(typeof o.objective === 'number' && Number.isFinite(o.objective) && o.objective > 0)) {
       throw new TypeError(`${where}.objective must be a positive number for an ok observation (got ${String(o.objective)})`);
     }

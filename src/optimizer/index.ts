@@ -13,7 +13,7 @@ export type {
   Suggestion,
   SuggestionKind,
 } from './types.ts';
-export { createSpace, decode, distance, encode, type SettingInput, type SpaceInput } from './space.ts';
+export { configKey, createSpace, decode, distance, encode, type SettingInput, type SpaceInput } from './space.ts';
 export { isFeasible, repair, validateSuggestion, violations } from './feasibility.ts';
 export { pgtune, PGTUNE_CONNECTIONS, type PgtuneInput, type PgtuneSettings, type PgtuneStorage, type PgtuneWorkload } from './pgtune.ts';
 export { heuristicConfig } from './heuristic.ts';

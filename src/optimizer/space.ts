@@ -72,7 +72,8 @@ function dimensionFor(knob: Knob, row: PgSettingRow | undefined, input: SpaceInp
   }
   const apply = effectiveApply(knob, row.context);
   if (apply === 'not-settable') return `this server reports context '${row.context}', which cannot be set`;
-  if (apply === 'restart' && mode === 'reload-only') return `needs a restart on this server (context '${row.context}') and the mode is reload-only`;
+  if (apply === 'restart' && mode === 'reload-only')
+    return `needs a restart on this server (context '${row.context}') and the mode is reload-only`;
 
   switch (knob.type) {
     case 'integer':
@@ -136,7 +137,9 @@ export function createSpace(input: SpaceInput): SearchSpace {
   }
   const missing = missingContext(dimensions, settings, input);
   if (missing.length > 0) {
-    throw new TypeError(`the settings lack ${missing.join(', ')}: the agent checks its memory and ordering constraints against them, so they must be reported too`);
+    throw new TypeError(
+      `the settings lack ${missing.join(', ')}: the agent checks its memory and ordering constraints against them, so they must be reported too`,
+    );
   }
   return { target: input.target, mode, machine: input.machine, dimensions, excluded, settings };
 }
@@ -164,7 +167,8 @@ export function encodeNumber(dim: NumericDimension, value: number): number {
 
 export function decodeNumber(dim: NumericDimension, u: number): number {
   const t = clamp(u, 0, 1);
-  const raw = dim.scale === 'log' ? Math.exp(Math.log(dim.min) + t * (Math.log(dim.max) - Math.log(dim.min))) : dim.min + t * (dim.max - dim.min);
+  const raw =
+    dim.scale === 'log' ? Math.exp(Math.log(dim.min) + t * (Math.log(dim.max) - Math.log(dim.min))) : dim.min + t * (dim.max - dim.min);
   return clipNumber(dim, raw);
 }
 
@@ -205,7 +209,7 @@ export function decode(space: SearchSpace, point: Point): Config {
   space.dimensions.forEach((dim, i) => {
     const u = point[i] ?? 0;
     if (dim.kind === 'numeric') config[dim.name] = decodeNumber(dim, u);
-    else config[dim.name] = (dim).values[clamp(Math.round(u), 0, dim.values.length - 1)] as string;
+    else config[dim.name] = dim.values[clamp(Math.round(u), 0, dim.values.length - 1)] as string;
   });
   return config;
 }

@@ -57,9 +57,13 @@ function spaceFilling(space: SearchSpace, history: History, rng: Rng, filter: Fi
     .filter((c) => allowed(space, filter, c))
     .map((c) => ({ c, d: spread(c) }))
     .sort((a, b) => b.d - a.d);
-  const chosen = firstValid(space, ranked.map((r) => r.c));
+  const chosen = firstValid(
+    space,
+    ranked.map((r) => r.c),
+  );
   if (!chosen) return undefined;
-  const why = tried.length === 0 ? 'nothing measured yet' : `${tried.length} observation${tried.length === 1 ? '' : 's'}, too few for a model`;
+  const why =
+    tried.length === 0 ? 'nothing measured yet' : `${tried.length} observation${tried.length === 1 ? '' : 's'}, too few for a model`;
   return { kind: 'explore', config: chosen.config, reason: `space-filling random configuration (${why})` };
 }
 

@@ -2,7 +2,7 @@
 // Every message is built from the plan (host, port, database, user, sslmode) and from what the
 // server or TLS said; neither ever holds the password.
 import pg from 'pg';
-import type { Attempt, ConnectionPlan } from './connect.ts';
+import type { Attempt, ConnectionPlan } from './connection-plan.ts';
 
 export interface Failure {
   attempt: Attempt;
@@ -29,8 +29,14 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 
 // Node's codes for a chain that does not lead to a trusted CA.
 const UNTRUSTED = new Set([
-  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_GET_ISSUER_CERT', 'CERT_UNTRUSTED', 'CERT_SIGNATURE_FAILURE', 'CERT_REJECTED',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_REJECTED',
 ]);
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EADDRNOTAVAIL']);
 
@@ -88,7 +94,9 @@ const ROWS: readonly Row[] = [
       const given = typeof attempt.config.ssl === 'object' && attempt.config.ssl?.passphrase !== undefined;
       return {
         cause: 'the client key (sslkey) cannot be decrypted',
-        fix: given ? `check sslpassword in ${plan.context.setting}` : `add sslpassword=<the passphrase of sslkey> to ${plan.context.setting}`,
+        fix: given
+          ? `check sslpassword in ${plan.context.setting}`
+          : `add sslpassword=<the passphrase of sslkey> to ${plan.context.setting}`,
       };
     },
   },
@@ -130,9 +138,12 @@ const ROWS: readonly Row[] = [
     explain: (plan, error) => {
       const { host, port } = plan.target;
       const code = errorCode(error);
-      const cause = code === 'ENOTFOUND' || code === 'EAI_AGAIN'
-        ? `the host name ${host} does not resolve`
-        : code === 'ECONNREFUSED' ? `nothing accepts connections at ${host}:${port}` : `${host}:${port} cannot be reached (${code ?? messageOf(error)})`;
+      const cause =
+        code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+          ? `the host name ${host} does not resolve`
+          : code === 'ECONNREFUSED'
+            ? `nothing accepts connections at ${host}:${port}`
+            : `${host}:${port} cannot be reached (${code ?? messageOf(error)})`;
       return {
         cause,
         fix: `check the host and port in ${plan.context.setting}, that the server runs and listens on that address, and that firewalls or security groups let this machine reach TCP ${port}`,
@@ -147,7 +158,10 @@ function decisive(failures: readonly Failure[]): Failure {
   return failures.find((f) => !refused(f)) ?? failures[failures.length - 1]!;
 }
 
-export function explainConnectFailure(plan: ConnectionPlan, failures: readonly Failure[]): { message: string; reason: string; error: unknown } {
+export function explainConnectFailure(
+  plan: ConnectionPlan,
+  failures: readonly Failure[],
+): { message: string; reason: string; error: unknown } {
   const failure = decisive(failures);
   const row = ROWS.find((r) => r.matches(failure.error, failure.attempt));
   const { cause, fix } = row

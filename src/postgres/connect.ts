@@ -15,60 +15,39 @@ import { getCACertificates } from 'node:tls';
 import pg from 'pg';
 import { parse, toClientConfig } from 'pg-connection-string';
 import { explainConnectFailure, type Failure } from './connect-errors.ts';
+import {
+  LIBPQ_DEFAULTS,
+  SSL_MODES,
+  type Attempt,
+  type ConnectionContext,
+  type ConnectionPlan,
+  type ConnectionSecurity,
+  type SslMode,
+  type Verification,
+} from './connection-plan.ts';
 
-export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
-export type SslMode = (typeof SSL_MODES)[number];
-
-export interface TlsDefaults {
-  /** The sslmode when the URL names none. */
-  sslmode: SslMode;
-  /** Why that mode, for people: "libpq's default", "the default for --managed-a". */
-  reason: string;
-  /** The CAs that verify the server's certificate when the URL names no sslrootcert; absent: Node's store. */
-  ca?: { certificates: string[]; description: string };
+/** Where the agent connects, as people read it: host:port/dbname, socket paths included. */
+export function describeConnection(connectionUrl: string): { host: string; port: string; database: string; user: string } {
+  const url = new URL(connectionUrl);
+  const host = url.hostname || url.searchParams.get('host') || 'localhost';
+  return {
+    host,
+    port: url.port || url.searchParams.get('port') || '5432',
+    database: decodeURIComponent(url.pathname.replace(/^\//, '')) || decodeURIComponent(url.username) || 'postgres',
+    user: decodeURIComponent(url.username),
+  };
 }
 
-export const LIBPQ_DEFAULTS: TlsDefaults = { sslmode: 'prefer', reason: "libpq's default" };
-
-export interface ConnectionContext {
-  /** Where the URL comes from, as fixes name it: postgresql.connection_url, TUNER_DATABASE_URL. */
-  setting: string;
-  defaults?: TlsDefaults;
-  /** One more way to give a CA, named when a certificate is not trusted. */
-  addCaHint?: string;
-}
-
-/** How far an attempt checks the server: not at all, its certificate's CA, or the CA and its host name. */
-export type Verification = 'none' | 'ca' | 'full';
-
-export interface Attempt {
-  encrypted: boolean;
-  verification: Verification;
-  config: pg.ClientConfig;
-}
-
-export interface ConnectionPlan {
-  context: ConnectionContext;
-  sslmode: SslMode;
-  /** "the connection URL" or the default's reason. */
-  sslmodeReason: string;
-  /** What verifies the server's certificate, when something does. */
-  trust: string;
-  /** Where the URL points, for messages (never the password). */
-  target: { host: string; port: string; database: string; user: string };
-  /** In order; the next one only when the one before was refused in a way that falls back. */
-  attempts: Attempt[];
-}
-
-/** What was agreed with the server, for the --check line and the logs. */
-export interface ConnectionSecurity {
-  sslmode: SslMode;
-  sslmodeReason: string;
-  encrypted: boolean;
-  verification: Verification;
-  trust: string;
-  host: string;
-}
+export { LIBPQ_DEFAULTS, SSL_MODES } from './connection-plan.ts';
+export type {
+  Attempt,
+  ConnectionContext,
+  ConnectionPlan,
+  ConnectionSecurity,
+  SslMode,
+  TlsDefaults,
+  Verification,
+} from './connection-plan.ts';
 
 /** A URL whose TLS parameters cannot mean anything: a configuration error, not a connection failure. */
 export class ConnectionSettingError extends Error {
@@ -90,13 +69,20 @@ const isSslMode = (s: string): s is SslMode => (SSL_MODES as readonly string[]).
 /** Splits off the query string so that the rest of the URL reaches the library exactly as typed. */
 function splitQuery(url: string): { head: string; params: URLSearchParams } {
   const cut = url.indexOf('?');
-  return cut < 0 ? { head: url, params: new URLSearchParams() } : { head: url.slice(0, cut), params: new URLSearchParams(url.slice(cut + 1)) };
+  return cut < 0
+    ? { head: url, params: new URLSearchParams() }
+    : { head: url.slice(0, cut), params: new URLSearchParams(url.slice(cut + 1)) };
 }
 
 function describeTarget(config: pg.ClientConfig): ConnectionPlan['target'] {
   const host = typeof config.host === 'string' && config.host !== '' ? config.host : 'localhost';
   const user = typeof config.user === 'string' ? config.user : '';
-  return { host, port: String(config.port ?? 5432), database: typeof config.database === 'string' && config.database !== '' ? config.database : user, user };
+  return {
+    host,
+    port: String(config.port ?? 5432),
+    database: typeof config.database === 'string' && config.database !== '' ? config.database : user,
+    user,
+  };
 }
 
 function verificationOf(ssl: pg.ClientConfig['ssl']): Verification {
@@ -110,14 +96,18 @@ export function planConnection(url: string, context: ConnectionContext): Connect
   const { head, params } = splitQuery(url);
   const given = params.get('sslmode');
   if (given !== null && !isSslMode(given)) {
-    throw new ConnectionSettingError(`${context.setting}: sslmode=${given} is not a libpq sslmode; expected one of ${SSL_MODES.join(', ')}`);
+    throw new ConnectionSettingError(
+      `${context.setting}: sslmode=${given} is not a libpq sslmode; expected one of ${SSL_MODES.join(', ')}`,
+    );
   }
   const rootcert = params.get('sslrootcert');
   const system = rootcert === 'system';
   const sslmode: SslMode = given ?? (system ? 'verify-full' : defaults.sslmode);
   const sslmodeReason = given !== null ? 'the connection URL' : system ? 'sslrootcert=system' : defaults.reason;
   if (system && sslmode !== 'verify-full') {
-    throw new ConnectionSettingError(`${context.setting}: sslrootcert=system verifies against the system's CAs, which only sslmode=verify-full does safely; use sslmode=verify-full or name a CA file`);
+    throw new ConnectionSettingError(
+      `${context.setting}: sslrootcert=system verifies against the system's CAs, which only sslmode=verify-full does safely; use sslmode=verify-full or name a CA file`,
+    );
   }
   const passphrase = params.get('sslpassword');
   for (const ours of ['sslpassword', 'uselibpqcompat', 'sslmode']) params.delete(ours);
@@ -127,9 +117,10 @@ export function planConnection(url: string, context: ConnectionContext): Connect
   const defaultCa = system
     ? { certificates: getCACertificates('system'), description: "the system's trusted CAs (sslrootcert=system)" }
     : defaults.ca;
-  const trust = rootcert && !system
-    ? `sslrootcert ${rootcert}`
-    : (defaultCa?.description ?? `Node's trust store${process.env['NODE_EXTRA_CA_CERTS'] ? ' and NODE_EXTRA_CA_CERTS' : ''}`);
+  const trust =
+    rootcert && !system
+      ? `sslrootcert ${rootcert}`
+      : (defaultCa?.description ?? `Node's trust store${process.env['NODE_EXTRA_CA_CERTS'] ? ' and NODE_EXTRA_CA_CERTS' : ''}`);
 
   /** The library's meaning of one mode, with what it lacks added. */
   const withMode = (mode: Exclude<SslMode, 'allow'>): pg.ClientConfig => {
@@ -138,7 +129,9 @@ export function planConnection(url: string, context: ConnectionContext): Connect
     // the chain against that CA, as verify-full does, without the host name.
     const caOnly = mode === 'verify-ca' && !(rootcert && !system);
     if (caOnly && !defaultCa) {
-      throw new ConnectionSettingError(`${context.setting}: sslmode=verify-ca needs sslrootcert=<file of the CA that signed the server's certificate>; or use sslmode=verify-full, which also checks the host name`);
+      throw new ConnectionSettingError(
+        `${context.setting}: sslmode=verify-ca needs sslrootcert=<file of the CA that signed the server's certificate>; or use sslmode=verify-full, which also checks the host name`,
+      );
     }
     query.set('sslmode', caOnly ? 'verify-full' : mode);
     let config: pg.ClientConfig;
@@ -157,7 +150,11 @@ export function planConnection(url: string, context: ConnectionContext): Connect
     }
     return config;
   };
-  const attempt = (config: pg.ClientConfig): Attempt => ({ encrypted: config.ssl !== false && config.ssl !== undefined, verification: verificationOf(config.ssl), config });
+  const attempt = (config: pg.ClientConfig): Attempt => ({
+    encrypted: config.ssl !== false && config.ssl !== undefined,
+    verification: verificationOf(config.ssl),
+    config,
+  });
 
   const plain = () => attempt(withMode('disable'));
   const attempts: Attempt[] = {
@@ -188,7 +185,10 @@ function fallsBack(err: unknown): boolean {
 export type ClientOptions = Omit<pg.ClientConfig, 'connectionString' | 'ssl' | 'host' | 'port' | 'user' | 'password' | 'database'>;
 
 /** Connects as the plan says, falling back as libpq does; throws PostgresConnectError naming the cause. */
-export async function connectClient(plan: ConnectionPlan, options: ClientOptions = {}): Promise<{ client: pg.Client; attempt: Attempt; security: ConnectionSecurity }> {
+export async function connectClient(
+  plan: ConnectionPlan,
+  options: ClientOptions = {},
+): Promise<{ client: pg.Client; attempt: Attempt; security: ConnectionSecurity }> {
   const failures: Failure[] = [];
   for (const attempt of plan.attempts) {
     const client = new pg.Client({ ...attempt.config, ...options });
@@ -224,7 +224,12 @@ export function securityOf(plan: ConnectionPlan, attempt: Attempt): ConnectionSe
 export function describeSecurity(s: ConnectionSecurity, tlsVersion?: string | null): string {
   const mode = `sslmode=${s.sslmode} (${s.sslmodeReason})`;
   if (!s.encrypted) {
-    const why = s.sslmode === 'disable' ? '' : s.sslmode === 'allow' ? ': the server accepted a plain connection first' : ': the server did not accept TLS';
+    const why =
+      s.sslmode === 'disable'
+        ? ''
+        : s.sslmode === 'allow'
+          ? ': the server accepted a plain connection first'
+          : ': the server did not accept TLS';
     return `not encrypted, ${mode}${why}`;
   }
   const tls = `encrypted${tlsVersion ? ` (${tlsVersion})` : ''}, ${mode}`;

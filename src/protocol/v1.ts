@@ -1,4 +1,7 @@
-// Protocol v1 between tuner-agent and the tuning service: the only code both sides import.
+// Protocol v1 between tuner-agent and the tuning service. The agent and the service never import
+// each other; what they share is this protocol (and report.ts), and the pure libraries both
+// need to mean the same thing: src/knobs (a configuration is valid or not), src/measure (how a
+// window is measured) and src/postgres (what a connection URL means).
 // JSON over HTTP(S); `Authorization: Bearer <api_key>`; the database id in the path; bodies may
 // be gzip-encoded (`Content-Encoding: gzip`). Every body is validated with these schemas on the
 // side that receives it. Errors are `{ "error": { "code", "message" } }` with a 4xx/5xx status.
@@ -19,14 +22,25 @@ export const routes = {
     `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/commands/${encodeURIComponent(commandId)}/ack`,
 } as const;
 
+/** Where the agent applies settings (the agent's target flag without the dashes). */
 export const TargetKindSchema = z.enum(['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex']);
+export type TargetKind = z.infer<typeof TargetKindSchema>;
+export const TARGET_KINDS: readonly TargetKind[] = TargetKindSchema.options;
+
+/** reload-only: only settings that take effect on a configuration reload; restart: all. */
 export const TuningModeSchema = z.enum(['reload-only', 'restart']);
+export type TuningMode = z.infer<typeof TuningModeSchema>;
+export const TUNING_MODES: readonly TuningMode[] = TuningModeSchema.options;
 
 const shortText = z.string().max(500);
 const paramName = z.string().regex(/^[a-z_][a-z0-9_.]{0,62}$/);
 /** A parameter value as pg_settings shows it (a number in the parameter's unit, or a word). */
 const settingValue = z.string().max(200);
-const id = z.string().min(1).max(100).regex(/^[A-Za-z0-9._:-]+$/);
+const id = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9._:-]+$/);
 
 export const SettingSchema = z.strictObject({
   name: paramName,
@@ -40,11 +54,13 @@ export const SettingSchema = z.strictObject({
 export const SystemInfoSchema = z.strictObject({
   serverVersion: shortText,
   serverVersionNum: z.number().int().positive(),
-  machine: z.strictObject({
-    memoryBytes: z.number().int().positive(),
-    vcpus: z.number().int().positive().max(4096),
-    source: shortText,
-  }).nullable(),
+  machine: z
+    .strictObject({
+      memoryBytes: z.number().int().positive(),
+      vcpus: z.number().int().positive().max(4096),
+      source: shortText,
+    })
+    .nullable(),
   /** The catalog's parameters as the server has them now. */
   settings: z.array(SettingSchema).max(200),
   /** Why changes cannot be applied (for example a `default.*` parameter group), or null. */
@@ -80,7 +96,10 @@ export const AgentEventSchema = z.strictObject({
   at: z.iso.datetime({ offset: true }),
   level: z.enum(['info', 'warn', 'error']),
   /** A stable code such as `recovered`, `guardrail_breach`, `collect_failed`. */
-  code: z.string().max(60).regex(/^[a-z_]+$/),
+  code: z
+    .string()
+    .max(60)
+    .regex(/^[a-z_]+$/),
   message: z.string().max(2000),
   /** The command the event is about, e.g. the trial a guardrail reverted. */
   commandId: id.optional(),
@@ -163,7 +182,6 @@ export const ErrorResponseSchema = z.strictObject({
   error: z.strictObject({ code: ErrorCodeSchema, message: z.string() }),
 });
 
-export type TargetKindV1 = z.infer<typeof TargetKindSchema>;
 export type Setting = z.infer<typeof SettingSchema>;
 export type SystemInfo = z.infer<typeof SystemInfoSchema>;
 export type AgentStartRequest = z.infer<typeof AgentStartRequestSchema>;

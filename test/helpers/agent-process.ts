@@ -41,14 +41,22 @@ function cleanEnv(extra: NodeJS.ProcessEnv, binary: string | null): NodeJS.Proce
   return { ...env, PATH: agentPath(binary), ...extra };
 }
 
-export function runAgent(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; binary?: string | null }): Promise<AgentRun> {
+export function runAgent(
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; binary?: string | null },
+): Promise<AgentRun> {
   const binary = options.binary === undefined ? AGENT_BINARY : options.binary;
   const [file, fileArgs] = agentCommand(args, binary);
   return new Promise((resolve) => {
-    execFile(file, fileArgs, { cwd: options.cwd, env: cleanEnv(options.env ?? {}, binary), timeout: options.timeoutMs ?? 120_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      file,
+      fileArgs,
+      { cwd: options.cwd, env: cleanEnv(options.env ?? {}, binary), timeout: options.timeoutMs ?? 120_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 

@@ -4,20 +4,54 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 const CHROMIUM = '/usr/bin/chromium';
 
 /** Screenshots for a person to look at: $TUNER_SCREENSHOT_DIR, or a temp directory. */
 export const SCREENSHOTS = process.env['TUNER_SCREENSHOT_DIR'] ?? join(tmpdir(), 'tuner-web-screenshots');
 
-export const skipWithoutChromium: string | false = existsSync(CHROMIUM) || process.env['CI'] ? false : `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
+export const skipWithoutChromium: string | false =
+  existsSync(CHROMIUM) || process.env['CI'] ? false : `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
 
 export async function launchChromium(): Promise<Browser> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   // The background-networking flags keep Chromium from calling out: this machine has no network.
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
+}
+
+/**
+ * A page that collects what should never happen: a script error or a Content-Security-Policy
+ * violation (both show up on the console), and a dialog unless `dialogs: 'accept'` (pages whose
+ * buttons ask first). `expectedStatuses` are the 4xx answers the test provokes on purpose, which
+ * the browser logs too.
+ */
+export async function openWatchedPage(
+  browser: Browser,
+  options: { expectedStatuses: readonly number[]; dialogs?: 'accept' | 'problem' },
+): Promise<{ page: Page; problems: string[] }> {
+  const problems: string[] = [];
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const expected = new RegExp(`^Failed to load resource: the server responded with a status of (${options.expectedStatuses.join('|')})`);
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !expected.test(message.text())) problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('dialog', (dialog) => {
+    if (options.dialogs === 'accept') return void dialog.accept();
+    problems.push(`unexpected dialog: ${dialog.message()}`);
+    void dialog.dismiss();
+  });
+  return { page, problems };
 }

@@ -5,10 +5,18 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { localGrantsSql } from '../../src/agent/targets/local.ts';
+import { localGrantsSql } from '../../src/agent/targets/local/index.ts';
 import { freePort, startCluster, type Cluster } from '../../src/lab/cluster.ts';
 import { startAgent, type AgentProcess } from './agent-process.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService, type ServiceStore, type StorageKind, type TestService } from './service.ts';
+import {
+  ADMIN_PASSWORD,
+  PersonClient,
+  createServiceStore,
+  startTestService,
+  type ServiceStore,
+  type StorageKind,
+  type TestService,
+} from './service.ts';
 import { until } from './until.ts';
 
 /** What a fresh cluster runs with, and what every case must end on. */
@@ -58,10 +66,14 @@ export async function differencesFromKnownGood(cluster: Cluster): Promise<string
 export async function untilKnownGood(cluster: Cluster, timeoutMs = 30_000): Promise<void> {
   let last: string[] = [];
   try {
-    await until('the known-good configuration', async () => {
-      last = await differencesFromKnownGood(cluster);
-      return last.length === 0;
-    }, timeoutMs);
+    await until(
+      'the known-good configuration',
+      async () => {
+        last = await differencesFromKnownGood(cluster);
+        return last.length === 0;
+      },
+      timeoutMs,
+    );
   } catch {
     throw new Error(`the database is not on its known-good configuration: ${last.join('; ')}`);
   }
@@ -121,7 +133,10 @@ export interface LabDatabase {
 
 export async function startFaultLab(kind: StorageKind = 'pglite'): Promise<FaultLab> {
   const cluster = await startCluster();
-  for (const sql of localGrantsSql('agent_user').split('\n').filter((l) => l.startsWith('GRANT'))) await cluster.sql(sql);
+  for (const sql of localGrantsSql('agent_user')
+    .split('\n')
+    .filter((l) => l.startsWith('GRANT')))
+    await cluster.sql(sql);
   const store = await createServiceStore(kind);
   const listen = `127.0.0.1:${await freePort()}`;
   const dirs: string[] = [];
@@ -158,7 +173,15 @@ export async function startFaultLab(kind: StorageKind = 'pglite'): Promise<Fault
       if (interval.status !== 200) throw new Error(`report interval: ${interval.status}`);
       const dir = mkdtempSync(join(tmpdir(), 'tuner-faults-'));
       dirs.push(dir);
-      const yaml = ['postgresql:', `  connection_url: ${cluster.agentUrl}`, 'tuner:', `  server_url: ${options.serverUrl ?? `http://${listen}`}`, `  api_key: ${apiKey}`, `  database_id: ${databaseId}`, ''];
+      const yaml = [
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        'tuner:',
+        `  server_url: ${options.serverUrl ?? `http://${listen}`}`,
+        `  api_key: ${apiKey}`,
+        `  database_id: ${databaseId}`,
+        '',
+      ];
       writeFileSync(join(dir, 'agent.yaml'), yaml.join('\n'));
       const base = `/api/manage/databases/${databaseId}`;
       return {
@@ -173,16 +196,25 @@ export async function startFaultLab(kind: StorageKind = 'pglite'): Promise<Fault
           return issued.body.command.id;
         },
         outcome: (commandId, timeoutMs = 30_000) =>
-          until(`command ${commandId} to be acknowledged`, async () => {
-            const list = (await person().get<{ commands: CommandView[] }>(`${base}/commands`)).body.commands;
-            return list.find((c) => c.id === commandId && c.outcome);
-          }, timeoutMs),
+          until(
+            `command ${commandId} to be acknowledged`,
+            async () => {
+              const list = (await person().get<{ commands: CommandView[] }>(`${base}/commands`)).body.commands;
+              return list.find((c) => c.id === commandId && c.outcome);
+            },
+            timeoutMs,
+          ),
         events: async () => (await person().get<{ events: EventView[] }>(`${base}/events?limit=500`)).body.events,
         async reportAfter(since, timeoutMs = 30_000) {
-          await until('a report with metrics', async () => {
-            const latest = (await person().get<{ report: { receivedAt: string; metrics: unknown } | null }>(`${base}/reports/latest`)).body.report;
-            return latest?.metrics && Date.parse(latest.receivedAt) > since;
-          }, timeoutMs);
+          await until(
+            'a report with metrics',
+            async () => {
+              const latest = (await person().get<{ report: { receivedAt: string; metrics: unknown } | null }>(`${base}/reports/latest`))
+                .body.report;
+              return latest?.metrics && Date.parse(latest.receivedAt) > since;
+            },
+            timeoutMs,
+          );
         },
       };
     },

@@ -9,7 +9,9 @@ import { until } from './until.ts';
 
 export const TINYPROXY = '/usr/bin/tinyproxy';
 export const skipWithoutTinyproxy: string | false =
-  existsSync(TINYPROXY) || process.env['CI'] === 'true' ? false : `tinyproxy is not installed at ${TINYPROXY} (apt-get install -y tinyproxy)`;
+  existsSync(TINYPROXY) || process.env['CI'] === 'true'
+    ? false
+    : `tinyproxy is not installed at ${TINYPROXY} (apt-get install -y tinyproxy)`;
 
 export interface TestProxy {
   /** http://[user:password@]127.0.0.1:port */
@@ -39,7 +41,11 @@ export async function startProxy(auth?: { user: string; password: string }): Pro
   const child: ChildProcess = spawn(TINYPROXY, ['-d', '-c', join(dir, 'tinyproxy.conf')], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const read = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
-  await until('tinyproxy to listen', async () => /Listening on|listening on|Starting main loop/i.test(read()) || (await canConnect(port)), 10_000);
+  await until(
+    'tinyproxy to listen',
+    async () => /Listening on|listening on|Starting main loop/i.test(read()) || (await canConnect(port)),
+    10_000,
+  );
   return {
     url: `http://${auth ? `${auth.user}:${auth.password}@` : ''}127.0.0.1:${port}`,
     connects: () => [...read().matchAll(/Request \(file descriptor \d+\): CONNECT (\S+) HTTP/g)].map((m) => m[1]!),

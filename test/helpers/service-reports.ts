@@ -2,7 +2,14 @@
 // with the catalog's settings, and a realistic metrics report with N top statements. Used by the
 // service tests and by bench/service-load.ts.
 import type { MetricsReport, StatementRow } from '../../src/protocol/report.ts';
-import { PROTOCOL_VERSION, type AgentStartRequest, type ReportRequest, type Setting, type TargetKindV1, type TargetMetric } from '../../src/protocol/v1.ts';
+import {
+  PROTOCOL_VERSION,
+  type AgentStartRequest,
+  type ReportRequest,
+  type Setting,
+  type TargetKind,
+  type TargetMetric,
+} from '../../src/protocol/v1.ts';
 
 export const SAMPLE_SETTINGS: Setting[] = [
   { name: 'work_mem', setting: '4096', unit: 'kB', context: 'user', source: 'default', pendingRestart: false },
@@ -15,7 +22,9 @@ export const SAMPLE_SETTINGS: Setting[] = [
   { name: 'shared_buffers', setting: '16384', unit: '8kB', context: 'postmaster', source: 'configuration file', pendingRestart: false },
 ];
 
-export function startRequest(options: { target?: TargetKindV1; hostname?: string; pid?: number; resumeLeaseId?: string } = {}): AgentStartRequest {
+export function startRequest(
+  options: { target?: TargetKind; hostname?: string; pid?: number; resumeLeaseId?: string } = {},
+): AgentStartRequest {
   return {
     agentVersion: '0.1.0',
     protocolVersion: PROTOCOL_VERSION,
@@ -74,7 +83,9 @@ function statement(i: number, withText: boolean): StatementRow {
 }
 
 /** A metrics section as the agent's report builder makes it: N top statements, the rest summed. */
-export function sampleMetrics(options: { topStatements?: number; withText?: boolean; avgQueryRuntimeMs?: number; tps?: number; end?: Date } = {}): MetricsReport {
+export function sampleMetrics(
+  options: { topStatements?: number; withText?: boolean; avgQueryRuntimeMs?: number; tps?: number; end?: Date } = {},
+): MetricsReport {
   const topN = options.topStatements ?? 100;
   const end = options.end ?? new Date();
   const start = new Date(end.getTime() - 60_000);
@@ -117,7 +128,18 @@ export function sampleMetrics(options: { topStatements?: number; withText?: bool
     evictions: { newEntries: 0, reinitializedEntries: 0, evictedEntries: 0, deallocations: 0, statsReset: false },
     database: {
       total: { xactCommit: 74_000, xactRollback: 70, blksHit: 2_900_000, blksRead: 20_000, tempFiles: 0, tempBytes: 0, deadlocks: 0 },
-      databases: [{ datname: 'postgres', xactCommit: 74_000, xactRollback: 70, blksHit: 2_900_000, blksRead: 20_000, tempFiles: 0, tempBytes: 0, deadlocks: 0 }],
+      databases: [
+        {
+          datname: 'postgres',
+          xactCommit: 74_000,
+          xactRollback: 70,
+          blksHit: 2_900_000,
+          blksRead: 20_000,
+          tempFiles: 0,
+          tempBytes: 0,
+          deadlocks: 0,
+        },
+      ],
     },
     checkpointer: {
       source: 'pg_stat_bgwriter',
@@ -150,7 +172,11 @@ export function sampleTargetMetrics(at = new Date()): TargetMetric[] {
   ];
 }
 
-export function reportRequest(leaseId: string, seq: number, options: { metrics?: MetricsReport | null; events?: ReportRequest['events'] } = {}): ReportRequest {
+export function reportRequest(
+  leaseId: string,
+  seq: number,
+  options: { metrics?: MetricsReport | null; events?: ReportRequest['events'] } = {},
+): ReportRequest {
   return {
     leaseId,
     seq,

@@ -1,15 +1,16 @@
 // Runs the real tuning service for tests: on loopback, on a free port, with either storage (PGlite
 // in a temporary directory, or a database of its own on the shared PostgreSQL, dropped after).
 // Clients: a person (cookie session + CSRF header) and an agent (protocol v1 over fetch).
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
-import { routes } from '../../src/protocol/v1.ts';
-import { parseServiceArgs, type ServiceConfig } from '../../src/service/config.ts';
-import { startService, type RunningService, type StartOptions } from '../../src/service/server.ts';
+import { ErrorResponseSchema, routes } from '../../src/protocol/v1.ts';
+import { parseServiceArgs, type ServiceConfig } from '../../src/service/app/config.ts';
+import { startService, type RunningService, type StartOptions } from '../../src/service/app/server.ts';
 
 export type StorageKind = 'pglite' | 'postgres';
 export const STORAGE_KINDS: readonly StorageKind[] = ['pglite', 'postgres'];
@@ -76,7 +77,12 @@ export interface TestService extends RunningService {
 }
 
 /** Starts the service the way the bin does: configuration from flags and environment. */
-export async function startTestService(store: ServiceStore, env: Record<string, string> = {}, listen = '127.0.0.1:0', options: Pick<StartOptions, 'requestTimeoutMs'> = {}): Promise<TestService> {
+export async function startTestService(
+  store: ServiceStore,
+  env: Record<string, string> = {},
+  listen = '127.0.0.1:0',
+  options: Pick<StartOptions, 'requestTimeoutMs'> = {},
+): Promise<TestService> {
   const request = parseServiceArgs(['--listen', listen, '--data-dir', store.dataDir], {
     TUNER_ADMIN_PASSWORD: ADMIN_PASSWORD,
     TUNER_LOG_LEVEL: 'warn',
@@ -86,7 +92,11 @@ export async function startTestService(store: ServiceStore, env: Record<string, 
   if (request.kind !== 'run') throw new Error('expected a run configuration');
   const announced: string[] = [];
   const logs: string[] = [];
-  const service = await startService(request.config, { ...options, announce: (text) => announced.push(text), logStream: { write: (line) => void logs.push(line) } });
+  const service = await startService(request.config, {
+    ...options,
+    announce: (text) => announced.push(text),
+    logStream: { write: (line) => void logs.push(line) },
+  });
   return { ...service, config: request.config, announced, logs };
 }
 
@@ -146,7 +156,10 @@ export class PersonClient {
 
   /** Creates a database and its first key: what the setup page does. */
   async createDatabase(name: string, target = 'local'): Promise<{ databaseId: string; apiKey: string; apiKeyId: string }> {
-    const response = await this.post<{ database: { id: string }; apiKey: string; apiKeyId: string }>('/api/manage/databases', { name, target });
+    const response = await this.post<{ database: { id: string }; apiKey: string; apiKeyId: string }>('/api/manage/databases', {
+      name,
+      target,
+    });
     if (response.status !== 201) throw new Error(`create database failed: ${response.status} ${JSON.stringify(response.body)}`);
     return { databaseId: response.body.database.id, apiKey: response.body.apiKey, apiKeyId: response.body.apiKeyId };
   }
@@ -164,7 +177,11 @@ export class AgentClient {
     this.apiKey = apiKey;
   }
 
-  async post<T = unknown>(path: string, body: unknown, options: { gzip?: boolean; headers?: Record<string, string> } = {}): Promise<JsonResponse<T>> {
+  async post<T = unknown>(
+    path: string,
+    body: unknown,
+    options: { gzip?: boolean; headers?: Record<string, string> } = {},
+  ): Promise<JsonResponse<T>> {
     const json = JSON.stringify(body);
     const response = await fetch(`${this.baseUrl}${path}`, {
       method: 'POST',
@@ -191,4 +208,16 @@ export class AgentClient {
   stop<T = unknown>(body: unknown) {
     return this.post<T>(routes.agentStop(this.databaseId), body);
   }
+}
+
+/** A 4xx with an error body `{ error: { code, message } }` of this code, whose message mentions `mentions` when given. */
+export function assertClientError(response: JsonResponse, status: number, code: string, mentions?: string | RegExp): void {
+  const context = `${response.status} ${JSON.stringify(response.body).slice(0, 500)}`;
+  assert.equal(response.status, status, context);
+  const parsed = ErrorResponseSchema.safeParse(response.body);
+  assert.ok(parsed.success, `error body is { error: { code, message } }: ${context}`);
+  assert.equal(parsed.data.error.code, code, context);
+  if (mentions === undefined) return;
+  if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
+  else assert.match(parsed.data.error.message, mentions, context);
 }

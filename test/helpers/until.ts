@@ -2,7 +2,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Calls `probe` every `everyMs` until it returns something truthy; throws after `timeoutMs`. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000, everyMs = 200): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | null | false>,
+  timeoutMs = 30_000,
+  everyMs = 200,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

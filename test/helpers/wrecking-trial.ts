@@ -9,7 +9,7 @@ import type { Db } from '../../src/agent/db.ts';
 import { createGuard, knownGoodFigures } from '../../src/agent/guardrails.ts';
 import { Journal } from '../../src/agent/journal.ts';
 import { createLogger } from '../../src/agent/log.ts';
-import { createLocalTarget } from '../../src/agent/targets/local.ts';
+import { createLocalTarget } from '../../src/agent/targets/local/index.ts';
 import type { Cluster } from '../../src/lab/cluster.ts';
 import { until } from './until.ts';
 
@@ -17,15 +17,22 @@ export const WRECKING_TRIAL = { random_page_cost: 10, seq_page_cost: 0.1 } as co
 
 /** Creates the table `g` the workload reads. */
 export async function createWreckableTable(cluster: Cluster): Promise<void> {
-  await cluster.sql(`CREATE TABLE g AS SELECT i AS id, (random() * 1000000)::int AS x, repeat('x', 100) AS pad FROM generate_series(1, 400000) AS i`);
+  await cluster.sql(
+    `CREATE TABLE g AS SELECT i AS id, (random() * 1000000)::int AS x, repeat('x', 100) AS pad FROM generate_series(1, 400000) AS i`,
+  );
   await cluster.sql('CREATE INDEX ON g (x)');
   await cluster.sql('ANALYZE g');
 }
 
 /** A range width whose plan is an index or bitmap scan by default and a full scan under the trial. */
 export async function rangeThatFlips(client: pg.Client): Promise<number> {
-  const plan = async (k: number) => (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT count(*) FROM g WHERE x BETWEEN 1000 AND ${1000 + k}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
-  const trial = Object.entries(WRECKING_TRIAL).map(([name, value]) => `SET ${name} = ${value}`).join('; ');
+  const plan = async (k: number) =>
+    (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT count(*) FROM g WHERE x BETWEEN 1000 AND ${1000 + k}`)).rows
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+  const trial = Object.entries(WRECKING_TRIAL)
+    .map(([name, value]) => `SET ${name} = ${value}`)
+    .join('; ');
   for (const k of [1000, 2000, 4000, 8000, 16000]) {
     await client.query('RESET random_page_cost; RESET seq_page_cost');
     const byDefault = await plan(k);
@@ -77,11 +84,16 @@ export async function startRangeWorkload(cluster: Cluster): Promise<RangeWorkloa
  * those take as long as they take. Fails once the workload ran `calls` more queries without it. */
 export async function untilRevertedWithin(workload: RangeWorkload, calls: number, reverted: () => Promise<boolean>): Promise<void> {
   const from = workload.calls;
-  await until('the agent to revert the trial by itself', async () => {
-    if (await reverted()) return true;
-    if (workload.calls - from > calls) throw new Error(`the trial was not reverted while the workload ran ${workload.calls - from} queries under it`);
-    return false;
-  }, 10 * 60_000);
+  await until(
+    'the agent to revert the trial by itself',
+    async () => {
+      if (await reverted()) return true;
+      if (workload.calls - from > calls)
+        throw new Error(`the trial was not reverted while the workload ran ${workload.calls - from} queries under it`);
+      return false;
+    },
+    10 * 60_000,
+  );
 }
 
 /**
@@ -90,9 +102,20 @@ export async function untilRevertedWithin(workload: RangeWorkload, calls: number
  * and the revert to known-good read back from pg_settings. `dir` holds the journal.
  */
 export async function guardRevertsWreckingTrial(cluster: Cluster, db: Db, dir: string, workload: RangeWorkload): Promise<void> {
-  const { config } = loadConfig({ cwd: dir, env: { AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl }, target: 'local', needsService: false });
+  const { config } = loadConfig({
+    cwd: dir,
+    env: { AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl },
+    target: 'local',
+    needsService: false,
+  });
   const lines: string[] = [];
-  const ctx: ApplyContext = { db, config, target: createLocalTarget({ db, config }), journal: Journal.open(dir, 'guard-test'), log: createLogger({ write: (l) => lines.push(l) }) };
+  const ctx: ApplyContext = {
+    db,
+    config,
+    target: createLocalTarget({ db, config }),
+    journal: Journal.open(dir, 'guard-test'),
+    log: createLogger({ write: (l) => lines.push(l) }),
+  };
 
   // Known-good figures from a window under the configuration the agent found.
   const collector = createCollector(db, { includeQueries: false });
@@ -118,7 +141,12 @@ export async function guardRevertsWreckingTrial(cluster: Cluster, db: Db, dir: s
   assert.match(breaches.join('\n'), /query runtime .* is \d+\.\d× the known-good/);
   const reverted = await restore(ctx, 'knownGood', `guardrail: ${breaches.join('; ')}`);
   assert.equal(reverted?.status, 'applied');
-  const rows = await cluster.sql<{ name: string; setting: string }>(`SELECT name, setting FROM pg_settings WHERE name IN ('random_page_cost', 'seq_page_cost') ORDER BY name`);
-  assert.deepEqual(rows, [{ name: 'random_page_cost', setting: '4' }, { name: 'seq_page_cost', setting: '1' }]);
+  const rows = await cluster.sql<{ name: string; setting: string }>(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('random_page_cost', 'seq_page_cost') ORDER BY name`,
+  );
+  assert.deepEqual(rows, [
+    { name: 'random_page_cost', setting: '4' },
+    { name: 'seq_page_cost', setting: '1' },
+  ]);
   assert.equal(ctx.journal.needsRecovery(), false);
 }

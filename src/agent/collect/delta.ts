@@ -128,8 +128,7 @@ function diffDatabases(prev: Snapshot['databases'], cur: Snapshot['databases']):
   const out: DatabaseDelta[] = [];
   for (const entry of cur.values()) {
     const before = prev.get(entry.datid);
-    const restarted =
-      before === undefined || before.statsReset !== entry.statsReset || decreased(before, entry, DATABASE_COUNTER_FIELDS);
+    const restarted = before === undefined || before.statsReset !== entry.statsReset || decreased(before, entry, DATABASE_COUNTER_FIELDS);
     out.push({ datid: entry.datid, datname: entry.datname, ...diffCounters(before, entry, DATABASE_COUNTER_FIELDS, restarted) });
   }
   return out;
@@ -145,7 +144,9 @@ function diffCheckpointer(prev: Snapshot['checkpointer'], cur: Snapshot['checkpo
     before.checkpointerStatsReset !== cur.checkpointerStatsReset ||
     decreased(before.checkpointer, cur.checkpointer, CHECKPOINTER_FIELDS);
   const bgRestarted =
-    before === undefined || before.bgwriterStatsReset !== cur.bgwriterStatsReset || decreased(before.bgwriter, cur.bgwriter, BGWRITER_FIELDS);
+    before === undefined ||
+    before.bgwriterStatsReset !== cur.bgwriterStatsReset ||
+    decreased(before.bgwriter, cur.bgwriter, BGWRITER_FIELDS);
   return {
     source: cur.source,
     ...diffCounters(before?.checkpointer, cur.checkpointer, CHECKPOINTER_FIELDS, cpRestarted),

@@ -1,14 +1,9 @@
 // The figures the tuner steers by, computed from a delta. Statement figures use top-level
 // statements only: with pg_stat_statements.track = all a function's nested statements are
 // counted as well, and their time is already inside their caller's.
+import { mixOf, weightedRuntimeOf, type StatementTotals } from '../../measure/objective.ts';
 import type { DerivedMetrics } from '../../protocol/report.ts';
-import {
-  DATABASE_COUNTER_FIELDS,
-  type BaselineMix,
-  type DatabaseCounters,
-  type SnapshotDelta,
-  type StatementDelta,
-} from './types.ts';
+import { DATABASE_COUNTER_FIELDS, type BaselineMix, type DatabaseCounters, type SnapshotDelta, type StatementDelta } from './types.ts';
 
 /** Top-level, or unknown (before 1.9, where nothing tells them apart). */
 export function isTopLevel(s: Pick<StatementDelta, 'toplevel'>): boolean {
@@ -33,38 +28,17 @@ export function averageRuntime(statements: readonly StatementDelta[]): RuntimeFi
   return { calls, execTimeMs, avgQueryRuntimeMs: calls > 0 ? execTimeMs / calls : null };
 }
 
-/** Each top-level statement's share of the calls in `delta`: the mix to weigh later intervals by. */
+/** Top-level statements' totals, by statement key. */
+function topLevelTotals(statements: readonly StatementDelta[]): Map<string, StatementTotals> {
+  const totals = new Map<string, StatementTotals>();
+  for (const s of statements) if (isTopLevel(s) && s.calls > 0) totals.set(s.key, { calls: s.calls, execMs: s.totalExecTimeMs });
+  return totals;
+}
+
+/** Each top-level statement's share of the calls in `delta`: the mix to weigh later intervals by
+ * (the same measure as the tuning sessions', src/measure/objective.ts). */
 export function baselineMixFrom(delta: Pick<SnapshotDelta, 'statements'>): BaselineMix {
-  const { calls } = averageRuntime(delta.statements);
-  const mix = new Map<string, number>();
-  if (calls === 0) return mix;
-  for (const s of delta.statements) if (isTopLevel(s) && s.calls > 0) mix.set(s.key, s.calls / calls);
-  return mix;
-}
-
-export interface WeightedRuntime {
-  /** Σ share_q × mean_q / coverage over statements in both; null when they share none. */
-  runtimeMs: number | null;
-  /** Σ share_q over the statements in both (0..1). */
-  coverage: number;
-}
-
-/**
- * The baseline's query mix at today's per-query speed: a shift of the workload toward cheap
- * queries lowers the plain average but not this. Statements that ran in the baseline but not now
- * (or the reverse) are left out, and the result is renormalised by the share that remains.
- */
-export function weightedRuntime(statements: readonly StatementDelta[], mix: BaselineMix): WeightedRuntime {
-  let coverage = 0;
-  let weighted = 0;
-  for (const s of statements) {
-    if (s.calls === 0) continue;
-    const share = mix.get(s.key);
-    if (share === undefined || share <= 0) continue;
-    coverage += share;
-    weighted += share * (s.totalExecTimeMs / s.calls);
-  }
-  return { runtimeMs: coverage > 0 ? weighted / coverage : null, coverage: Math.min(coverage, 1) };
+  return mixOf(topLevelTotals(delta.statements));
 }
 
 export function sumDatabaseCounters(rows: readonly DatabaseCounters[]): DatabaseCounters {
@@ -84,7 +58,7 @@ export function cacheHitRatio(total: DatabaseCounters): number | null {
 
 export function deriveMetrics(delta: SnapshotDelta, baselineMix?: BaselineMix): DerivedMetrics {
   const runtime = averageRuntime(delta.statements);
-  const weighted = baselineMix ? weightedRuntime(delta.statements, baselineMix) : null;
+  const weighted = baselineMix ? weightedRuntimeOf(topLevelTotals(delta.statements), baselineMix) : null;
   const totals = sumDatabaseCounters(delta.databases);
   return {
     calls: runtime.calls,

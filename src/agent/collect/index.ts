@@ -6,7 +6,7 @@
 export { createCollector, type Collector, type CollectorOptions } from './collector.ts';
 export { discoverCapabilities, MissingExtensionError, type Capabilities, type PgssShape, type RelationColumns } from './columns.ts';
 export { diffSnapshots } from './delta.ts';
-export { averageRuntime, baselineMixFrom, deriveMetrics, weightedRuntime, type WeightedRuntime } from './derive.ts';
+export { averageRuntime, baselineMixFrom, deriveMetrics } from './derive.ts';
 export { buildMetricsReport, DEFAULT_TOP_N, type ReportOptions } from './report-builder.ts';
-export { statementKey } from './statements.ts';
+export { statementKey } from '../../protocol/report.ts';
 export type { BaselineMix, Snapshot, SnapshotDelta, StatementDelta, StatementEntry } from './types.ts';

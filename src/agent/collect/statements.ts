@@ -5,21 +5,9 @@
 // outgrows pg_stat_statements.max.
 import { AGENT_QUERY_MARKER } from '../db.ts';
 import { buildStatementCountersSql, buildStatementsInfoSql, buildStatementTextsSql, type PgssShape } from './columns.ts';
-import {
-  toBoolOrNull,
-  toCount,
-  toCountOrNull,
-  toInt,
-  toIsoOrNull,
-  toText,
-  toTextOrNull,
-  type Row,
-} from './parse.ts';
+import { toBoolOrNull, toCount, toCountOrNull, toInt, toIsoOrNull, toText, toTextOrNull, type Row } from './parse.ts';
+import { statementKey } from '../../protocol/report.ts';
 import type { Queryable, StatementEntry, StatementsSnapshot } from './types.ts';
-
-export function statementKey(userId: number, dbId: number, queryId: string, toplevel: boolean | null): string {
-  return `${userId}:${dbId}:${queryId}:${toplevel === null ? '-' : toplevel ? 't' : 'f'}`;
-}
 
 /** One row of the counters query (see buildStatementCountersSql) as an entry without text. */
 export function parseStatementRow(row: Row): StatementEntry {
@@ -28,7 +16,7 @@ export function parseStatementRow(row: Row): StatementEntry {
   const queryId = toText(row['queryid'], 'queryid');
   const toplevel = toBoolOrNull(row['toplevel'], 'toplevel');
   return {
-    key: statementKey(userId, dbId, queryId, toplevel),
+    key: statementKey({ userId, dbId, queryId, toplevel }),
     queryId,
     userId,
     dbId,
@@ -80,15 +68,18 @@ export function createStatementReader(db: Queryable, options: StatementReaderOpt
     if (options.includeQueries) params.push(options.maxTextLength);
     const rows = await db.query<Row>(texts, params);
     for (const row of rows) {
-      const key = statementKey(
-        toInt(row['userid'], 'userid'),
-        toInt(row['dbid'], 'dbid'),
-        toText(row['queryid'], 'queryid'),
-        toBoolOrNull(row['toplevel'], 'toplevel'),
-      );
+      const key = statementKey({
+        userId: toInt(row['userid'], 'userid'),
+        dbId: toInt(row['dbid'], 'dbid'),
+        queryId: toText(row['queryid'], 'queryid'),
+        toplevel: toBoolOrNull(row['toplevel'], 'toplevel'),
+      });
       const text = toTextOrNull(row['text'], 'text');
       // left() counts characters, the report's bound counts UTF-16 units: cut again to be sure.
-      cache.set(key, text === null ? { own: row['own'] === true } : { own: row['own'] === true, text: text.slice(0, options.maxTextLength) });
+      cache.set(
+        key,
+        text === null ? { own: row['own'] === true } : { own: row['own'] === true, text: text.slice(0, options.maxTextLength) },
+      );
     }
     return rows.length;
   }

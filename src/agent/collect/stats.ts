@@ -3,17 +3,7 @@
 // is built from the columns the server has (see columns.ts) and whose rows are parsed here.
 import { AGENT_APPLICATION_NAME } from '../db.ts';
 import { pick, type Capabilities, type RelationColumns } from './columns.ts';
-import {
-  toCount,
-  toCountOrNull,
-  toInt,
-  toIso,
-  toIsoOrNull,
-  toNumber,
-  toText,
-  toTextOrNull,
-  type Row,
-} from './parse.ts';
+import { toCount, toCountOrNull, toInt, toIso, toIsoOrNull, toNumber, toText, toTextOrNull, type Row } from './parse.ts';
 import type { ActivitySample, CheckpointerSnapshot, DatabaseEntry, Queryable, WalSnapshot } from './types.ts';
 
 export interface ServerClock {
@@ -59,10 +49,12 @@ export function parseDatabaseRow(row: Row): DatabaseEntry {
 
 export async function readDatabases(db: Queryable): Promise<Map<number, DatabaseEntry>> {
   const rows = await db.query<Row>(DATABASE_SQL);
-  return new Map(rows.map((row) => {
-    const entry = parseDatabaseRow(row);
-    return [entry.datid, entry];
-  }));
+  return new Map(
+    rows.map((row) => {
+      const entry = parseDatabaseRow(row);
+      return [entry.datid, entry];
+    }),
+  );
 }
 
 /**
@@ -182,7 +174,9 @@ export function activityFromRows(rows: readonly Row[], maxConnections: number): 
     if (seen) seen.count += n;
     else waits.set(id, { type, event, count: n });
   }
-  const waitEvents = [...waits.values()].sort((a, b) => b.count - a.count || a.type.localeCompare(b.type) || a.event.localeCompare(b.event));
+  const waitEvents = [...waits.values()].sort(
+    (a, b) => b.count - a.count || a.type.localeCompare(b.type) || a.event.localeCompare(b.event),
+  );
   return { maxConnections, connections, activeNotWaiting, waitEvents };
 }
 

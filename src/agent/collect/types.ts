@@ -1,6 +1,7 @@
 // The data that flows through collection: snapshots (cumulative counters as PostgreSQL shows
 // them at one instant) and deltas (what happened between two snapshots). Snapshots hold Maps and
 // stay inside the agent; only the report built from a delta leaves it.
+import type { QueryMix } from '../../measure/objective.ts';
 import type { Db } from '../db.ts';
 
 /** All that collection needs of the agent's session. */
@@ -208,4 +209,4 @@ export interface SnapshotDelta {
 }
 
 /** A baseline's per-statement share of calls: statement key → share (the shares sum to 1). */
-export type BaselineMix = ReadonlyMap<string, number>;
+export type BaselineMix = Readonly<QueryMix>;

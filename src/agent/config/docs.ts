@@ -4,9 +4,10 @@ import { KEYS, keyPath } from './keys.ts';
 
 export function configurationDoc(): string {
   const rows = KEYS.map((k) => {
-    const required = k.requiredFor.length === 0
-      ? 'no'
-      : k.requiredFor.map((r) => (r === 'any' ? 'yes' : r === 'service' ? 'to report to the service' : `with --${r}`)).join(', ');
+    const required =
+      k.requiredFor.length === 0
+        ? 'no'
+        : k.requiredFor.map((r) => (r === 'any' ? 'yes' : r === 'service' ? 'to report to the service' : `with --${r}`)).join(', ');
     const name = k.section ? `\`${keyPath(k)}\`` : '(environment only)';
     const notes = [k.help, k.secret ? 'secret: never printed' : '', k.ours ? 'not in the spec: ours' : ''].filter(Boolean).join('; ');
     return `| ${name} | \`${k.env}\` | ${k.kind} | ${required} | ${notes} |`;

@@ -24,7 +24,15 @@ export interface AgentConfig {
     clientSecret?: string;
     tenantId?: string;
   };
-  tuner: { serverUrl?: string; apiKey?: string; databaseId?: string; proxyUrl?: string; caFile?: string; debug: boolean };
+  tuner: {
+    serverUrl?: string;
+    apiKey?: string;
+    databaseId?: string;
+    proxyUrl?: string;
+    caFile?: string;
+    metricsListen?: string;
+    debug: boolean;
+  };
 }
 
 export interface LoadOptions {
@@ -140,9 +148,11 @@ function readFile(path: string, problems: string[], warnings: string[]): Map<str
     text = readFileSync(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    problems.push(code === 'EISDIR'
-      ? `${path}: is a directory, not a file: give the path of the configuration file (agent.yaml)`
-      : `${path}: cannot be read (${code ?? (err as Error).message}): check that the agent's user may read it`);
+    problems.push(
+      code === 'EISDIR'
+        ? `${path}: is a directory, not a file: give the path of the configuration file (agent.yaml)`
+        : `${path}: cannot be read (${code ?? (err as Error).message}): check that the agent's user may read it`,
+    );
     return null;
   }
   const lineCounter = new LineCounter();
@@ -216,7 +226,12 @@ export function loadConfig(options: LoadOptions): LoadResult {
 
   for (const name of Object.keys(options.env)) {
     if (name.startsWith('AGENT_') && !KEYS.some((k) => k.env === name)) {
-      warnings.push(`environment variable ${name} is not an agent setting and is ignored${suggest(name, KEYS.map((k) => k.env))}`);
+      warnings.push(
+        `environment variable ${name} is not an agent setting and is ignored${suggest(
+          name,
+          KEYS.map((k) => k.env),
+        )}`,
+      );
     }
   }
 
@@ -275,9 +290,21 @@ export function loadConfig(options: LoadOptions): LoadResult {
       clientSecret: str('CLOUDB_CLIENT_SECRET'),
       tenantId: str('CLOUDB_TENANT_ID'),
     }),
-    tuner: { ...compact({ serverUrl: str('server_url'), apiKey: str('api_key'), databaseId: str('database_id'), proxyUrl: str('proxy_url'), caFile: str('ca_file') }), debug: bool('debug', false) },
+    tuner: {
+      ...compact({
+        serverUrl: str('server_url'),
+        apiKey: str('api_key'),
+        databaseId: str('database_id'),
+        proxyUrl: str('proxy_url'),
+        caFile: str('ca_file'),
+        metricsListen: str('metrics_listen'),
+      }),
+      debug: bool('debug', false),
+    },
   };
-  const source = [fileExists ? file : null, envSet.length > 0 ? `${envSet.length} environment variable(s)` : null].filter(Boolean).join(' + ');
+  const source = [fileExists ? file : null, envSet.length > 0 ? `${envSet.length} environment variable(s)` : null]
+    .filter(Boolean)
+    .join(' + ');
   return { config, warnings, source };
 }
 

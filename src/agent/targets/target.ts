@@ -8,23 +8,15 @@ import type { AgentConfig } from '../config/load.ts';
 import type { Db } from '../db.ts';
 import type { Logger } from '../log.ts';
 import type { Outbound } from '../outbound.ts';
+import type { PreflightCheck } from '../checks.ts';
+
+export type { PreflightCheck };
 
 /** A parameter's state in the target's override layer: unset (the server's own default or
  * postgresql.conf applies) or set to a value in the target's own spelling (for RDS this may be
  * a formula such as `{DBInstanceClassMemory/32768}`), which is restored exactly on revert. */
 export type Override = { set: false } | { set: true; value: string };
 export type Overrides = Record<string, Override>;
-
-export interface PreflightCheck {
-  name: string;
-  ok: boolean;
-  /** What was found. */
-  detail: string;
-  /** What to do when it failed, in the words of the setup steps. */
-  fix?: string;
-  /** A warning does not fail the preflight. */
-  severity?: 'error' | 'warning';
-}
 
 export interface MachineInfo {
   machine: Machine;

@@ -79,7 +79,12 @@ function walk(s: JsonSchema, path: string, required: boolean, out: Row[], nullab
     const nonNull = s.anyOf.filter((b) => b.type !== 'null');
     const hasNull = nonNull.length < s.anyOf.length;
     if (nonNull.length === 1) return walk(nonNull[0]!, path, required, out, hasNull || nullable);
-    out.push({ field: path, type: `${nonNull.map(typeOf).join(' or ')}${hasNull ? ' or null' : ''}`, required, rules: nonNull.flatMap(rulesOf).join('; ') });
+    out.push({
+      field: path,
+      type: `${nonNull.map(typeOf).join(' or ')}${hasNull ? ' or null' : ''}`,
+      required,
+      rules: nonNull.flatMap(rulesOf).join('; '),
+    });
     return;
   }
   if (s.oneOf) {
@@ -98,7 +103,12 @@ function walk(s: JsonSchema, path: string, required: boolean, out: Row[], nullab
   }
   if (s.type === 'object' && s.additionalProperties && typeof s.additionalProperties === 'object') {
     const keyRules = s.propertyNames ? rulesOf(s.propertyNames).map((r) => `keys ${r}`) : [];
-    out.push({ field: path, type: `map${suffix}`, required, rules: [...keyRules, `values: ${typeOf(s.additionalProperties)} ${rulesOf(s.additionalProperties).join(', ')}`.trim()].join('; ') });
+    out.push({
+      field: path,
+      type: `map${suffix}`,
+      required,
+      rules: [...keyRules, `values: ${typeOf(s.additionalProperties)} ${rulesOf(s.additionalProperties).join(', ')}`.trim()].join('; '),
+    });
     return;
   }
   if (s.type === 'array' && s.items) {
@@ -118,7 +128,8 @@ export function fieldTable(schema: z.ZodType, io: 'input' | 'output'): string {
   const rows: Row[] = [];
   walk(json, '', true, rows);
   const lines = ['| field | type | required | rules |', '| --- | --- | --- | --- |'];
-  for (const r of rows) lines.push(`| \`${escapeCell(r.field)}\` | ${escapeCell(r.type)} | ${r.required ? 'yes' : 'no'} | ${escapeCell(r.rules)} |`);
+  for (const r of rows)
+    lines.push(`| \`${escapeCell(r.field)}\` | ${escapeCell(r.type)} | ${r.required ? 'yes' : 'no'} | ${escapeCell(r.rules)} |`);
   return lines.join('\n');
 }
 
@@ -138,30 +149,37 @@ const ROUTES: RouteDoc[] = [
     method: 'POST',
     path: `${API_PREFIX}/databases/{databaseId}/agent/start`,
     purpose:
-      'Takes the database\'s lease: one live agent per database. While another agent holds a live lease the answer is 409 `agent_conflict`, whose message names the holder (host, pid, version, start time) and when its lease expires; an agent that presents `resumeLeaseId` equal to the live lease (the same agent, restarted in its directory) takes it back at once. A start after the lease lapsed or was released gets a new lease. The `target` must be the one the database entry was created with (400 otherwise).',
+      "Takes the database's lease: one live agent per database. While another agent holds a live lease the answer is 409 `agent_conflict`, whose message names the holder (host, pid, version, start time) and when its lease expires; an agent that presents `resumeLeaseId` equal to the live lease (the same agent, restarted in its directory) takes it back at once. A start after the lease lapsed or was released gets a new lease. The `target` must be the one the database entry was created with (400 otherwise).",
     request: AgentStartRequestSchema,
     response: { status: 200, schema: AgentStartResponseSchema, note: 'The lease, and the interval to report at.' },
-    errors: ['400 `bad_request`: a field is wrong, or the target differs from the database entry\'s', '409 `agent_conflict`: another agent holds the lease'],
+    errors: [
+      "400 `bad_request`: a field is wrong, or the target differs from the database entry's",
+      '409 `agent_conflict`: another agent holds the lease',
+    ],
   },
   {
     title: 'Report',
     method: 'POST',
     path: `${API_PREFIX}/databases/{databaseId}/reports`,
     purpose:
-      'Stores one interval\'s report (metrics, settings, target metrics, events) and renews the lease. The answer carries the interval until the next report (the database\'s own, or the service default) and, when there is one, the oldest command not yet acknowledged: a command sent and not acknowledged is sent again, with the same id, in the next answer (the agent deduplicates by id).',
+      "Stores one interval's report (metrics, settings, target metrics, events) and renews the lease. The answer carries the interval until the next report (the database's own, or the service default) and, when there is one, the oldest command not yet acknowledged: a command sent and not acknowledged is sent again, with the same id, in the next answer (the agent deduplicates by id).",
     request: ReportRequestSchema,
     response: { status: 200, schema: ReportResponseSchema, note: '`command` is null when there is nothing to do (hold).' },
-    errors: ['400 `bad_request`', '409 `lease_expired`: the lease lapsed, was released, or is not this database\'s live lease: start again'],
+    errors: ['400 `bad_request`', "409 `lease_expired`: the lease lapsed, was released, or is not this database's live lease: start again"],
   },
   {
     title: 'Command acknowledgement',
     method: 'POST',
     path: `${API_PREFIX}/databases/{databaseId}/commands/{commandId}/ack`,
     purpose:
-      'Records the outcome of a command and marks it done. Accepted from the agent whose lease is the database\'s latest one, even if that lease lapsed meanwhile (the outcome describes a change that agent made); acknowledging a command twice is harmless (the first outcome stays).',
+      "Records the outcome of a command and marks it done. Accepted from the agent whose lease is the database's latest one, even if that lease lapsed meanwhile (the outcome describes a change that agent made); acknowledging a command twice is harmless (the first outcome stays).",
     request: CommandAckRequestSchema,
     response: { status: 204, schema: null, note: 'No body.' },
-    errors: ['400 `bad_request`', '404 `not_found`: no such command for this database', '409 `lease_expired`: another agent has taken the database since'],
+    errors: [
+      '400 `bad_request`',
+      '404 `not_found`: no such command for this database',
+      '409 `lease_expired`: another agent has taken the database since',
+    ],
   },
   {
     title: 'Agent stop',
@@ -170,7 +188,7 @@ const ROUTES: RouteDoc[] = [
     purpose: 'Releases the lease, so that another agent may start at once. Stopping a lease that already lapsed is a no-op.',
     request: AgentStopRequestSchema,
     response: { status: 204, schema: null, note: 'No body.' },
-    errors: ['400 `bad_request`', '409 `lease_expired`: the lease id is not the database\'s latest lease'],
+    errors: ['400 `bad_request`', "409 `lease_expired`: the lease id is not the database's latest lease"],
   },
 ];
 

@@ -7,12 +7,13 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { API_PREFIX, MAX_BODY_BYTES } from '../../protocol/v1.ts';
 import { errorBody } from './errors.ts';
-import type { ServiceContext } from '../context.ts';
+import type { ServiceContext } from '../app/context.ts';
+import { observeAgentApi, registerMetricsRoute } from '../app/metrics.ts';
 import { registerAgentApi } from './agent-api.ts';
 import { registerDownloads } from './downloads.ts';
 import { MANAGE_PREFIX, registerManageApi } from './manage-api.ts';
 import { registerPages } from './pages.ts';
-import { LoginThrottle } from './sessions.ts';
+import { LoginThrottle } from '../people/throttle.ts';
 
 export interface AppOptions {
   /** Where log lines go (stdout by default). */
@@ -56,7 +57,10 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     frameworkErrors: (err, _request, reply) => {
       const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
       const message = tooLong ? 'a part of the path is longer than any id this service uses' : 'the path is not a valid URL path';
-      void (reply as FastifyReply).code(tooLong ? 414 : 400).type('application/json; charset=utf-8').send(errorBody('bad_request', message));
+      void (reply as FastifyReply)
+        .code(tooLong ? 414 : 400)
+        .type('application/json; charset=utf-8')
+        .send(errorBody('bad_request', message));
     },
   });
   const throttle = new LoginThrottle();
@@ -90,9 +94,11 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
       return reply.code(503).send(errorBody('internal', 'the storage does not answer'));
     }
   });
+  if (ctx.metrics && ctx.config.metricsToken) registerMetricsRoute(app, ctx.metrics, ctx.config.metricsToken);
   void app.register(
     (scope, _options, done) => {
       registerAgentApi(scope, ctx);
+      if (ctx.metrics) observeAgentApi(scope, ctx.metrics);
       done();
     },
     { prefix: API_PREFIX },
@@ -137,7 +143,9 @@ function answerClientError(err: Error & { code?: string }, socket: Socket, reque
 function answerRaw(socket: Socket, status: number, message: string): void {
   const body = JSON.stringify(errorBody('bad_request', message));
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }

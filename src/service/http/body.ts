@@ -24,7 +24,7 @@ function decode(request: FastifyRequest, body: Buffer): Buffer {
   const encoding = (request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding === 'identity' || encoding === '') return body;
   if (encoding !== 'gzip') {
-    throw new HttpError(415, 'unsupported_media_type', `Content-Encoding "${encoding.slice(0, 40)}" is not supported: send gzip or no encoding`);
+    throw new HttpError('unsupported_media_type', `Content-Encoding "${encoding.slice(0, 40)}" is not supported: send gzip or no encoding`);
   }
   try {
     // Synchronous: a report inflates in well under a millisecond, less than the thread-pool
@@ -32,7 +32,7 @@ function decode(request: FastifyRequest, body: Buffer): Buffer {
     return gunzipSync(body, { maxOutputLength: MAX_BODY_BYTES });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new HttpError(413, 'payload_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes once decompressed`);
+      throw new HttpError('payload_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes once decompressed`);
     }
     throw badRequest('the body is not valid gzip (Content-Encoding: gzip)');
   }

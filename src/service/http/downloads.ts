@@ -4,7 +4,7 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ServiceContext } from '../context.ts';
+import type { ServiceContext } from '../app/context.ts';
 import { SUMS_FILE, readDownloads } from '../setup/downloads.ts';
 import { errorBody } from './errors.ts';
 import { serviceUrl } from './public-url.ts';
@@ -15,7 +15,8 @@ export const DOWNLOADS_PREFIX = '/downloads';
 const INSTALL_TEMPLATE = readFileSync(join(import.meta.dirname, '..', 'setup', 'install.sh'), 'utf8');
 
 /** A URL that is safe inside single quotes in a shell script: scheme, host, port, path only. */
-const SAFE_URL = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?(\/[A-Za-z0-9._~/-]*)?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?(\/[A-Za-z0-9._~/-]*)?$/;
+const SAFE_URL =
+  /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?(\/[A-Za-z0-9._~/-]*)?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?(\/[A-Za-z0-9._~/-]*)?$/;
 
 /** The installer with this service's address in it. */
 export function installScript(url: string): string | null {
@@ -27,7 +28,8 @@ export function installScriptUrl(url: string): string {
   return `${url.replace(/\/+$/, '')}${INSTALL_PATH}`;
 }
 
-const notFound = (reply: FastifyReply, message: string) => reply.code(404).type('application/json; charset=utf-8').send(errorBody('not_found', message));
+const notFound = (reply: FastifyReply, message: string) =>
+  reply.code(404).type('application/json; charset=utf-8').send(errorBody('not_found', message));
 
 export function registerDownloads(app: FastifyInstance, ctx: ServiceContext): void {
   const dir = ctx.config.downloadsDir;
@@ -35,7 +37,10 @@ export function registerDownloads(app: FastifyInstance, ctx: ServiceContext): vo
   app.get(INSTALL_PATH, async (request, reply) => {
     const script = installScript(serviceUrl(ctx.config, request));
     if (script === null) {
-      return reply.code(400).type('application/json; charset=utf-8').send(errorBody('bad_request', 'this request names a host that cannot go into a script; set --public-url'));
+      return reply
+        .code(400)
+        .type('application/json; charset=utf-8')
+        .send(errorBody('bad_request', 'this request names a host that cannot go into a script; set --public-url'));
     }
     return reply.header('cache-control', 'no-store').type('text/x-shellscript; charset=utf-8').send(script);
   });
@@ -53,7 +58,8 @@ export function registerDownloads(app: FastifyInstance, ctx: ServiceContext): vo
   app.get<{ Params: { file: string } }>(`${DOWNLOADS_PREFIX}/:file`, async (request, reply) => {
     // Only the files the sums name: nothing else in the directory is reachable.
     const download = readDownloads(dir).binaries.find((b) => b.file === request.params.file);
-    if (!download) return notFound(reply, `there is no ${request.params.file} here; see ${DOWNLOADS_PREFIX}/${SUMS_FILE} for what there is`);
+    if (!download)
+      return notFound(reply, `there is no ${request.params.file} here; see ${DOWNLOADS_PREFIX}/${SUMS_FILE} for what there is`);
     const path = join(dir, download.file);
     return reply
       .header('cache-control', 'no-store')

@@ -1,26 +1,25 @@
-// Logging in, the same for the JSON API and the login page.
+// Logging in over HTTP, the same for the JSON API and the login page: people/login.ts decides,
+// this starts the login session (its cookie) and says when to try again.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { verifyAgainstNothing, verifyPassword } from '../auth/passwords.ts';
-import type { ServiceContext } from '../context.ts';
-import type { LoginInput } from '../inputs.ts';
-import type { Session } from '../storage/storage.ts';
-import { HttpError } from './errors.ts';
-import { startSession, type LoginThrottle } from './sessions.ts';
+import type { ServiceContext } from '../app/context.ts';
+import { ServiceError } from '../errors.ts';
+import type { LoginInput } from '../people/inputs.ts';
+import { authenticate } from '../people/login.ts';
+import type { LoginSession } from '../people/store.ts';
+import type { LoginThrottle } from '../people/throttle.ts';
+import { startLoginSession } from './login-sessions.ts';
 
-/** Checks a login against the throttle, then the password. `request.ip` is the client's address
- * as the configured proxies tell it (TUNER_TRUST_PROXY), never what the client claims. */
-export async function logIn(ctx: ServiceContext, throttle: LoginThrottle, request: FastifyRequest, reply: FastifyReply, input: LoginInput): Promise<Session> {
-  const wait = throttle.retryAfterSeconds(request.ip, input.username);
-  if (wait > 0) {
-    void reply.header('retry-after', String(wait));
-    throw new HttpError(429, 'rate_limited', `too many failed logins from this address or for this username: try again in ${Math.ceil(wait / 60)} minute(s)`);
+export async function logIn(
+  ctx: ServiceContext,
+  throttle: LoginThrottle,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  input: LoginInput,
+): Promise<LoginSession> {
+  try {
+    return await startLoginSession(ctx, request, reply, await authenticate(ctx, throttle, request.ip, input));
+  } catch (err) {
+    if (err instanceof ServiceError && err.retryAfterSeconds !== null) void reply.header('retry-after', String(err.retryAfterSeconds));
+    throw err;
   }
-  const found = await ctx.storage.findUserForLogin(input.username);
-  const ok = found ? await verifyPassword(input.password, found.passwordHash) : await verifyAgainstNothing(input.password);
-  if (!found || !ok) {
-    throttle.fail(request.ip, input.username);
-    throw new HttpError(401, 'unauthorized', 'wrong username or password');
-  }
-  throttle.succeed(request.ip, input.username);
-  return startSession(ctx, request, reply, found.user);
 }

@@ -3,27 +3,28 @@
 // the X-CSRF-Token header.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import * as actions from '../actions.ts';
-import type { ServiceContext } from '../context.ts';
+import * as actions from '../databases/actions.ts';
+import { LoginInputSchema, NewUserInputSchema } from '../people/inputs.ts';
+import * as people from '../people/actions.ts';
+import type { ServiceContext } from '../app/context.ts';
 import {
   CommandInputSchema,
   DatabaseIdSchema,
-  LoginInputSchema,
   NewApiKeyInputSchema,
   NewDatabaseInputSchema,
-  NewUserInputSchema,
   ReportIntervalInputSchema,
   UuidSchema,
-} from '../inputs.ts';
-import type { Session } from '../storage/storage.ts';
-import * as sessionActions from '../sessions/actions.ts';
-import { StartSessionInputSchema } from '../sessions/params.ts';
-import { iterationViews, sessionView } from '../sessions/views.ts';
-import { commandView, databaseView, reportView, userView } from '../views.ts';
+} from '../databases/inputs.ts';
+import type { LoginSession } from '../people/store.ts';
+import * as tuning from '../tuning/actions.ts';
+import { StartSessionInputSchema } from '../tuning/params.ts';
+import { iterationViews, sessionView } from '../tuning/views.ts';
+import { commandView, databaseView, reportView, userView } from '../databases/views.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
-import { HttpError, errorBody, jsonErrorHandler, notFound, parseOr400 } from './errors.ts';
+import { HttpError, errorBody, jsonErrorHandler, parseOr400 } from './errors.ts';
 import { logIn } from './login.ts';
-import { CSRF_HEADER, csrfMatches, endSession, loadSession, type LoginThrottle } from './sessions.ts';
+import { CSRF_HEADER, csrfMatches, endLoginSession, loadLoginSession } from './login-sessions.ts';
+import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
@@ -33,11 +34,11 @@ const KeyParams = z.object({ databaseId: DatabaseIdSchema, keyId: UuidSchema });
 const ListQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) });
 const SessionParams = z.object({ databaseId: DatabaseIdSchema, sessionId: z.uuid({ error: 'expected a tuning session id (a UUID)' }) });
 
-const sessions = new WeakMap<FastifyRequest, Session>();
+const sessions = new WeakMap<FastifyRequest, LoginSession>();
 
-function sessionOf(request: FastifyRequest): Session {
+function sessionOf(request: FastifyRequest): LoginSession {
   const session = sessions.get(request);
-  if (!session) throw new HttpError(401, 'unauthorized', 'log in first (POST /api/manage/login)');
+  if (!session) throw new HttpError('unauthorized', 'log in first (POST /api/manage/login)');
   return session;
 }
 
@@ -64,10 +65,10 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.addHook('onRequest', async (request, reply) => {
     void reply.header('cache-control', 'no-store');
     if (request.is404 || request.routeOptions.url === `${MANAGE_PREFIX}/login`) return;
-    const session = await loadSession(ctx, request);
-    if (!session) throw new HttpError(401, 'unauthorized', 'log in first (POST /api/manage/login)');
+    const session = await loadLoginSession(ctx, request);
+    if (!session) throw new HttpError('unauthorized', 'log in first (POST /api/manage/login)');
     if (request.method !== 'GET' && request.method !== 'HEAD' && !csrfMatches(session, request.headers[CSRF_HEADER])) {
-      throw new HttpError(403, 'forbidden', `missing or wrong CSRF token: send the session's csrfToken in the ${CSRF_HEADER} header`);
+      throw new HttpError('forbidden', `missing or wrong CSRF token: send the session's csrfToken in the ${CSRF_HEADER} header`);
     }
     sessions.set(request, session);
   });
@@ -79,7 +80,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   });
 
   app.post('/logout', async (request, reply) => {
-    await endSession(ctx, request, reply);
+    await endLoginSession(ctx, request, reply);
     return reply.code(204).send();
   });
 
@@ -104,8 +105,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.get('/databases/:databaseId', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    const database = await storage.getDatabase(user.accountId, databaseId);
-    if (!database) throw notFound(`no database ${databaseId} in your account`);
+    const database = await actions.databaseOf(ctx, user, databaseId);
     return { database: view(database) };
   });
 
@@ -120,9 +120,17 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.get('/databases/:databaseId/keys', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     const keys = await storage.listApiKeys(user.accountId, databaseId);
-    return { keys: keys.map((k) => ({ id: k.id, prefix: k.displayPrefix, label: k.label, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null })) };
+    return {
+      keys: keys.map((k) => ({
+        id: k.id,
+        prefix: k.displayPrefix,
+        label: k.label,
+        createdAt: k.createdAt.toISOString(),
+        revokedAt: k.revokedAt?.toISOString() ?? null,
+      })),
+    };
   });
 
   app.post('/databases/:databaseId/keys', async (request, reply) => {
@@ -152,14 +160,14 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     return { commands: (await storage.listCommands(user.accountId, databaseId, limit)).map(commandView) };
   });
 
   app.get('/databases/:databaseId/reports/latest', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     const report = await storage.latestReport(user.accountId, databaseId);
     return { report: report && reportView(report) };
   });
@@ -168,55 +176,64 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     const events = await storage.recentEvents(user.accountId, databaseId, limit);
-    return { events: events.map((e) => ({ at: e.at.toISOString(), level: e.level, code: e.code, message: e.message, commandId: e.commandId, receivedAt: e.receivedAt.toISOString() })) };
+    return {
+      events: events.map((e) => ({
+        at: e.at.toISOString(),
+        level: e.level,
+        code: e.code,
+        message: e.message,
+        commandId: e.commandId,
+        receivedAt: e.receivedAt.toISOString(),
+      })),
+    };
   });
 
   // Tuning sessions (docs/service.md, "Tuning sessions")
-  app.post('/databases/:databaseId/sessions', async (request, reply) => {
+  app.post('/databases/:databaseId/tuning-sessions', async (request, reply) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const input = parseOr400(StartSessionInputSchema, request.body ?? {}, 'body');
-    const session = await sessionActions.startSession(ctx, user, databaseId, input);
+    const session = await tuning.startTuningSession(ctx, user, databaseId, input);
     return reply.code(201).send({ session: sessionView(session, []) });
   });
 
-  app.get('/databases/:databaseId/sessions', async (request) => {
+  app.get('/databases/:databaseId/tuning-sessions', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
-    if (!(await storage.getDatabase(user.accountId, databaseId))) throw notFound(`no database ${databaseId} in your account`);
+    await actions.databaseOf(ctx, user, databaseId);
     return { sessions: (await storage.listTuningSessions(user.accountId, databaseId, limit)).map((s) => sessionView(s)) };
   });
 
-  app.get('/databases/:databaseId/sessions/:sessionId', async (request) => {
+  app.get('/databases/:databaseId/tuning-sessions/:sessionId', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId, sessionId } = parseOr400(SessionParams, request.params, 'path');
-    const { session, iterations } = await sessionActions.getSession(ctx, user, databaseId, sessionId);
+    const { session, iterations } = await tuning.getTuningSession(ctx, user, databaseId, sessionId);
     return { session: sessionView(session, iterations), iterations: iterationViews(session, iterations) };
   });
 
-  const sessionAction = (action: typeof sessionActions.stopSession) => async (request: FastifyRequest) => {
+  const sessionAction = (action: typeof tuning.stopTuningSession) => async (request: FastifyRequest) => {
     const { user } = sessionOf(request);
     const { databaseId, sessionId } = parseOr400(SessionParams, request.params, 'path');
     const session = await action(ctx, user, databaseId, sessionId);
     return { session: sessionView(session) };
   };
-  app.post('/databases/:databaseId/sessions/:sessionId/stop', sessionAction(sessionActions.stopSession));
-  app.post('/databases/:databaseId/sessions/:sessionId/approve', sessionAction(sessionActions.approveSession));
-  app.post('/databases/:databaseId/sessions/:sessionId/revert', sessionAction(sessionActions.revertSession));
+  app.post('/databases/:databaseId/tuning-sessions/:sessionId/stop', sessionAction(tuning.stopTuningSession));
+  app.post('/databases/:databaseId/tuning-sessions/:sessionId/approve', sessionAction(tuning.approveTuningSession));
+  app.post('/databases/:databaseId/tuning-sessions/:sessionId/revert', sessionAction(tuning.revertTuningSession));
 
   app.get('/users', async (request) => {
     const { user } = sessionOf(request);
-    if (!user.isAdmin) throw new HttpError(403, 'forbidden', 'only an admin can list users');
+    if (!user.isAdmin) throw new HttpError('forbidden', 'only an admin can list users');
     return { users: (await storage.listUsers()).map(userView) };
   });
 
   app.post('/users', async (request, reply) => {
     const { user } = sessionOf(request);
     const input = parseOr400(NewUserInputSchema, request.body, 'body');
-    const created = await actions.createUser(ctx, user, input);
+    const created = await people.createUser(ctx, user, input);
     return reply.code(201).send({ user: userView(created.user), password: created.password });
   });
 }

@@ -4,23 +4,23 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import * as actions from '../actions.ts';
-import { randomToken, sameSecret } from '../auth/tokens.ts';
-import type { ServiceContext } from '../context.ts';
+import * as actions from '../databases/actions.ts';
+import { LoginInputSchema, NewUserInputSchema } from '../people/inputs.ts';
+import * as people from '../people/actions.ts';
+import { randomToken, sameSecret } from '../people/tokens.ts';
+import type { ServiceContext } from '../app/context.ts';
 import {
   CommandInputSchema,
   DatabaseIdSchema,
-  LoginInputSchema,
   NewDatabaseInputSchema,
-  NewUserInputSchema,
   UuidSchema,
   parseValueLines,
   type CommandInput,
-} from '../inputs.ts';
-import type { Session } from '../storage/storage.ts';
-import * as sessionActions from '../sessions/actions.ts';
-import { StartSessionInputSchema, startInputFromForm } from '../sessions/params.ts';
-import { iterationViews, sessionView } from '../sessions/views.ts';
+} from '../databases/inputs.ts';
+import type { LoginSession } from '../people/store.ts';
+import * as tuning from '../tuning/actions.ts';
+import { StartSessionInputSchema, startInputFromForm } from '../tuning/params.ts';
+import { iterationViews, sessionView } from '../tuning/views.ts';
 import { APP_CSS, APP_JS, ICON_SVG } from '../web/assets.ts';
 import { dashboardPage } from '../web/dashboard-page.ts';
 import { databasesPage } from '../web/databases-page.ts';
@@ -29,12 +29,14 @@ import { errorPage } from '../web/layout.ts';
 import { loginPage } from '../web/login-page.ts';
 import { setupPage } from '../web/setup-page.ts';
 import { usersPage } from '../web/users-page.ts';
-import { HttpError, describeError, formatZodError, notFound, safeErrorForLog } from './errors.ts';
+import { safeErrorForLog } from '../errors.ts';
+import { HttpError, describeError, formatZodError, statusOfExpected } from './errors.ts';
 import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
 import { logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
-import { CSRF_FIELD, csrfMatches, endSession, isHttps, loadSession, type LoginThrottle } from './sessions.ts';
+import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession } from './login-sessions.ts';
+import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';
@@ -60,7 +62,7 @@ function fields(body: unknown): Record<string, string> {
 /** Parses form input with a schema; the message names the field, as the JSON API does. */
 function parseForm<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw new HttpError(400, 'bad_request', formatZodError(result.error, 'form'));
+  if (!result.success) throw new HttpError('bad_request', formatZodError(result.error, 'form'));
   return result.data;
 }
 
@@ -79,10 +81,10 @@ const NOTICES: Record<string, { kind: 'ok' | 'bad'; text: string }> = {
 
 export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttle: LoginThrottle): void {
   const { storage, config } = ctx;
-  const sessions = new WeakMap<FastifyRequest, Session>();
-  const sessionOf = (request: FastifyRequest): Session => {
+  const sessions = new WeakMap<FastifyRequest, LoginSession>();
+  const sessionOf = (request: FastifyRequest): LoginSession => {
     const session = sessions.get(request);
-    if (!session) throw new HttpError(401, 'unauthorized', 'log in first');
+    if (!session) throw new HttpError('unauthorized', 'log in first');
     return session;
   };
   const serverUrl = (request: FastifyRequest) => serviceUrl(config, request);
@@ -104,10 +106,13 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     if (request.method === 'POST') refuseUnstorableText(null, request.body, 'form');
     const url = request.routeOptions.url ?? '';
     if (request.is404 || url === '/login' || url === '/favicon.ico' || url.startsWith('/static/')) return;
-    const session = await loadSession(ctx, request);
+    const session = await loadLoginSession(ctx, request);
     if (!session) return reply.redirect('/login', 303);
     if (request.method === 'POST' && !csrfMatches(session, fields(request.body)[CSRF_FIELD])) {
-      throw new HttpError(403, 'forbidden', 'This form is out of date (its security token does not match your session). Go back, reload the page and try again.');
+      throw new HttpError(
+        'forbidden',
+        'This form is out of date (its security token does not match your session). Go back, reload the page and try again.',
+      );
     }
     sessions.set(request, session);
   });
@@ -118,25 +123,41 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return sendPage(reply, errorPage(sessions.get(request) ?? null, status, message), status);
   });
   app.setNotFoundHandler(async (request, reply) => {
-    const session = await loadSession(ctx, request).catch(() => null);
+    const session = await loadLoginSession(ctx, request).catch(() => null);
     return sendPage(reply, errorPage(session, 404, 'There is no such page.'), 404);
   });
 
-  app.get('/static/app.css', async (_request, reply) => reply.header('cache-control', 'public, max-age=300').type('text/css; charset=utf-8').send(APP_CSS));
-  app.get('/static/icon.svg', async (_request, reply) => reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(ICON_SVG));
+  app.get('/static/app.css', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').type('text/css; charset=utf-8').send(APP_CSS),
+  );
+  app.get('/static/icon.svg', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(ICON_SVG),
+  );
   app.get('/favicon.ico', async (_request, reply) => reply.redirect('/static/icon.svg', 301));
-  app.get('/static/app.js', async (_request, reply) => reply.header('cache-control', 'public, max-age=300').type('text/javascript; charset=utf-8').send(APP_JS));
+  app.get('/static/app.js', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').type('text/javascript; charset=utf-8').send(APP_JS),
+  );
 
   // Login: a CSRF token in a cookie and in the form (double submit), so that another site cannot
   // log a browser into an account of its choosing.
   const showLogin = (request: FastifyRequest, reply: FastifyReply, status: number, error?: string, username?: string) => {
     const loginCsrf = randomToken();
-    reply.setCookie(LOGIN_CSRF_COOKIE, loginCsrf, { httpOnly: true, sameSite: 'strict', secure: isHttps(ctx, request), path: '/login', maxAge: 3600 });
-    return sendPage(reply, loginPage({ loginCsrf, ...(error !== undefined && { error }), ...(username !== undefined && { username }) }), status);
+    reply.setCookie(LOGIN_CSRF_COOKIE, loginCsrf, {
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: isHttps(ctx, request),
+      path: '/login',
+      maxAge: 3600,
+    });
+    return sendPage(
+      reply,
+      loginPage({ loginCsrf, ...(error !== undefined && { error }), ...(username !== undefined && { username }) }),
+      status,
+    );
   };
 
   app.get('/login', async (request, reply) => {
-    if (await loadSession(ctx, request)) return reply.redirect('/', 303);
+    if (await loadLoginSession(ctx, request)) return reply.redirect('/', 303);
     return showLogin(request, reply, 200);
   });
 
@@ -151,7 +172,8 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     try {
       await logIn(ctx, throttle, request, reply, input.data);
     } catch (err) {
-      if (err instanceof HttpError && (err.status === 401 || err.status === 429)) return showLogin(request, reply, err.status, err.message, input.data.username);
+      const status = statusOfExpected(err);
+      if (status === 401 || status === 429) return showLogin(request, reply, status, (err as Error).message, input.data.username);
       throw err;
     }
     reply.clearCookie(LOGIN_CSRF_COOKIE, { path: '/login' });
@@ -159,7 +181,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   });
 
   app.post('/logout', async (request, reply) => {
-    await endSession(ctx, request, reply);
+    await endLoginSession(ctx, request, reply);
     return reply.redirect('/login', 303);
   });
 
@@ -168,16 +190,32 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return sendPage(reply, databasesPage(sessionOf(request), await storage.listDatabases(user.accountId)));
   });
 
-  const renderSetup = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, newKey: string | null, status = 200, error?: string) => {
+  const renderSetup = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    databaseId: string,
+    newKey: string | null,
+    status = 200,
+    error?: string,
+  ) => {
     const session = sessionOf(request);
-    const database = await storage.getDatabase(session.user.accountId, databaseId);
-    if (!database) throw notFound('There is no such database in your account.');
+    const database = await actions.databaseOf(ctx, session.user, databaseId);
     const keys = await storage.listApiKeys(session.user.accountId, databaseId);
     const binaryTargets = readDownloads(config.downloadsDir).binaries.map((b) => b.target);
     const url = serverUrl(request);
     return sendPage(
       reply,
-      setupPage({ session, database, keys, newKey, serverUrl: url, agentImage: config.agentImage, installScriptUrl: installScriptUrl(url), binaryTargets, error }),
+      setupPage({
+        session,
+        database,
+        keys,
+        newKey,
+        serverUrl: url,
+        agentImage: config.agentImage,
+        installScriptUrl: installScriptUrl(url),
+        binaryTargets,
+        error,
+      }),
       status,
     );
   };
@@ -187,7 +225,11 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const form = fields(request.body);
     const input = NewDatabaseInputSchema.safeParse({ name: form['name'] ?? '', target: form['target'] ?? '' });
     if (!input.success) {
-      return sendPage(reply, databasesPage(session, await storage.listDatabases(session.user.accountId), formatZodError(input.error, 'form')), 400);
+      return sendPage(
+        reply,
+        databasesPage(session, await storage.listDatabases(session.user.accountId), formatZodError(input.error, 'form')),
+        400,
+      );
     }
     const { database, key } = await actions.createDatabase(ctx, session.user, input.data);
     return renderSetup(request, reply, database.id, key.apiKey, 201);
@@ -205,7 +247,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
       const key = await actions.createApiKey(ctx, sessionOf(request).user, databaseId, label);
       return await renderSetup(request, reply, databaseId, key.apiKey, 201);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 409) return renderSetup(request, reply, databaseId, null, 409, err.message);
+      if (statusOfExpected(err) === 409) return renderSetup(request, reply, databaseId, null, 409, (err as Error).message);
       throw err;
     }
   });
@@ -216,11 +258,16 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return reply.redirect(`/databases/${databaseId}/setup`, 303);
   });
 
-  const renderDashboard = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, notice?: { kind: 'ok' | 'bad'; text: string }, status = 200) => {
+  const renderDashboard = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    databaseId: string,
+    notice?: { kind: 'ok' | 'bad'; text: string },
+    status = 200,
+  ) => {
     const session = sessionOf(request);
     const accountId = session.user.accountId;
-    const database = await storage.getDatabase(accountId, databaseId);
-    if (!database) throw notFound('There is no such database in your account.');
+    const database = await actions.databaseOf(ctx, session.user, databaseId);
     const [report, series, commands, events, sessions] = await Promise.all([
       storage.latestReport(accountId, databaseId),
       storage.reportSeries(accountId, databaseId, 120),
@@ -232,10 +279,23 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const asked = UuidSchema.safeParse((request.query as Record<string, unknown>)['session']);
     const shownId = asked.success ? asked.data : sessions[0]?.id;
     const found = shownId ? await storage.getTuningSession(accountId, databaseId, shownId) : null;
-    const shown = found && { view: sessionView(found.session, found.iterations), iterations: iterationViews(found.session, found.iterations) };
+    const shown = found && {
+      view: sessionView(found.session, found.iterations),
+      iterations: iterationViews(found.session, found.iterations),
+    };
     return sendPage(
       reply,
-      dashboardPage({ session, database, defaultIntervalSeconds: config.reportIntervalSeconds, report, series, commands, events, notice, tuning: { shown, sessions } }),
+      dashboardPage({
+        session,
+        database,
+        defaultIntervalSeconds: config.reportIntervalSeconds,
+        report,
+        series,
+        commands,
+        events,
+        notice,
+        tuning: { shown, sessions },
+      }),
       status,
     );
   };
@@ -248,17 +308,18 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   // Tuning sessions: a refused action is shown on the dashboard, with the reason.
   const refusedOnDashboard = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, err: unknown) => {
-    if (err instanceof HttpError && err.status !== 404 && err.status < 500) {
-      return renderDashboard(request, reply, databaseId, { kind: 'bad', text: err.message }, err.status);
+    const status = statusOfExpected(err);
+    if (status !== null && status !== 404 && status < 500) {
+      return renderDashboard(request, reply, databaseId, { kind: 'bad', text: (err as Error).message }, status);
     }
     throw err;
   };
 
-  app.post('/databases/:databaseId/sessions', async (request, reply) => {
+  app.post('/databases/:databaseId/tuning-sessions', async (request, reply) => {
     const { databaseId } = parseForm(DatabaseParams, request.params);
     try {
       const input = parseForm(StartSessionInputSchema, startInputFromForm(fields(request.body)));
-      await sessionActions.startSession(ctx, sessionOf(request).user, databaseId, input);
+      await tuning.startTuningSession(ctx, sessionOf(request).user, databaseId, input);
     } catch (err) {
       return refusedOnDashboard(request, reply, databaseId, err);
     }
@@ -266,11 +327,11 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   });
 
   for (const [action, run] of [
-    ['stop', sessionActions.stopSession],
-    ['approve', sessionActions.approveSession],
-    ['revert', sessionActions.revertSession],
+    ['stop', tuning.stopTuningSession],
+    ['approve', tuning.approveTuningSession],
+    ['revert', tuning.revertTuningSession],
   ] as const) {
-    app.post(`/databases/:databaseId/sessions/:sessionId/${action}`, async (request, reply) => {
+    app.post(`/databases/:databaseId/tuning-sessions/:sessionId/${action}`, async (request, reply) => {
       const { databaseId, sessionId } = parseForm(SessionParams, request.params);
       try {
         await run(ctx, sessionOf(request).user, databaseId, sessionId);
@@ -289,7 +350,12 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
       const raw =
         form['kind'] === 'revert'
           ? { kind: 'revert', to: form['to'] }
-          : { kind: form['kind'], values: parseValueLines(form['values'] ?? ''), keep: form['keep'] === 'true', allowRestart: form['allowRestart'] === 'true' };
+          : {
+              kind: form['kind'],
+              values: parseValueLines(form['values'] ?? ''),
+              keep: form['keep'] === 'true',
+              allowRestart: form['allowRestart'] === 'true',
+            };
       input = parseForm(CommandInputSchema, raw);
     } catch (err) {
       return renderDashboard(request, reply, databaseId, { kind: 'bad', text: `Command not sent: ${(err as Error).message}` }, 400);
@@ -297,7 +363,8 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     try {
       await actions.issueCommand(ctx, sessionOf(request).user, databaseId, input);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 409) return renderDashboard(request, reply, databaseId, { kind: 'bad', text: err.message }, 409);
+      if (statusOfExpected(err) === 409)
+        return renderDashboard(request, reply, databaseId, { kind: 'bad', text: (err as Error).message }, 409);
       throw err;
     }
     return reply.redirect(`/databases/${databaseId}?done=command`, 303);
@@ -308,7 +375,13 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const raw = (fields(request.body)['reportIntervalSeconds'] ?? '').trim();
     const seconds = raw === '' ? null : Number(raw);
     if (seconds !== null && (!Number.isInteger(seconds) || seconds < 1 || seconds > 3600)) {
-      return renderDashboard(request, reply, databaseId, { kind: 'bad', text: 'The report interval must be a whole number of seconds from 1 to 3600, or empty for the default.' }, 400);
+      return renderDashboard(
+        request,
+        reply,
+        databaseId,
+        { kind: 'bad', text: 'The report interval must be a whole number of seconds from 1 to 3600, or empty for the default.' },
+        400,
+      );
     }
     await actions.setReportInterval(ctx, sessionOf(request).user, databaseId, seconds);
     return reply.redirect(`/databases/${databaseId}?done=interval`, 303);
@@ -316,25 +389,31 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   app.get('/users', async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.user.isAdmin) throw new HttpError(403, 'forbidden', 'Only an admin can manage users.');
+    if (!session.user.isAdmin) throw new HttpError('forbidden', 'Only an admin can manage users.');
     return sendPage(reply, usersPage(session, await storage.listUsers()));
   });
 
   app.post('/users', async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.user.isAdmin) throw new HttpError(403, 'forbidden', 'Only an admin can manage users.');
+    if (!session.user.isAdmin) throw new HttpError('forbidden', 'Only an admin can manage users.');
     const form = fields(request.body);
     const input = NewUserInputSchema.safeParse({
       username: form['username'] ?? '',
       ...(form['password'] && { password: form['password'] }),
       isAdmin: form['isAdmin'] === 'true',
     });
-    if (!input.success) return sendPage(reply, usersPage(session, await storage.listUsers(), { error: formatZodError(input.error, 'form') }), 400);
+    if (!input.success)
+      return sendPage(reply, usersPage(session, await storage.listUsers(), { error: formatZodError(input.error, 'form') }), 400);
     try {
-      const created = await actions.createUser(ctx, session.user, input.data);
-      return sendPage(reply, usersPage(session, await storage.listUsers(), { created: { username: created.user.username, password: created.password } }), 201);
+      const created = await people.createUser(ctx, session.user, input.data);
+      return sendPage(
+        reply,
+        usersPage(session, await storage.listUsers(), { created: { username: created.user.username, password: created.password } }),
+        201,
+      );
     } catch (err) {
-      if (err instanceof HttpError && err.status === 409) return sendPage(reply, usersPage(session, await storage.listUsers(), { error: err.message }), 409);
+      if (statusOfExpected(err) === 409)
+        return sendPage(reply, usersPage(session, await storage.listUsers(), { error: (err as Error).message }), 409);
       throw err;
     }
   });

@@ -5,10 +5,10 @@
 // the agent's own key table). What only the operator knows stays a <PLACEHOLDER>; the real API key
 // is filled in only on the page that created it.
 import YAML from 'yaml';
-import type { TargetKindV1 } from '../../protocol/v1.ts';
+import type { TargetKind } from '../../protocol/v1.ts';
 
 export interface SetupInput {
-  target: TargetKindV1;
+  target: TargetKind;
   databaseId: string;
   /** The key, on the page that created it; null elsewhere (then `<API_KEY>`). */
   apiKey: string | null;
@@ -41,7 +41,7 @@ interface Entry {
   fileOnly?: boolean;
 }
 
-export const TARGET_LABELS: Record<TargetKindV1, string> = {
+export const TARGET_LABELS: Record<TargetKind, string> = {
   local: 'Self-hosted PostgreSQL (local)',
   'managed-a': 'Cloud A managed PostgreSQL instance',
   'managed-a-cluster': 'Cloud A managed PostgreSQL cluster (writer instance)',
@@ -58,19 +58,20 @@ CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
  * hold, so that verify-full (the agent's default there, written out so the URL means the same to
  * psql) can check them; next to a self-hosted server, libpq's default (prefer).
  */
-const CONNECTIONS: Record<TargetKindV1, { host: string; dbname: string; query: string; comment?: string }> = {
+const CONNECTIONS: Record<TargetKind, { host: string; dbname: string; query: string; comment?: string }> = {
   local: { host: 'localhost', dbname: 'postgres', query: '' },
   'managed-a': {
     host: '<INSTANCE_ENDPOINT>',
     dbname: '<DBNAME>',
     query: '?sslmode=verify-full',
-    comment: " The instance's endpoint (mydb.abcdefgh1234.us-east-1.rds.amazonaws.com): TLS, its certificate verified against the RDS CA bundles.",
+    comment:
+      " The instance's endpoint (mydb.abcdefgh1234.us-east-1.rds.amazonaws.com): TLS, its certificate verified against the RDS CA bundles.",
   },
   'managed-a-cluster': {
     host: '<CLUSTER_ENDPOINT>',
     dbname: '<DBNAME>',
     query: '?sslmode=verify-full',
-    comment: " The cluster endpoint, which follows the writer: TLS, its certificate verified against the RDS CA bundles.",
+    comment: ' The cluster endpoint, which follows the writer: TLS, its certificate verified against the RDS CA bundles.',
   },
   'managed-b-flex': {
     host: '<SERVER_NAME>.postgres.database.azure.com',
@@ -115,7 +116,13 @@ function entries(input: SetupInput): Entry[] {
     case 'managed-a':
     case 'managed-a-cluster':
       list.push(
-        { section: 'managed_a', key: 'ACCESS_KEY_ID', env: 'AGENT_CLOUDA_ACCESS_KEY_ID', value: '<ACCESS_KEY_ID>', comment: ' Leave out both keys on a host or task with an attached role.' },
+        {
+          section: 'managed_a',
+          key: 'ACCESS_KEY_ID',
+          env: 'AGENT_CLOUDA_ACCESS_KEY_ID',
+          value: '<ACCESS_KEY_ID>',
+          comment: ' Leave out both keys on a host or task with an attached role.',
+        },
         { section: 'managed_a', key: 'SECRET_ACCESS_KEY', env: 'AGENT_CLOUDA_SECRET_ACCESS_KEY', value: '<SECRET_ACCESS_KEY>' },
         { section: 'managed_a', key: 'REGION', env: 'AGENT_CLOUDA_REGION', value: '<REGION>' },
         {
@@ -130,7 +137,12 @@ function entries(input: SetupInput): Entry[] {
     case 'managed-b-flex':
       list.push(
         { section: 'managed_b_flex', key: 'subscription_id', env: 'AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID', value: '<SUBSCRIPTION_ID>' },
-        { section: 'managed_b_flex', key: 'resource_group_name', env: 'AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME', value: '<RESOURCE_GROUP_NAME>' },
+        {
+          section: 'managed_b_flex',
+          key: 'resource_group_name',
+          env: 'AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME',
+          value: '<RESOURCE_GROUP_NAME>',
+        },
         { section: 'managed_b_flex', key: 'server_name', env: 'AGENT_MANAGEDB_FLEX_SERVER_NAME', value: '<SERVER_NAME>' },
       );
       break;
@@ -174,7 +186,10 @@ export function shellQuote(value: string): string {
 
 function containerCommand(list: readonly Entry[], input: SetupInput): string {
   // The journal and lease live in a named volume: a container made anew resumes, not blind.
-  const lines = ['docker run -d --restart always --name tuner-agent', `-v ${shellQuote(`tuner-agent-${input.databaseId}`)}:${AGENT_STATE_DIR}`];
+  const lines = [
+    'docker run -d --restart always --name tuner-agent',
+    `-v ${shellQuote(`tuner-agent-${input.databaseId}`)}:${AGENT_STATE_DIR}`,
+  ];
   for (const entry of list) {
     if (entry.fileOnly) continue;
     lines.push(`-e ${entry.env}=${shellQuote(String(entry.value))}`);
@@ -222,12 +237,19 @@ function ecsTaskDefinition(list: readonly Entry[], input: SetupInput): string | 
     volumes: [
       {
         name: 'tuner-agent-state',
-        efsVolumeConfiguration: { fileSystemId: '<EFS_FILE_SYSTEM_ID>', transitEncryption: 'ENABLED', authorizationConfig: { accessPointId: '<EFS_ACCESS_POINT_ID>' } },
+        efsVolumeConfiguration: {
+          fileSystemId: '<EFS_FILE_SYSTEM_ID>',
+          transitEncryption: 'ENABLED',
+          authorizationConfig: { accessPointId: '<EFS_ACCESS_POINT_ID>' },
+        },
       },
     ],
   };
   // One line per variable: the list reads like the docker command's.
-  const text = JSON.stringify(definition, null, 2).replace(/\{\n\s+("name": "[^"\n]*"),\n\s+("value": "(?:[^"\\\n]|\\.)*")\n\s+\}/g, '{ $1, $2 }');
+  const text = JSON.stringify(definition, null, 2).replace(
+    /\{\n\s+("name": "[^"\n]*"),\n\s+("value": "(?:[^"\\\n]|\\.)*")\n\s+\}/g,
+    '{ $1, $2 }',
+  );
   return `${text}\n`;
 }
 

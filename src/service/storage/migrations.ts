@@ -224,6 +224,14 @@ ALTER TABLE tuning_iterations ADD COLUMN phase text NOT NULL DEFAULT 'search' CH
 ALTER TABLE tuning_iterations ADD COLUMN round integer;
 `,
   },
+  {
+    version: 4,
+    name: 'one word, one meaning: sessions are login_sessions (tuning sessions keep tuning_sessions)',
+    sql: `
+ALTER TABLE sessions RENAME TO login_sessions;
+ALTER INDEX sessions_expires_at RENAME TO login_sessions_expires_at;
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */
@@ -243,7 +251,9 @@ export async function migrate(driver: SqlDriver, migrations: readonly Migration[
     const newest = Math.max(0, ...done);
     const known = Math.max(0, ...migrations.map((m) => m.version));
     if (newest > known) {
-      throw new Error(`the storage has schema version ${newest}, newer than this tuner-service knows (${known}): run a newer tuner-service`);
+      throw new Error(
+        `the storage has schema version ${newest}, newer than this tuner-service knows (${known}): run a newer tuner-service`,
+      );
     }
     const applied: number[] = [];
     for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {

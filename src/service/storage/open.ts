@@ -2,6 +2,7 @@
 // Storage interface: PostgreSQL when a URL is given, else PGlite in the data directory.
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
+import { observeDriverErrors } from './observed-driver.ts';
 import { openPgliteDriver } from './pglite-driver.ts';
 import { openPostgresDriver } from './postgres-driver.ts';
 import { createSqlStorage } from './sql-storage.ts';
@@ -12,6 +13,8 @@ export interface StorageOptions {
   databaseUrl?: string | undefined;
   dataDir: string;
   poolSize?: number | undefined;
+  /** Told of each storage failure (the metrics' storage-errors counter). */
+  onError?: ((err: unknown) => void) | undefined;
 }
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
@@ -24,5 +27,5 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     await driver.close().catch(() => undefined);
     throw err;
   }
-  return createSqlStorage(driver);
+  return createSqlStorage(options.onError ? observeDriverErrors(driver, options.onError) : driver);
 }

@@ -29,7 +29,10 @@ function lockDataDir(dataDir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number.parseInt(readFileSync(path, 'utf8'), 10);
       if (Number.isInteger(holder) && holder !== process.pid && processAlive(holder)) {
-        throw new Error(`data directory ${dataDir} is in use by another tuner-service (pid ${holder}); PGlite storage serves one process: use TUNER_DATABASE_URL for several replicas`, { cause: err });
+        throw new Error(
+          `data directory ${dataDir} is in use by another tuner-service (pid ${holder}); PGlite storage serves one process: use TUNER_DATABASE_URL for several replicas`,
+          { cause: err },
+        );
       }
       rmSync(path, { force: true });
     }

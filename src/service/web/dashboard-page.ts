@@ -4,8 +4,9 @@
 import { getKnob } from '../../knobs/catalog.ts';
 import type { Command, Setting } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
-import type { CommandRecord, DatabaseSummary, ReportPoint, Session, StoredEvent, StoredReport } from '../storage/storage.ts';
-import { commandState } from '../views.ts';
+import type { CommandRecord, DatabaseSummary, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
+import type { LoginSession } from '../people/store.ts';
+import { commandState } from '../databases/views.ts';
 import { sparkline } from './charts.ts';
 import { agentBadge } from './databases-page.ts';
 import { formatBytes, formatMs, formatNumber, formatPercent, formatRelative, formatTime } from './format.ts';
@@ -14,7 +15,7 @@ import { csrfField, page } from './layout.ts';
 import { sessionSection, type SessionSectionInput } from './session-section.ts';
 
 export interface DashboardInput {
-  session: Session;
+  session: LoginSession;
   database: DatabaseSummary;
   defaultIntervalSeconds: number;
   report: StoredReport | null;
@@ -61,16 +62,28 @@ function metricTiles(metrics: MetricsReport | null, series: readonly ReportPoint
   return html`<div class="grid four tiles">
   <div class="tile"><div class="label">Avg query runtime</div><div class="value" id="metric-avg-runtime">${formatMs(d?.avgQueryRuntimeMs)}</div>
     <div class="note">${d?.weightedQueryRuntimeMs != null ? `baseline mix: ${formatMs(d.weightedQueryRuntimeMs)}` : 'top-level statements'}</div>
-    ${sparkline(series.map((p) => p.avgQueryRuntimeMs), 'average query runtime, recent reports')}</div>
+    ${sparkline(
+      series.map((p) => p.avgQueryRuntimeMs),
+      'average query runtime, recent reports',
+    )}</div>
   <div class="tile"><div class="label">Transactions / s</div><div class="value" id="metric-tps">${formatNumber(d?.tps, 1)}</div>
     <div class="note">${d ? `${formatNumber(d.calls)} calls in ${formatNumber(metrics?.interval.seconds, 0)} s` : ''}</div>
-    ${sparkline(series.map((p) => p.tps), 'transactions per second, recent reports')}</div>
+    ${sparkline(
+      series.map((p) => p.tps),
+      'transactions per second, recent reports',
+    )}</div>
   <div class="tile"><div class="label">Cache hit ratio</div><div class="value" id="metric-cache-hit">${formatPercent(d?.cacheHitRatio)}</div>
     <div class="note">shared buffers, all databases</div>
-    ${sparkline(series.map((p) => p.cacheHitRatio), 'cache hit ratio, recent reports')}</div>
+    ${sparkline(
+      series.map((p) => p.cacheHitRatio),
+      'cache hit ratio, recent reports',
+    )}</div>
   <div class="tile"><div class="label">Connections</div><div class="value" id="metric-connections">${conn ? `${conn.connections.total} / ${conn.maxConnections}` : '–'}</div>
     <div class="note">${conn ? `${conn.connections.active} active, ${conn.connections.idle} idle, ${conn.connections.idleInTransaction} idle in transaction` : ''}</div>
-    ${sparkline(series.map((p) => p.connections), 'connections, recent reports')}</div>
+    ${sparkline(
+      series.map((p) => p.connections),
+      'connections, recent reports',
+    )}</div>
 </div>`;
 }
 
@@ -112,7 +125,13 @@ function describeCommand(command: Command): Html {
   return html`<strong>apply</strong>${command.keep ? ' (keep)' : ' (trial)'}${command.allowRestart ? ', may restart' : ''}${values}`;
 }
 
-const STATE_BADGE: Record<ReturnType<typeof commandState>, string> = { pending: 'off', sent: 'warn', applied: 'ok', refused: 'bad', failed: 'bad' };
+const STATE_BADGE: Record<ReturnType<typeof commandState>, string> = {
+  pending: 'off',
+  sent: 'warn',
+  applied: 'ok',
+  refused: 'bad',
+  failed: 'bad',
+};
 
 function commandsCard(input: DashboardInput): Html {
   const { database, session } = input;

@@ -1,7 +1,8 @@
 // The home page: the account's databases with their agents' status, and the form for a new one.
 import { TargetKindSchema } from '../../protocol/v1.ts';
 import { TARGET_LABELS } from '../setup/snippets.ts';
-import type { DatabaseSummary, Session } from '../storage/storage.ts';
+import type { DatabaseSummary } from '../databases/store.ts';
+import type { LoginSession } from '../people/store.ts';
 import { formatRelative, formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
@@ -12,7 +13,7 @@ export function agentBadge(db: DatabaseSummary): Html {
   return html`<span class="badge warn">${db.agent.releasedAt ? 'stopped' : 'not reporting'}</span>`;
 }
 
-export function databasesPage(session: Session, databases: readonly DatabaseSummary[], error?: string): Html {
+export function databasesPage(session: LoginSession, databases: readonly DatabaseSummary[], error?: string): Html {
   const rows = databases.map(
     (db) => html`<tr>
   <td><a href="/databases/${db.id}">${db.name}</a><div class="muted mono">${db.id}</div></td>
@@ -31,9 +32,11 @@ export function databasesPage(session: Session, databases: readonly DatabaseSumm
 <p class="sub">Each database is tuned by one agent that reports here with an API key of that database.</p>
 ${error ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
 <div class="card">
-  ${databases.length === 0
-    ? html`<p class="empty">No database yet: add the first one below.</p>`
-    : html`<table><thead><tr><th>Name</th><th>Target</th><th>Agent</th><th>Host</th><th>Last report</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}
+  ${
+    databases.length === 0
+      ? html`<p class="empty">No database yet: add the first one below.</p>`
+      : html`<table><thead><tr><th>Name</th><th>Target</th><th>Agent</th><th>Host</th><th>Last report</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+  }
 </div>
 <div class="card">
   <h2>Add a database</h2>

@@ -33,10 +33,22 @@ export function formatRelative(date: Date | null | undefined, now = new Date()):
   if (!date) return 'never';
   const seconds = Math.round((now.getTime() - date.getTime()) / 1000);
   const abs = Math.abs(seconds);
-  const text = abs < 60 ? `${abs} s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${Math.round(abs / 3600)} h` : `${Math.round(abs / 86_400)} d`;
+  const text =
+    abs < 60
+      ? `${abs} s`
+      : abs < 3600
+        ? `${Math.round(abs / 60)} min`
+        : abs < 86_400
+          ? `${Math.round(abs / 3600)} h`
+          : `${Math.round(abs / 86_400)} d`;
   return seconds >= 0 ? `${text} ago` : `in ${text}`;
 }
 
 export function formatTime(date: Date | null | undefined): string {
-  return date ? date.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : '–';
+  return date
+    ? date
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ' UTC')
+    : '–';
 }

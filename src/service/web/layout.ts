@@ -1,17 +1,17 @@
 // The frame of every page: head, top bar with navigation and the log-out form.
-import type { Session } from '../storage/storage.ts';
+import type { LoginSession } from '../people/store.ts';
 import { html, type Html } from './html.ts';
 
 export interface PageFrame {
   title: string;
-  session: Session | null;
+  session: LoginSession | null;
   /** Which navigation entry is current. */
   nav?: 'databases' | 'users';
   body: Html;
 }
 
 /** A hidden field with the session's CSRF token: every form that changes something has one. */
-export function csrfField(session: Session): Html {
+export function csrfField(session: LoginSession): Html {
   return html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
 }
 
@@ -46,7 +46,7 @@ ${frame.body}
 `;
 }
 
-export function errorPage(session: Session | null, status: number, message: string): Html {
+export function errorPage(session: LoginSession | null, status: number, message: string): Html {
   return page({
     title: status === 404 ? 'Not found' : 'Something went wrong',
     session,

@@ -22,7 +22,9 @@ const H = 240;
 const M = { left: 46, right: 14, top: 14, bottom: 30 };
 
 export function sessionChart(points: readonly ChartPoint[]): Html {
-  const values = points.flatMap((p) => (p.value !== null && !p.contaminated ? [p.value, ...(p.interval ? [p.interval.low, p.interval.high] : [])] : []));
+  const values = points.flatMap((p) =>
+    p.value !== null && !p.contaminated ? [p.value, ...(p.interval ? [p.interval.low, p.interval.high] : [])] : [],
+  );
   const lo = Math.max(0.05, Math.min(0.9, ...values));
   const hi = Math.min(5, Math.max(1.1, ...values));
   const pad = (hi - lo) * 0.08;
@@ -52,9 +54,13 @@ export function sessionChart(points: readonly ChartPoint[]): Html {
     }
     if (p.value === null) return html``;
     const cy = y(p.value);
-    if (p.contaminated) return html`<circle cx="${f(cx)}" cy="${f(cy)}" r="5" fill="none" stroke="#b0b6c0" stroke-width="1.5"><title>window ${p.ordinal}: contaminated, measured again</title></circle>`;
-    if (p.kind === 'baseline') return html`<rect x="${f(cx - 4)}" y="${f(cy - 4)}" width="8" height="8" fill="#8a93a3"><title>baseline window ${p.ordinal}: runtime ${p.value.toFixed(3)} × the first baseline's</title></rect>`;
-    const bar = p.interval ? html`<line x1="${f(cx)}" x2="${f(cx)}" y1="${f(y(p.interval.low))}" y2="${f(y(p.interval.high))}" stroke="#9fb3ea" stroke-width="2"/>` : '';
+    if (p.contaminated)
+      return html`<circle cx="${f(cx)}" cy="${f(cy)}" r="5" fill="none" stroke="#b0b6c0" stroke-width="1.5"><title>window ${p.ordinal}: contaminated, measured again</title></circle>`;
+    if (p.kind === 'baseline')
+      return html`<rect x="${f(cx - 4)}" y="${f(cy - 4)}" width="8" height="8" fill="#8a93a3"><title>baseline window ${p.ordinal}: runtime ${p.value.toFixed(3)} × the first baseline's</title></rect>`;
+    const bar = p.interval
+      ? html`<line x1="${f(cx)}" x2="${f(cx)}" y1="${f(y(p.interval.low))}" y2="${f(y(p.interval.high))}" stroke="#9fb3ea" stroke-width="2"/>`
+      : '';
     const title = `window ${p.ordinal}: ${p.value.toFixed(3)}${p.interval ? ` (95 % ${p.interval.low.toFixed(3)}–${p.interval.high.toFixed(3)})` : ''}`;
     return p.kind === 'candidate'
       ? html`${bar}<circle cx="${f(cx)}" cy="${f(cy)}" r="4" fill="#fff" stroke="#2f5bd3" stroke-width="2"><title>A/B ${title}</title></circle>`

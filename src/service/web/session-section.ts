@@ -1,18 +1,20 @@
 // The dashboard's tuning-session section: the session (state, what it waits for, its chart and
 // iterations with their configuration diff against the baseline), the buttons that act on it
 // (stop, approve, revert), the form that starts one, and the earlier sessions.
-import type { ConfigChange } from '../sessions/space.ts';
-import { ENGINE_LIMITS } from '../sessions/engine.ts';
-import { SESSION_LIMITS } from '../sessions/params.ts';
-import type { iterationViews, sessionView } from '../sessions/views.ts';
-import { ACTIVE_SESSION_STATES, type DatabaseSummary, type Session, type TuningSessionRecord } from '../storage/storage.ts';
+import type { ConfigChange } from '../tuning/space.ts';
+import { ENGINE_LIMITS } from '../tuning/engine.ts';
+import { SESSION_LIMITS } from '../tuning/params.ts';
+import type { iterationViews, sessionView } from '../tuning/views.ts';
+import type { DatabaseSummary } from '../databases/store.ts';
+import type { LoginSession } from '../people/store.ts';
+import { ACTIVE_SESSION_STATES, type TuningSessionRecord } from '../tuning/store.ts';
 import { formatMs, formatNumber, formatRelative, formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField } from './layout.ts';
 import { sessionChart } from './session-chart.ts';
 
 export interface SessionSectionInput {
-  session: Session;
+  session: LoginSession;
   database: DatabaseSummary;
   /** The session shown in detail (the latest, or the one asked for), with its iterations. */
   shown: { view: ReturnType<typeof sessionView>; iterations: ReturnType<typeof iterationViews> } | null;
@@ -32,7 +34,14 @@ const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: s
   failed: { text: 'failed', badge: 'bad' },
 };
 
-const ITERATION_BADGE: Record<string, string> = { applying: 'warn', measuring: 'warn', ok: 'ok', failed: 'bad', cancelled: 'off', contaminated: 'warn' };
+const ITERATION_BADGE: Record<string, string> = {
+  applying: 'warn',
+  measuring: 'warn',
+  ok: 'ok',
+  failed: 'bad',
+  cancelled: 'off',
+  contaminated: 'warn',
+};
 const ACTIVE = new Set(ACTIVE_SESSION_STATES);
 
 const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(3));
@@ -52,8 +61,15 @@ function diffList(diff: readonly ConfigChange[], open = false): Html {
   return html`${diff.slice(0, SHOWN_CHANGES).map(line)}<details${open ? html` open` : ''}><summary class="muted">${diff.length - SHOWN_CHANGES} more changes</summary>${diff.slice(SHOWN_CHANGES).map(line)}</details>`;
 }
 
-function actionButton(input: SessionSectionInput, sessionId: string, action: 'stop' | 'approve' | 'revert', label: string, style: string, confirm: string | null): Html {
-  return html`<form class="inline" method="post" action="/databases/${input.database.id}/sessions/${sessionId}/${action}"${confirm ? html` data-confirm="${confirm}"` : ''}>
+function actionButton(
+  input: SessionSectionInput,
+  sessionId: string,
+  action: 'stop' | 'approve' | 'revert',
+  label: string,
+  style: string,
+  confirm: string | null,
+): Html {
+  return html`<form class="inline" method="post" action="/databases/${input.database.id}/tuning-sessions/${sessionId}/${action}"${confirm ? html` data-confirm="${confirm}"` : ''}>
   ${csrfField(input.session)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
 }
 
@@ -82,7 +98,8 @@ function driftText(v: View): Html {
 
 function verificationText(v: View): Html {
   const verification = v.verification;
-  if (!verification) return html`<span class="muted">after the search: the best against the baseline, ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds, recommended only if the whole ${v.confidencePercent} % interval shows a gain of at least ${v.minEffectPercent} %</span>`;
+  if (!verification)
+    return html`<span class="muted">after the search: the best against the baseline, ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds, recommended only if the whole ${v.confidencePercent} % interval shows a gain of at least ${v.minEffectPercent} %</span>`;
   const verdict =
     verification.decision === 'recommend'
       ? html`<span class="badge ok">recommended</span>`
@@ -93,7 +110,10 @@ function verificationText(v: View): Html {
 }
 
 const objectiveText = (it: IterationView): Html => {
-  if (it.kind === 'baseline') return it.baselineRatio === null ? html`–` : html`<span class="muted" title="runtime over the first baseline window's: the drift">×${ratio(it.baselineRatio)}</span>`;
+  if (it.kind === 'baseline')
+    return it.baselineRatio === null
+      ? html`–`
+      : html`<span class="muted" title="runtime over the first baseline window's: the drift">×${ratio(it.baselineRatio)}</span>`;
   if (it.objective === null) return html`–`;
   return html`${ratio(it.objective)}${it.objectiveInterval ? html`<div class="muted small" title="95 % interval from the measured noise of one window">${ratio(it.objectiveInterval.low)}–${ratio(it.objectiveInterval.high)}</div>` : ''}`;
 };
@@ -162,7 +182,7 @@ ${iterationsTable(shown)}
 function startForm(input: SessionSectionInput): Html {
   const agent = input.database.agent;
   const restartPossible = agent?.allowRestart === true && input.database.target !== 'managed-b-flex';
-  return html`<form class="stack" method="post" action="/databases/${input.database.id}/sessions" id="session-start">
+  return html`<form class="stack" method="post" action="/databases/${input.database.id}/tuning-sessions" id="session-start">
   ${csrfField(input.session)}
   <h3>Start a tuning session</h3>
   <p class="muted">The session measures the baseline, then tries one configuration per trial (the agent's guardrails watch it and revert it on their own), measuring the baseline again every ${ENGINE_LIMITS.baselineEvery} trials. Then it verifies the best against the baseline in A/B rounds, and recommends it only if the whole confidence interval shows at least the minimum effect.</p>
@@ -187,7 +207,8 @@ function earlierSessions(input: SessionSectionInput): Html {
   const others = input.sessions.filter((s) => s.id !== input.shown?.view.id);
   if (others.length === 0) return html``;
   return html`<h3>Other sessions</h3><table id="session-list"><tbody>${others.map(
-    (s) => html`<tr><td><a href="/databases/${input.database.id}?session=${s.id}#session">${formatTime(s.createdAt)}</a></td><td>${stateBadge(s.state)}</td><td class="muted">${s.message ?? ''}</td></tr>`,
+    (s) =>
+      html`<tr><td><a href="/databases/${input.database.id}?session=${s.id}#session">${formatTime(s.createdAt)}</a></td><td>${stateBadge(s.state)}</td><td class="muted">${s.message ?? ''}</td></tr>`,
   )}</tbody></table>`;
 }
 

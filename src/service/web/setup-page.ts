@@ -2,13 +2,14 @@
 // commands (and Cloud A's ECS task), and the database's API keys. A new key appears in full
 // only on the page that created it.
 import { setupSnippets, TARGET_LABELS } from '../setup/snippets.ts';
-import type { ApiKeyInfo, DatabaseSummary, Session } from '../storage/storage.ts';
+import type { ApiKeyInfo, DatabaseSummary } from '../databases/store.ts';
+import type { LoginSession } from '../people/store.ts';
 import { formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 
 export interface SetupPageInput {
-  session: Session;
+  session: LoginSession;
   database: DatabaseSummary;
   keys: readonly ApiKeyInfo[];
   /** The key just created, shown once. */
@@ -45,20 +46,33 @@ export function setupPage(input: SetupPageInput): Html {
     agentImage: input.agentImage,
     installScriptUrl: input.installScriptUrl,
   });
-  const binaries = input.binaryTargets.length > 0
-    ? snippet('binary-command', 'Install and run the binary', s.binaryCommands, html`<p class="muted">The installer puts <code>tuner-agent</code> in the current directory and checks its SHA-256. Binaries here: <span id="binary-targets">${input.binaryTargets.join(', ')}</span>.</p>`)
-    : html`<div class="notice warn" id="no-binaries" role="status"><strong>This tuning service has no tuner-agent binaries to install</strong>: its administrator builds them with <code>npm run build:agent</code> (docs/install.md). Until then, run the container below, or the agent from the npm package.</div>`;
+  const binaries =
+    input.binaryTargets.length > 0
+      ? snippet(
+          'binary-command',
+          'Install and run the binary',
+          s.binaryCommands,
+          html`<p class="muted">The installer puts <code>tuner-agent</code> in the current directory and checks its SHA-256. Binaries here: <span id="binary-targets">${input.binaryTargets.join(', ')}</span>.</p>`,
+        )
+      : html`<div class="notice warn" id="no-binaries" role="status"><strong>This tuning service has no tuner-agent binaries to install</strong>: its administrator builds them with <code>npm run build:agent</code> (docs/install.md). Until then, run the container below, or the agent from the npm package.</div>`;
   const ecs = s.ecsTaskDefinition
-    ? snippet('ecs-task-definition', 'Or on Cloud A container orchestration: an ECS task definition', s.ecsTaskDefinition, html`<p class="muted">The task role (with the policy that <code>tuner-agent permissions --${database.target}</code> prints) takes the place of access keys; the EFS volume keeps the journal and lease when a task is replaced.</p>`)
+    ? snippet(
+        'ecs-task-definition',
+        'Or on Cloud A container orchestration: an ECS task definition',
+        s.ecsTaskDefinition,
+        html`<p class="muted">The task role (with the policy that <code>tuner-agent permissions --${database.target}</code> prints) takes the place of access keys; the EFS volume keeps the journal and lease when a task is replaced.</p>`,
+      )
     : '';
   const keyRows = keys.map(
     (k) => html`<tr>
   <td class="mono">${k.displayPrefix}…</td><td>${k.label || html`<span class="muted">–</span>`}</td>
   <td>${formatTime(k.createdAt)}</td>
   <td>${k.revokedAt ? html`<span class="badge off">revoked ${formatTime(k.revokedAt)}</span>` : html`<span class="badge ok">live</span>`}</td>
-  <td>${k.revokedAt
-    ? ''
-    : html`<form class="inline" method="post" action="/databases/${database.id}/keys/${k.id}/revoke" data-confirm="Revoke this key? Agents using it are refused from then on.">${csrfField(session)}<button class="danger small" type="submit">Revoke</button></form>`}</td>
+  <td>${
+    k.revokedAt
+      ? ''
+      : html`<form class="inline" method="post" action="/databases/${database.id}/keys/${k.id}/revoke" data-confirm="Revoke this key? Agents using it are refused from then on.">${csrfField(session)}<button class="danger small" type="submit">Revoke</button></form>`
+  }</td>
 </tr>`,
   );
   return page({
@@ -68,19 +82,30 @@ export function setupPage(input: SetupPageInput): Html {
     body: html`<h1>Agent setup: ${database.name}</h1>
 <p class="sub">${TARGET_LABELS[database.target]} · database id <code id="database-id">${database.id}</code> · <a href="/databases/${database.id}">Dashboard</a></p>
 ${input.error ? html`<div class="notice bad" role="alert">${input.error}</div>` : ''}
-${keysTravelInClear(input.serverUrl)
-  ? html`<div class="notice bad" id="plain-http-warning" role="alert"><strong>Agents would send their API key over plain HTTP</strong> to <code>${input.serverUrl}</code>, readable by anyone on the network path. Serve this service over HTTPS (<code>--tls-cert</code> and <code>--tls-key</code>, or a reverse proxy with <code>--public-url https://…</code>) before you install agents on other hosts.</div>`
-  : ''}
-${newKey
-  ? html`<div class="notice ok" role="status"><strong>Your new API key</strong> (shown only now: copy it into agent.yaml, it is stored only as a hash):<br>
+${
+  keysTravelInClear(input.serverUrl)
+    ? html`<div class="notice bad" id="plain-http-warning" role="alert"><strong>Agents would send their API key over plain HTTP</strong> to <code>${input.serverUrl}</code>, readable by anyone on the network path. Serve this service over HTTPS (<code>--tls-cert</code> and <code>--tls-key</code>, or a reverse proxy with <code>--public-url https://…</code>) before you install agents on other hosts.</div>`
+    : ''
+}
+${
+  newKey
+    ? html`<div class="notice ok" role="status"><strong>Your new API key</strong> (shown only now: copy it into agent.yaml, it is stored only as a hash):<br>
 <span class="secret" id="api-key">${newKey}</span> <button type="button" class="secondary small" data-copy="api-key">Copy</button><br>
 <span class="muted">The agent.yaml and the container command below already hold it.</span></div>`
-  : html`<div class="notice warn">API keys are shown once, when they are created; below they read <code>&lt;API_KEY&gt;</code>. Lost one? Create a new key and revoke the old.</div>`}
+    : html`<div class="notice warn">API keys are shown once, when they are created; below they read <code>&lt;API_KEY&gt;</code>. Lost one? Create a new key and revoke the old.</div>`
+}
 <div class="card">
 <ol class="steps">
-  <li>${snippet('database-sql', 'On the database, as a privileged user (psql, port 5432)', s.databaseSql, html`<p class="muted">Choose a strong password for <code>agent_user</code> in place of &lt;AGENT_USER_PASSWORD&gt;. pg_stat_statements must be in shared_preload_libraries.${
-      database.target === 'local' ? html` To let the agent apply changes without a superuser (PostgreSQL 15+), run the grants that <code>./tuner-agent permissions --local</code> prints.` : ''
-    }</p>`)}</li>
+  <li>${snippet(
+    'database-sql',
+    'On the database, as a privileged user (psql, port 5432)',
+    s.databaseSql,
+    html`<p class="muted">Choose a strong password for <code>agent_user</code> in place of &lt;AGENT_USER_PASSWORD&gt;. pg_stat_statements must be in shared_preload_libraries.${
+      database.target === 'local'
+        ? html` To let the agent apply changes without a superuser (PostgreSQL 15+), run the grants that <code>./tuner-agent permissions --local</code> prints.`
+        : ''
+    }</p>`,
+  )}</li>
   <li>${snippet('agent-yaml', 'agent.yaml, next to the tuner-agent binary', s.agentYaml, html`<p class="muted">Replace each &lt;PLACEHOLDER&gt; with your values.</p>`)}</li>
   <li>${binaries}
       ${snippet('container-command', 'Or run the container (configured by environment variables)', s.containerCommand)}

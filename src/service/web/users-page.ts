@@ -1,10 +1,14 @@
 // The admin's page: the users, and a form for a new one (each user gets an account of their own).
-import type { Session, User } from '../storage/storage.ts';
+import type { LoginSession, User } from '../people/store.ts';
 import { formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 
-export function usersPage(session: Session, users: readonly User[], result?: { created?: { username: string; password: string | null }; error?: string }): Html {
+export function usersPage(
+  session: LoginSession,
+  users: readonly User[],
+  result?: { created?: { username: string; password: string | null }; error?: string },
+): Html {
   return page({
     title: 'Users',
     session,
@@ -12,11 +16,15 @@ export function usersPage(session: Session, users: readonly User[], result?: { c
     body: html`<h1>Users</h1>
 <p class="sub">Each user has an account of their own: they see only the databases they created.</p>
 ${result?.error ? html`<div class="notice bad" role="alert">${result.error}</div>` : ''}
-${result?.created
-  ? html`<div class="notice ok" role="status">User <strong>${result.created.username}</strong> created.${result.created.password
-      ? html` Their password, shown only now: <span class="secret" id="new-password">${result.created.password}</span>`
-      : ''}</div>`
-  : ''}
+${
+  result?.created
+    ? html`<div class="notice ok" role="status">User <strong>${result.created.username}</strong> created.${
+        result.created.password
+          ? html` Their password, shown only now: <span class="secret" id="new-password">${result.created.password}</span>`
+          : ''
+      }</div>`
+    : ''
+}
 <div class="card"><table><thead><tr><th>Username</th><th>Role</th><th>Created</th></tr></thead><tbody>
 ${users.map((u) => html`<tr><td>${u.username}</td><td>${u.isAdmin ? 'admin' : 'user'}</td><td>${formatTime(u.createdAt)}</td></tr>`)}
 </tbody></table></div>

@@ -34,7 +34,14 @@ export const INSTANCE_TYPES: Readonly<Record<string, { vcpus: number; memoryMiB:
 };
 
 /** Parameters that exist only in Aurora's cluster parameter group, in this fake. */
-export const AURORA_CLUSTER_ONLY = new Set(['jit', 'wal_level', 'max_wal_senders', 'max_replication_slots', 'shared_preload_libraries', 'track_commit_timestamp']);
+export const AURORA_CLUSTER_ONLY = new Set([
+  'jit',
+  'wal_level',
+  'max_wal_senders',
+  'max_replication_slots',
+  'shared_preload_libraries',
+  'track_commit_timestamp',
+]);
 
 type ApplyStatus = 'in-sync' | 'applying' | 'pending-reboot';
 
@@ -119,7 +126,8 @@ export function evaluateFormula(value: string, vars: Readonly<Record<string, num
       return n;
     };
     let result = operand(tokens[0] ?? '');
-    for (let i = 1; i < tokens.length; i += 2) result = tokens[i] === '*' ? result * operand(tokens[i + 1] ?? '') : result / operand(tokens[i + 1] ?? '');
+    for (let i = 1; i < tokens.length; i += 2)
+      result = tokens[i] === '*' ? result * operand(tokens[i + 1] ?? '') : result / operand(tokens[i + 1] ?? '');
     return result;
   };
   let out = value.replace(/\{([^}]*)\}/g, (_, expr: string) => String(Math.floor(arithmetic(expr))));
@@ -144,8 +152,15 @@ export class FakeCloud {
   readonly clusters = new Map<string, FakeCluster>();
   /** CloudWatch values the fake reports for every instance. */
   readonly metricValues = new Map<string, number>([
-    ['CPUUtilization', 12.5], ['FreeableMemory', 3 * GiB], ['SwapUsage', 0], ['ReadIOPS', 120], ['WriteIOPS', 80],
-    ['ReadLatency', 0.0012], ['WriteLatency', 0.0021], ['DiskQueueDepth', 0.4], ['DatabaseConnections', 7],
+    ['CPUUtilization', 12.5],
+    ['FreeableMemory', 3 * GiB],
+    ['SwapUsage', 0],
+    ['ReadIOPS', 120],
+    ['WriteIOPS', 80],
+    ['ReadLatency', 0.0012],
+    ['WriteLatency', 0.0021],
+    ['DiskQueueDepth', 0.4],
+    ['DatabaseConnections', 7],
   ]);
   /** Failures of the background work (an apply PostgreSQL refused), for the test to look at. */
   readonly failures: string[] = [];
@@ -159,7 +174,13 @@ export class FakeCloud {
 
   // ---- setup --------------------------------------------------------------------------------
 
-  addGroup(spec: { name: string; kind?: GroupKind; aurora?: boolean; values?: Record<string, string>; system?: Record<string, string> }): FakeGroup {
+  addGroup(spec: {
+    name: string;
+    kind?: GroupKind;
+    aurora?: boolean;
+    values?: Record<string, string>;
+    system?: Record<string, string>;
+  }): FakeGroup {
     const kind = spec.kind ?? 'instance';
     const aurora = spec.aurora ?? kind === 'cluster';
     const family = `${aurora ? 'aurora-postgresql' : 'postgres'}${this.engine.majorVersion}`;
@@ -212,7 +233,14 @@ export class FakeCloud {
     return instance;
   }
 
-  async addCluster(spec: { id: string; group: string; members: string[]; writer: string; serverless?: { min: number; max: number }; postgres?: boolean }): Promise<FakeCluster> {
+  async addCluster(spec: {
+    id: string;
+    group: string;
+    members: string[];
+    writer: string;
+    serverless?: { min: number; max: number };
+    postgres?: boolean;
+  }): Promise<FakeCluster> {
     this.group('cluster', spec.group);
     const cluster: FakeCluster = {
       id: spec.id,
@@ -257,7 +285,7 @@ export class FakeCloud {
   /** The memory Cloud A's formulas see (DBInstanceClassMemory), and the vCPUs. */
   size(instance: FakeInstance): { memoryBytes: number; vcpus: number } {
     if (instance.instanceClass === 'db.serverless') {
-      const max = instance.clusterId ? this.cluster(instance.clusterId).serverless?.max ?? 1 : 1;
+      const max = instance.clusterId ? (this.cluster(instance.clusterId).serverless?.max ?? 1) : 1;
       return { memoryBytes: max * 2 * GiB, vcpus: Math.max(1, Math.ceil(max / 4)) };
     }
     const type = INSTANCE_TYPES[instance.instanceClass.replace(/^db\./, '')];
@@ -284,9 +312,11 @@ export class FakeCloud {
   /** ModifyDB(Cluster)ParameterGroup and ResetDB(Cluster)ParameterGroup: checked whole, then applied. */
   changeGroup(kind: GroupKind, name: string, changes: readonly ParameterChange[]): void {
     const group = this.group(kind, name);
-    if (group.name.startsWith('default.')) throw new FakeAwsError('InvalidParameterValue', `The parameter group ${group.name} can't be modified.`);
+    if (group.name.startsWith('default.'))
+      throw new FakeAwsError('InvalidParameterValue', `The parameter group ${group.name} can't be modified.`);
     if (changes.length === 0) throw new FakeAwsError('InvalidParameterValue', 'At least one parameter must be specified.');
-    if (changes.length > 20) throw new FakeAwsError('InvalidParameterValue', 'A maximum of 20 parameters can be modified in a single request.');
+    if (changes.length > 20)
+      throw new FakeAwsError('InvalidParameterValue', 'A maximum of 20 parameters can be modified in a single request.');
     for (const c of changes) this.#check(group, c);
     for (const c of changes) {
       const p = group.parameters.get(c.name)!;
@@ -310,13 +340,15 @@ export class FakeCloud {
     const p = group.parameters.get(c.name);
     if (!p) throw new FakeAwsError('InvalidParameterValue', `Could not find parameter with name: ${c.name}`);
     if (!p.modifiable) throw new FakeAwsError('InvalidParameterValue', `The parameter ${c.name} cannot be modified.`);
-    if (c.method !== 'immediate' && c.method !== 'pending-reboot') throw new FakeAwsError('InvalidParameterValue', `Invalid apply method ${c.method} for parameter ${c.name}`);
+    if (c.method !== 'immediate' && c.method !== 'pending-reboot')
+      throw new FakeAwsError('InvalidParameterValue', `Invalid apply method ${c.method} for parameter ${c.name}`);
     if (p.applyType === 'static' && c.method === 'immediate') {
       throw new FakeAwsError('InvalidParameterCombination', `cannot use immediate apply method for static parameter ${c.name}`);
     }
     if (c.value === undefined) return;
     if (isFormula(c.value)) {
-      if (p.dataType !== 'integer' && p.dataType !== 'float') throw new FakeAwsError('InvalidParameterValue', `Formulas are not supported for parameter ${c.name}`);
+      if (p.dataType !== 'integer' && p.dataType !== 'float')
+        throw new FakeAwsError('InvalidParameterValue', `Formulas are not supported for parameter ${c.name}`);
       evaluateFormula(c.value, { DBInstanceClassMemory: GiB, DBInstanceVCPU: 1, AllocatedStorage: 1 });
       return;
     }
@@ -328,15 +360,25 @@ export class FakeCloud {
       if (c.value.trim() === '' || !Number.isFinite(n) || n < Number(range[1]) || n > Number(range[2])) {
         throw new FakeAwsError('InvalidParameterValue', `Value: ${c.value} is outside of range: ${allowed} for parameter: ${c.name}`);
       }
-    } else if (!allowed.split(',').map((a) => a.toLowerCase()).includes(c.value.toLowerCase())) {
-      throw new FakeAwsError('InvalidParameterValue', `Value: ${c.value} is not allowed for parameter: ${c.name}. Allowed values are: ${allowed}`);
+    } else if (
+      !allowed
+        .split(',')
+        .map((a) => a.toLowerCase())
+        .includes(c.value.toLowerCase())
+    ) {
+      throw new FakeAwsError(
+        'InvalidParameterValue',
+        `Value: ${c.value} is not allowed for parameter: ${c.name}. Allowed values are: ${allowed}`,
+      );
     }
   }
 
   /** Every (apply status, instance) a group change concerns. */
   #holdersOf(group: FakeGroup): Array<{ holder: Holder; instance: FakeInstance }> {
     if (group.kind === 'instance') {
-      return [...this.instances.values()].filter((i) => i.groupName === group.name).map((instance) => ({ holder: instance.holder, instance }));
+      return [...this.instances.values()]
+        .filter((i) => i.groupName === group.name)
+        .map((instance) => ({ holder: instance.holder, instance }));
     }
     return [...this.clusters.values()]
       .filter((c) => c.groupName === group.name)

@@ -29,19 +29,40 @@ interface SettingRow {
 
 /** Parameters a managed service keeps to itself (connection and file layout). */
 const NOT_MODIFIABLE = new Set([
-  'port', 'listen_addresses', 'unix_socket_directories', 'unix_socket_group', 'unix_socket_permissions', 'data_directory',
-  'config_file', 'hba_file', 'ident_file', 'external_pid_file', 'logging_collector', 'log_directory', 'ssl_cert_file', 'ssl_key_file',
+  'port',
+  'listen_addresses',
+  'unix_socket_directories',
+  'unix_socket_group',
+  'unix_socket_permissions',
+  'data_directory',
+  'config_file',
+  'hba_file',
+  'ident_file',
+  'external_pid_file',
+  'logging_collector',
+  'log_directory',
+  'ssl_cert_file',
+  'ssl_key_file',
 ]);
 
-const DATA_TYPES: Record<string, TemplateParameter['dataType']> = { bool: 'boolean', integer: 'integer', real: 'float', enum: 'string', string: 'string' };
+const DATA_TYPES: Record<string, TemplateParameter['dataType']> = {
+  bool: 'boolean',
+  integer: 'integer',
+  real: 'float',
+  enum: 'string',
+  string: 'string',
+};
 
 function toTemplate(row: SettingRow): TemplateParameter {
   const dataType = DATA_TYPES[row.vartype] ?? 'string';
-  const allowedValues = dataType === 'boolean'
-    ? '0,1'
-    : row.vartype === 'enum'
-      ? row.enumvals?.join(',')
-      : row.min_val !== null && row.max_val !== null ? `${row.min_val}-${row.max_val}` : undefined;
+  const allowedValues =
+    dataType === 'boolean'
+      ? '0,1'
+      : row.vartype === 'enum'
+        ? row.enumvals?.join(',')
+        : row.min_val !== null && row.max_val !== null
+          ? `${row.min_val}-${row.max_val}`
+          : undefined;
   const engineDefault = row.boot_val === null ? undefined : dataType === 'boolean' ? (row.boot_val === 'on' ? '1' : '0') : row.boot_val;
   return {
     name: row.name,

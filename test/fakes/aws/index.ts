@@ -62,7 +62,12 @@ export interface FakeAwsOptions {
   https?: TestCa;
 }
 
-const DENIED: Record<Service, string> = { rds: 'AccessDenied', ec2: 'UnauthorizedOperation', cloudwatch: 'AccessDenied', pi: 'AccessDeniedException' };
+const DENIED: Record<Service, string> = {
+  rds: 'AccessDenied',
+  ec2: 'UnauthorizedOperation',
+  cloudwatch: 'AccessDenied',
+  pi: 'AccessDeniedException',
+};
 const BAD_KEY: Record<Service, [string, number]> = {
   rds: ['InvalidClientTokenId', 403],
   ec2: ['AuthFailure', 401],
@@ -95,7 +100,8 @@ function parseRequest(req: IncomingMessage, body: Buffer): Parsed {
     const form = parseForm(body.toString('utf8'));
     const version = form.get('Version');
     const service: Service = version === '2016-11-15' ? 'ec2' : 'rds';
-    if (version !== '2016-11-15' && version !== '2014-10-31') throw new FakeAwsError('InvalidParameterValue', `unsupported Version ${version}`);
+    if (version !== '2016-11-15' && version !== '2014-10-31')
+      throw new FakeAwsError('InvalidParameterValue', `unsupported Version ${version}`);
     return { service, operation: form.get('Action') ?? '', protocol: 'query', input: Object.fromEntries(form), form: new Map(form) };
   }
   const target = req.headers['x-amz-target'];
@@ -122,7 +128,14 @@ function errorReply(parsed: Pick<Parsed, 'service' | 'protocol'>, error: FakeAws
     return { status: error.status, headers: { 'content-type': 'text/xml' }, body };
   }
   const cloudwatch = service === 'cloudwatch';
-  return rpcError(protocol, cloudwatch ? 'com.amazonaws.cloudwatch' : 'com.amazonaws.pi', cloudwatch, error.status, error.code, error.message);
+  return rpcError(
+    protocol,
+    cloudwatch ? 'com.amazonaws.cloudwatch' : 'com.amazonaws.pi',
+    cloudwatch,
+    error.status,
+    error.code,
+    error.message,
+  );
 }
 
 export class FakeAws {
@@ -141,13 +154,16 @@ export class FakeAws {
     this.#scheme = https ? 'https' : 'http';
     const certificate = https?.issue(['127.0.0.1', 'localhost']);
     const serve = (req: IncomingMessage, res: ServerResponse) => {
-      void this.handle(req).then((reply) => {
-        res.writeHead(reply.status, { ...reply.headers, 'x-amzn-requestid': crypto.randomUUID() });
-        res.end(reply.body);
-      }, (err: unknown) => {
-        res.writeHead(500, { 'content-type': 'text/plain' });
-        res.end(String(err));
-      });
+      void this.handle(req).then(
+        (reply) => {
+          res.writeHead(reply.status, { ...reply.headers, 'x-amzn-requestid': crypto.randomUUID() });
+          res.end(reply.body);
+        },
+        (err: unknown) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(String(err));
+        },
+      );
     };
     this.#server = certificate ? createHttpsServer({ cert: certificate.cert, key: certificate.key }, serve) : createServer(serve);
   }
@@ -165,7 +181,10 @@ export class FakeAws {
   }
 
   /** Fails the next `times` calls of `action` (after letting `skip` through) with `code`. */
-  inject(action: string, fault: { code: string; status?: number; message?: string; times?: number; skip?: number; afterApplying?: boolean }): void {
+  inject(
+    action: string,
+    fault: { code: string; status?: number; message?: string; times?: number; skip?: number; afterApplying?: boolean },
+  ): void {
     this.#faults.push({
       action,
       code: fault.code,
@@ -210,9 +229,17 @@ export class FakeAws {
   #dispatch(parsed: Parsed): RpcReply {
     switch (parsed.service) {
       case 'rds':
-        return { status: 200, headers: { 'content-type': 'text/xml' }, body: rdsResponse(parsed.operation, handleRds(this.cloud, parsed.operation, parsed.form!)) };
+        return {
+          status: 200,
+          headers: { 'content-type': 'text/xml' },
+          body: rdsResponse(parsed.operation, handleRds(this.cloud, parsed.operation, parsed.form!)),
+        };
       case 'ec2':
-        return { status: 200, headers: { 'content-type': 'text/xml;charset=UTF-8' }, body: ec2Response(parsed.operation, handleEc2(parsed.operation, parsed.form!)) };
+        return {
+          status: 200,
+          headers: { 'content-type': 'text/xml;charset=UTF-8' },
+          body: ec2Response(parsed.operation, handleEc2(parsed.operation, parsed.form!)),
+        };
       case 'cloudwatch':
         return rpcReply(parsed.protocol as RpcProtocol, handleCloudWatch(this.cloud, parsed.operation, parsed.input));
       case 'pi':
@@ -230,11 +257,14 @@ export class FakeAws {
       return errorReply({ service: 'rds', protocol: 'query' }, error);
     }
     const action = `${parsed.service}:${parsed.operation}`;
-    const credential = /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/\d{8}\/[^/]+\/([^/]+)\/aws4_request/.exec(String(req.headers['authorization'] ?? ''));
+    const credential = /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/\d{8}\/[^/]+\/([^/]+)\/aws4_request/.exec(
+      String(req.headers['authorization'] ?? ''),
+    );
     const call: RecordedCall = { action, accessKeyId: credential?.[1] ?? '', protocol: parsed.protocol, input: parsed.input };
     this.calls.push(call);
     try {
-      if (!credential || !req.headers['x-amz-date']) throw new FakeAwsError('MissingAuthenticationToken', 'Request is missing Authentication Token', 403);
+      if (!credential || !req.headers['x-amz-date'])
+        throw new FakeAwsError('MissingAuthenticationToken', 'Request is missing Authentication Token', 403);
       if (this.#accessKeyId && credential[1] !== this.#accessKeyId) {
         const [code, status] = BAD_KEY[parsed.service];
         throw new FakeAwsError(code, 'The security token included in the request is invalid.', status);
@@ -254,7 +284,8 @@ export class FakeAws {
       if (failAfter) throw failAfter;
       return reply;
     } catch (err) {
-      const error = err instanceof FakeAwsError ? err : new FakeAwsError('InternalFailure', err instanceof Error ? err.message : String(err), 500);
+      const error =
+        err instanceof FakeAwsError ? err : new FakeAwsError('InternalFailure', err instanceof Error ? err.message : String(err), 500);
       call.error = error.code;
       return errorReply(parsed, error);
     }
@@ -262,7 +293,8 @@ export class FakeAws {
 }
 
 export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
-  if (!options.postgres.ca) throw new Error('fake Cloud A: its PostgreSQL accepts TLS only, as rds.force_ssl = 1 does: start the cluster with tls: { ca }');
+  if (!options.postgres.ca)
+    throw new Error('fake Cloud A: its PostgreSQL accepts TLS only, as rds.force_ssl = 1 does: start the cluster with tls: { ca }');
   const engine = await PostgresEngine.open(options.postgres);
   const cloud = new FakeCloud(engine, { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 0, ...options.timings });
   const fake = new FakeAws(cloud, options.accessKeyId, options.https);

@@ -17,7 +17,12 @@ const MetricDataQuery = z.object({
   }),
   ReturnData: z.boolean().optional(),
 });
-const GetMetricDataInput = z.object({ MetricDataQueries: z.array(MetricDataQuery).min(1).max(500), StartTime: z.unknown(), EndTime: z.unknown(), ScanBy: z.string().optional() });
+const GetMetricDataInput = z.object({
+  MetricDataQueries: z.array(MetricDataQuery).min(1).max(500),
+  StartTime: z.unknown(),
+  EndTime: z.unknown(),
+  ScanBy: z.string().optional(),
+});
 
 const GetResourceMetricsInput = z.object({
   ServiceType: z.literal('RDS'),
@@ -44,7 +49,8 @@ function window(input: { StartTime: unknown; EndTime: unknown }): { start: Date;
 export function handleCloudWatch(cloud: FakeCloud, operation: string, body: unknown): object {
   if (operation !== 'GetMetricData') throw new FakeAwsError('UnknownOperationException', `Unknown operation ${operation}`);
   const parsed = GetMetricDataInput.safeParse(body);
-  if (!parsed.success) throw new FakeAwsError('ValidationError', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw new FakeAwsError('ValidationError', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   const { end } = window(parsed.data);
   return {
     MetricDataResults: parsed.data.MetricDataQueries.map((q) => {
@@ -52,7 +58,12 @@ export function handleCloudWatch(cloud: FakeCloud, operation: string, body: unkn
       const id = metric.Dimensions?.find((d) => d.Name === 'DBInstanceIdentifier')?.Value;
       const value = cloud.metricValues.get(metric.MetricName);
       const known = metric.Namespace === 'AWS/RDS' && id !== undefined && cloud.instances.has(id) && value !== undefined;
-      return { Id: q.Id, Label: metric.MetricName, StatusCode: 'Complete', ...(known ? points(end, value) : { Timestamps: [], Values: [] }) };
+      return {
+        Id: q.Id,
+        Label: metric.MetricName,
+        StatusCode: 'Complete',
+        ...(known ? points(end, value) : { Timestamps: [], Values: [] }),
+      };
     }),
     Messages: [],
   };
@@ -68,7 +79,8 @@ const PI_VALUES: Readonly<Record<string, number>> = {
 export function handlePerformanceInsights(cloud: FakeCloud, operation: string, body: unknown): object {
   if (operation !== 'GetResourceMetrics') throw new FakeAwsError('UnknownOperationException', `Unknown operation ${operation}`);
   const parsed = GetResourceMetricsInput.safeParse(body);
-  if (!parsed.success) throw new FakeAwsError('InvalidArgumentException', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw new FakeAwsError('InvalidArgumentException', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   const instance = [...cloud.instances.values()].find((i) => i.resourceId === parsed.data.Identifier && i.performanceInsights);
   if (!instance) throw new FakeAwsError('InvalidArgumentException', `No Performance Insights data for ${parsed.data.Identifier}`);
   const { start, end } = window(parsed.data);

@@ -11,7 +11,8 @@ function required(form: Form, key: string): string {
 
 function page<T>(form: Form, items: readonly T[]): { items: T[]; marker: string | undefined } {
   const max = form.has('MaxRecords') ? Number(form.get('MaxRecords')) : 100;
-  if (!Number.isInteger(max) || max < 20 || max > 100) throw new FakeAwsError('InvalidParameterValue', 'MaxRecords must be between 20 and 100.');
+  if (!Number.isInteger(max) || max < 20 || max > 100)
+    throw new FakeAwsError('InvalidParameterValue', 'MaxRecords must be between 20 and 100.');
   const start = form.has('Marker') ? Number(form.get('Marker')) : 0;
   const end = start + max;
   return { items: items.slice(start, end), marker: end < items.length ? String(end) : undefined };
@@ -60,7 +61,8 @@ function parametersXml(group: FakeGroup, form: Form): XmlObject {
 function changes(form: Form, reset: boolean): ParameterChange[] {
   return formList(form, 'Parameters.Parameter').map((p) => {
     if (!p['ParameterName']) throw new FakeAwsError('InvalidParameterValue', 'ParameterName is required');
-    if (!reset && p['ParameterValue'] === undefined) throw new FakeAwsError('InvalidParameterValue', `ParameterValue is required for ${p['ParameterName']}`);
+    if (!reset && p['ParameterValue'] === undefined)
+      throw new FakeAwsError('InvalidParameterValue', `ParameterValue is required for ${p['ParameterName']}`);
     return { name: p['ParameterName'], value: reset ? undefined : p['ParameterValue'], method: p['ApplyMethod'] ?? 'pending-reboot' };
   });
 }
@@ -70,7 +72,8 @@ function reset(cloud: FakeCloud, kind: GroupKind, name: string, form: Form): voi
   const list = changes(form, true);
   // As on Cloud A: leaving ResetAllParameters out resets the whole group.
   if (all === 'true' || (all === undefined && list.length === 0)) {
-    if (list.length > 0) throw new FakeAwsError('InvalidParameterCombination', 'Specify either ResetAllParameters or a list of parameters, not both.');
+    if (list.length > 0)
+      throw new FakeAwsError('InvalidParameterCombination', 'Specify either ResetAllParameters or a list of parameters, not both.');
     cloud.resetAll(kind, name);
     return;
   }
@@ -95,7 +98,14 @@ export function handleRds(cloud: FakeCloud, action: string, form: Form): XmlObje
             Status: 'available',
             Engine: 'aurora-postgresql',
             DBClusterParameterGroup: c.groupName,
-            DBClusterMembers: { DBClusterMember: c.members.map((m) => ({ DBInstanceIdentifier: m.id, IsClusterWriter: m.writer, DBClusterParameterGroupStatus: m.holder.status, PromotionTier: 1 })) },
+            DBClusterMembers: {
+              DBClusterMember: c.members.map((m) => ({
+                DBInstanceIdentifier: m.id,
+                IsClusterWriter: m.writer,
+                DBClusterParameterGroupStatus: m.holder.status,
+                PromotionTier: 1,
+              })),
+            },
             ServerlessV2ScalingConfiguration: c.serverless && { MinCapacity: c.serverless.min, MaxCapacity: c.serverless.max },
           })),
         },

@@ -30,20 +30,39 @@ function epochSeconds(value: unknown): unknown {
 
 export function rpcReply(protocol: RpcProtocol, payload: object): RpcReply {
   if (protocol === 'rpc-v2-cbor') {
-    return { status: 200, headers: { 'content-type': 'application/cbor', 'smithy-protocol': 'rpc-v2-cbor' }, body: Buffer.from(encode(payload)) };
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/cbor', 'smithy-protocol': 'rpc-v2-cbor' },
+      body: Buffer.from(encode(payload)),
+    };
   }
   const version = protocol === 'json-1.0' ? '1.0' : '1.1';
   return { status: 200, headers: { 'content-type': `application/x-amz-json-${version}` }, body: JSON.stringify(epochSeconds(payload)) };
 }
 
-export function rpcError(protocol: RpcProtocol, namespace: string, queryCompatible: boolean, status: number, code: string, message: string): RpcReply {
+export function rpcError(
+  protocol: RpcProtocol,
+  namespace: string,
+  queryCompatible: boolean,
+  status: number,
+  code: string,
+  message: string,
+): RpcReply {
   const headers: Record<string, string> = { 'x-amzn-errortype': code };
   if (queryCompatible) headers['x-amzn-query-error'] = `${code};Sender`;
   const payload = { __type: queryCompatible ? `${namespace}#${code}` : code, message };
   if (protocol === 'rpc-v2-cbor') {
-    return { status, headers: { ...headers, 'content-type': 'application/cbor', 'smithy-protocol': 'rpc-v2-cbor' }, body: Buffer.from(encode(payload)) };
+    return {
+      status,
+      headers: { ...headers, 'content-type': 'application/cbor', 'smithy-protocol': 'rpc-v2-cbor' },
+      body: Buffer.from(encode(payload)),
+    };
   }
-  return { status, headers: { ...headers, 'content-type': `application/x-amz-json-${protocol === 'json-1.0' ? '1.0' : '1.1'}` }, body: JSON.stringify(payload) };
+  return {
+    status,
+    headers: { ...headers, 'content-type': `application/x-amz-json-${protocol === 'json-1.0' ? '1.0' : '1.1'}` },
+    body: JSON.stringify(payload),
+  };
 }
 
 /** A request timestamp: epoch seconds (JSON), a Date (CBOR tag 1) or an ISO string. */

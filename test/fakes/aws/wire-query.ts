@@ -37,7 +37,10 @@ const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').rep
 function render(tag: string, value: XmlValue): string {
   if (value === undefined) return '';
   if (Array.isArray(value)) return value.map((v) => render(tag, v)).join('');
-  if (typeof value === 'object') return `<${tag}>${Object.entries(value).map(([k, v]) => render(k, v)).join('')}</${tag}>`;
+  if (typeof value === 'object')
+    return `<${tag}>${Object.entries(value)
+      .map(([k, v]) => render(k, v))
+      .join('')}</${tag}>`;
   return `<${tag}>${escape(String(value))}</${tag}>`;
 }
 
@@ -45,24 +48,32 @@ export const RDS_NAMESPACE = 'http://rds.amazonaws.com/doc/2014-10-31/';
 export const EC2_NAMESPACE = 'http://ec2.amazonaws.com/doc/2016-11-15/';
 
 export function rdsResponse(action: string, result: XmlObject): string {
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<${action}Response xmlns="${RDS_NAMESPACE}">` +
+  return (
+    `<?xml version="1.0" encoding="UTF-8"?>\n<${action}Response xmlns="${RDS_NAMESPACE}">` +
     render(`${action}Result`, result) +
     render('ResponseMetadata', { RequestId: randomUUID() }) +
-    `</${action}Response>`;
+    `</${action}Response>`
+  );
 }
 
 export function ec2Response(action: string, result: XmlObject): string {
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<${action}Response xmlns="${EC2_NAMESPACE}">` +
+  return (
+    `<?xml version="1.0" encoding="UTF-8"?>\n<${action}Response xmlns="${EC2_NAMESPACE}">` +
     render('requestId', randomUUID()) +
-    Object.entries(result).map(([k, v]) => render(k, v)).join('') +
-    `</${action}Response>`;
+    Object.entries(result)
+      .map(([k, v]) => render(k, v))
+      .join('') +
+    `</${action}Response>`
+  );
 }
 
 export function rdsError(code: string, message: string): string {
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<ErrorResponse xmlns="${RDS_NAMESPACE}">` +
+  return (
+    `<?xml version="1.0" encoding="UTF-8"?>\n<ErrorResponse xmlns="${RDS_NAMESPACE}">` +
     render('Error', { Type: 'Sender', Code: code, Message: message }) +
     render('RequestId', randomUUID()) +
-    '</ErrorResponse>';
+    '</ErrorResponse>'
+  );
 }
 
 export function ec2Error(code: string, message: string): string {

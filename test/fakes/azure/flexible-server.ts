@@ -39,7 +39,8 @@ const PARAMETER_NAME = /^[a-z_][a-z0-9_.]*$/;
 function sameValue(a: string, b: string): boolean {
   const x = Number(a);
   const y = Number(b);
-  if (a.trim() !== '' && b.trim() !== '' && Number.isFinite(x) && Number.isFinite(y)) return Math.abs(x - y) < 1e-9 * Math.max(1, Math.abs(x));
+  if (a.trim() !== '' && b.trim() !== '' && Number.isFinite(x) && Number.isFinite(y))
+    return Math.abs(x - y) < 1e-9 * Math.max(1, Math.abs(x));
   return a.trim().toLowerCase() === b.trim().toLowerCase();
 }
 
@@ -87,7 +88,8 @@ export class FakeFlexibleServer {
       value: options.extensions,
       defaultValue: '',
       description: 'Specifies which extensions are allowed to be created in the server.',
-      allowedValues: 'address_standardizer,amcheck,bloom,btree_gin,btree_gist,citext,cube,hstore,pg_stat_statements,pgcrypto,postgis,uuid-ossp',
+      allowedValues:
+        'address_standardizer,amcheck,bloom,btree_gin,btree_gist,citext,cube,hstore,pg_stat_statements,pgcrypto,postgis,uuid-ossp',
     });
   }
 
@@ -106,7 +108,9 @@ export class FakeFlexibleServer {
 
   /** The resource, as GET …/flexibleServers/{name} returns it (api-version 2025-08-01). */
   async resource(): Promise<object> {
-    const [v] = await this.#cluster.sql<{ num: string; version: string }>(`SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`);
+    const [v] = await this.#cluster.sql<{ num: string; version: string }>(
+      `SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`,
+    );
     const major = String(Math.floor(Number(v?.num ?? 0) / 10000));
     return {
       sku: this.sku,
@@ -137,7 +141,12 @@ export class FakeFlexibleServer {
   }
 
   #configuration(name: string, p: Record<string, unknown>): object {
-    return { properties: p, id: `${this.id}/configurations/${name}`, name, type: 'Microsoft.DBforPostgreSQL/flexibleServers/configurations' };
+    return {
+      properties: p,
+      id: `${this.id}/configurations/${name}`,
+      name,
+      type: 'Microsoft.DBforPostgreSQL/flexibleServers/configurations',
+    };
   }
 
   /** Every server parameter, as the configurations list returns them. */
@@ -145,7 +154,14 @@ export class FakeFlexibleServer {
     const rows = await this.#settings();
     const list = rows.map((r) => {
       const pending = this.#pendingValues.get(r.name);
-      const allowedValues = r.vartype === 'bool' ? 'on,off' : r.vartype === 'enum' ? (r.enumvals ?? []).join(',') : r.vartype === 'string' ? '.*' : `${r.min_val}-${r.max_val}`;
+      const allowedValues =
+        r.vartype === 'bool'
+          ? 'on,off'
+          : r.vartype === 'enum'
+            ? (r.enumvals ?? []).join(',')
+            : r.vartype === 'string'
+              ? '.*'
+              : `${r.min_val}-${r.max_val}`;
       return this.#configuration(r.name, {
         value: pending ?? r.setting,
         description: r.short_desc,
@@ -161,17 +177,19 @@ export class FakeFlexibleServer {
       });
     });
     for (const [name, v] of this.#virtual) {
-      list.push(this.#configuration(name, {
-        value: v.value,
-        description: v.description,
-        defaultValue: v.defaultValue,
-        dataType: 'Set',
-        allowedValues: v.allowedValues,
-        source: this.#userOverrides.has(name) ? 'user-override' : 'system-default',
-        isDynamicConfig: true,
-        isReadOnly: false,
-        isConfigPendingRestart: false,
-      }));
+      list.push(
+        this.#configuration(name, {
+          value: v.value,
+          description: v.description,
+          defaultValue: v.defaultValue,
+          dataType: 'Set',
+          allowedValues: v.allowedValues,
+          source: this.#userOverrides.has(name) ? 'user-override' : 'system-default',
+          isDynamicConfig: true,
+          isReadOnly: false,
+          isConfigPendingRestart: false,
+        }),
+      );
     }
     return list.sort((a, b) => ((a as { name: string }).name < (b as { name: string }).name ? -1 : 1));
   }
@@ -190,7 +208,12 @@ export class FakeFlexibleServer {
     }
     const defaultValue = this.#defaults.get(name);
     if (defaultValue === undefined || !PARAMETER_NAME.test(name)) {
-      return { ok: false, status: 404, code: 'ConfigurationNotExists', message: `The configuration '${name}' does not exist for server '${this.name}'.` };
+      return {
+        ok: false,
+        status: 404,
+        code: 'ConfigurationNotExists',
+        message: `The configuration '${name}' does not exist for server '${this.name}'.`,
+      };
     }
     const toDefault = source === 'system-default' || sameValue(value, defaultValue);
     if (this.#needsRestart.has(name)) {
@@ -205,7 +228,12 @@ export class FakeFlexibleServer {
       await this.#cluster.sql(toDefault ? `ALTER SYSTEM RESET ${name}` : `ALTER SYSTEM SET ${name} = ${quote(value)}`);
       await this.#cluster.sql('SELECT pg_reload_conf()');
     } catch (err) {
-      return { ok: false, status: 400, code: 'InvalidParameterValue', message: `Invalid value given for parameter ${name}: ${(err as Error).message}` };
+      return {
+        ok: false,
+        status: 400,
+        code: 'InvalidParameterValue',
+        message: `Invalid value given for parameter ${name}: ${(err as Error).message}`,
+      };
     }
     this.#markSource(name, toDefault);
     return { ok: true };
@@ -243,7 +271,8 @@ export class FakeFlexibleServer {
 
   /** Source, value and pending flag of one parameter, as the fake has them. */
   async parameter(name: string): Promise<{ value: string; source: string; pending: boolean }> {
-    const c = (await this.configuration(name)) as { properties: { value: string; source: string; isConfigPendingRestart: boolean } } | undefined;
+    const c = (await this.configuration(name)) as
+      { properties: { value: string; source: string; isConfigPendingRestart: boolean } } | undefined;
     if (!c) throw new Error(`fake Cloud B: no server parameter ${name}`);
     return { value: c.properties.value, source: c.properties.source, pending: c.properties.isConfigPendingRestart };
   }

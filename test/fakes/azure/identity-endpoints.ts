@@ -46,7 +46,7 @@ export function createTokenIssuer({ baseUrl, servicePrincipal, identityHeader }:
 
   const managedIdentity = (identity: string, url: URL): Reply => {
     const resource = url.searchParams.get('resource');
-    if (!resource) return json(400, { error: 'invalid_request', error_description: 'Required query variable \'resource\' is missing' });
+    if (!resource) return json(400, { error: 'invalid_request', error_description: "Required query variable 'resource' is missing" });
     return json(200, {
       access_token: issue(identity, resource),
       refresh_token: '',
@@ -89,14 +89,33 @@ export function createTokenIssuer({ baseUrl, servicePrincipal, identityHeader }:
     const form = new URLSearchParams(body);
     const sp = servicePrincipal;
     const refuse = (code: number, error: string, description: string) =>
-      json(code, { error, error_description: description, error_codes: [code === 401 ? 7000215 : 90002], timestamp: new Date().toISOString(), trace_id: crypto.randomUUID(), correlation_id: crypto.randomUUID() });
+      json(code, {
+        error,
+        error_description: description,
+        error_codes: [code === 401 ? 7000215 : 90002],
+        timestamp: new Date().toISOString(),
+        trace_id: crypto.randomUUID(),
+        correlation_id: crypto.randomUUID(),
+      });
     if (tenant !== sp.tenantId) return refuse(400, 'invalid_request', `AADSTS90002: Tenant '${tenant}' not found.`);
-    if (form.get('grant_type') !== 'client_credentials') return refuse(400, 'unsupported_grant_type', 'AADSTS70003: only client_credentials is served here');
-    if (form.get('client_id') !== sp.clientId) return refuse(400, 'unauthorized_client', `AADSTS700016: Application with identifier '${form.get('client_id')}' was not found.`);
-    if (form.get('client_secret') !== sp.clientSecret) return refuse(401, 'invalid_client', 'AADSTS7000215: Invalid client secret provided.');
+    if (form.get('grant_type') !== 'client_credentials')
+      return refuse(400, 'unsupported_grant_type', 'AADSTS70003: only client_credentials is served here');
+    if (form.get('client_id') !== sp.clientId)
+      return refuse(400, 'unauthorized_client', `AADSTS700016: Application with identifier '${form.get('client_id')}' was not found.`);
+    if (form.get('client_secret') !== sp.clientSecret)
+      return refuse(401, 'invalid_client', 'AADSTS7000215: Invalid client secret provided.');
     const scope = form.get('scope') ?? '';
-    const resource = scope.split(' ').find((s) => s.endsWith('/.default'))?.replace(/\/\.default$/, '') ?? scope;
-    return json(200, { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: issue(`service principal ${sp.clientId}`, resource) });
+    const resource =
+      scope
+        .split(' ')
+        .find((s) => s.endsWith('/.default'))
+        ?.replace(/\/\.default$/, '') ?? scope;
+    return json(200, {
+      token_type: 'Bearer',
+      expires_in: 3599,
+      ext_expires_in: 3599,
+      access_token: issue(`service principal ${sp.clientId}`, resource),
+    });
   };
 
   return {
@@ -104,11 +123,13 @@ export function createTokenIssuer({ baseUrl, servicePrincipal, identityHeader }:
       // MSAL asks for the IMDS path with a trailing slash.
       const path = url.pathname.replace(/(.)\/$/, '$1');
       if (method === 'GET' && path === '/metadata/identity/oauth2/token') {
-        if (headers['metadata'] !== 'true') return json(400, { error: 'invalid_request', error_description: 'Required metadata header not specified' });
+        if (headers['metadata'] !== 'true')
+          return json(400, { error: 'invalid_request', error_description: 'Required metadata header not specified' });
         return managedIdentity('managed identity (IMDS)', url);
       }
       if (method === 'GET' && path === '/msi/token') {
-        if (headers['x-identity-header'] !== identityHeader) return json(401, { statusCode: 401, message: 'X-IDENTITY-HEADER is missing or wrong' });
+        if (headers['x-identity-header'] !== identityHeader)
+          return json(401, { statusCode: 401, message: 'X-IDENTITY-HEADER is missing or wrong' });
         return managedIdentity('managed identity (App Service)', url);
       }
       if (method === 'GET' && path === '/common/discovery/instance') {

@@ -92,12 +92,19 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
   const resourceGroup = options.resourceGroup ?? 'tuner-rg';
   const serverName = options.serverName ?? 'tuner-flex-1';
   const location = 'westeurope';
-  const servicePrincipal = options.servicePrincipal ?? { tenantId: '5e0c2b7a-61f4-4c3a-9d2e-8b1f0a4c6e21', clientId: '2d9b6c1e-7f3a-4e55-8a20-c4b1e9d07f3a', clientSecret: 'sp-Secret~9QxT7vLm2KpW4' };
+  const servicePrincipal = options.servicePrincipal ?? {
+    tenantId: '5e0c2b7a-61f4-4c3a-9d2e-8b1f0a4c6e21',
+    clientId: '2d9b6c1e-7f3a-4e55-8a20-c4b1e9d07f3a',
+    clientSecret: 'sp-Secret~9QxT7vLm2KpW4',
+  };
   const identityHeader = options.identityHeader ?? 'fake-identity-header-51c2';
   const serverId = `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroup}/providers/${DB}/flexibleServers/${serverName}`;
 
   const ca = options.cluster.ca;
-  if (!ca) throw new Error('fake Cloud B: its PostgreSQL accepts TLS only, as require_secure_transport = ON does: start the cluster with tls: { ca }');
+  if (!ca)
+    throw new Error(
+      'fake Cloud B: its PostgreSQL accepts TLS only, as require_secure_transport = ON does: start the cluster with tls: { ca }',
+    );
   const certificate = ca.issue(['127.0.0.1', 'localhost']);
   let baseUrl = '';
   const issuer = createTokenIssuer({ baseUrl: () => baseUrl, servicePrincipal, identityHeader });
@@ -134,8 +141,11 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
   };
 
   const authorizationFailed = (caller: string, action: string, scope: string): Reply =>
-    armError(403, 'AuthorizationFailed',
-      `The client '${caller}' with object id '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b' does not have authorization to perform action '${action}' over scope '${scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.`);
+    armError(
+      403,
+      'AuthorizationFailed',
+      `The client '${caller}' with object id '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b' does not have authorization to perform action '${action}' over scope '${scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
+    );
 
   const writeConfiguration = async (name: string, body: string): Promise<Reply> => {
     let parsed: { properties?: { value?: unknown; source?: unknown } };
@@ -145,21 +155,38 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       return armError(400, 'InvalidRequestContent', 'The request content was invalid and could not be deserialized.');
     }
     const { value, source } = parsed.properties ?? {};
-    if (typeof value !== 'string') return armError(400, 'InvalidParameterValue', `properties.value is required to update configuration '${name}'.`);
+    if (typeof value !== 'string')
+      return armError(400, 'InvalidParameterValue', `properties.value is required to update configuration '${name}'.`);
     const style = busyQueue.shift();
     if (style === 'conflict') {
-      return armError(409, 'ServerIsBusy', `Cannot complete operation while server '${serverName}' is busy processing another operation. Try again later.`);
+      return armError(
+        409,
+        'ServerIsBusy',
+        `Cannot complete operation while server '${serverName}' is busy processing another operation. Try again later.`,
+      );
     }
     if (style === 'operation-failed') {
       const id = randomUUID();
-      operations.set(id, { pollsLeft: 1, startTime: new Date().toISOString(), outcome: { status: 'Failed', error: { code: 'ServerBusy', message: `Server '${serverName}' is busy with another operation. Please try again later.` } } });
+      operations.set(id, {
+        pollsLeft: 1,
+        startTime: new Date().toISOString(),
+        outcome: {
+          status: 'Failed',
+          error: { code: 'ServerBusy', message: `Server '${serverName}' is busy with another operation. Please try again later.` },
+        },
+      });
       return json(202, undefined, operationUrls(id));
     }
     const outcome = await server.write(name, value, typeof source === 'string' ? source : 'user-override');
     if (!outcome.ok) return armError(outcome.status, outcome.code, outcome.message);
     if (failAfterApplying) {
       failAfterApplying = false;
-      return startOperation({ outcome: { status: 'Failed', error: { code: 'InternalServerError', message: 'An unexpected error occured while processing the request.' } } });
+      return startOperation({
+        outcome: {
+          status: 'Failed',
+          error: { code: 'InternalServerError', message: 'An unexpected error occured while processing the request.' },
+        },
+      });
     }
     return startOperation({ outcome: { status: 'Succeeded' }, resultPath: `configurations/${name}` });
   };
@@ -168,9 +195,10 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     const all = await server.configurations();
     const offset = Number(url.searchParams.get('$skipToken') ?? 0);
     const page = all.slice(offset, offset + PAGE_SIZE);
-    const next = offset + PAGE_SIZE < all.length
-      ? `${baseUrl}${serverId}/configurations?api-version=${FLEXIBLE_SERVER_API_VERSION}&$skipToken=${offset + PAGE_SIZE}`
-      : undefined;
+    const next =
+      offset + PAGE_SIZE < all.length
+        ? `${baseUrl}${serverId}/configurations?api-version=${FLEXIBLE_SERVER_API_VERSION}&$skipToken=${offset + PAGE_SIZE}`
+        : undefined;
     return json(200, { value: page, ...(next && { nextLink: next }) });
   };
 
@@ -191,7 +219,13 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       }
       return json(204);
     }
-    return json(200, { name: id, status: outcome.status, startTime: op.startTime, endTime: new Date().toISOString(), ...(outcome.status === 'Failed' && { error: outcome.error }) });
+    return json(200, {
+      name: id,
+      status: outcome.status,
+      startTime: op.startTime,
+      endTime: new Date().toISOString(),
+      ...(outcome.status === 'Failed' && { error: outcome.error }),
+    });
   };
 
   /** Resource Manager: the route, the role action it needs, and the answer. */
@@ -199,11 +233,15 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     const path = url.pathname;
     const lower = path.toLowerCase();
     const serverLower = serverId.toLowerCase();
-    const ops = new RegExp(`^/subscriptions/${subscriptionId}/providers/${DB}/locations/${location}/(azureasyncoperation|operationresults)/([^/]+)$`, 'i').exec(path);
+    const ops = new RegExp(
+      `^/subscriptions/${subscriptionId}/providers/${DB}/locations/${location}/(azureasyncoperation|operationresults)/([^/]+)$`,
+      'i',
+    ).exec(path);
     if (ops && method === 'GET') return { answer: () => operationStatus(ops[2]!, ops[1]!.toLowerCase() === 'operationresults') };
     if (!lower.startsWith(serverLower)) return null;
     const rest = path.slice(serverId.length);
-    if (rest === '' && method === 'GET') return { action: `${DB}/flexibleServers/read`, answer: async () => json(200, await server.resource()) };
+    if (rest === '' && method === 'GET')
+      return { action: `${DB}/flexibleServers/read`, answer: async () => json(200, await server.resource()) };
     if (rest === '/restart' && method === 'POST') {
       return {
         action: `${DB}/flexibleServers/restart/action`,
@@ -212,14 +250,19 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
           const op: Operation = { pollsLeft: 1, startTime: new Date().toISOString() };
           operations.set(id, op);
           void server.restart().then(
-            () => { op.outcome = { status: 'Succeeded' }; },
-            (err: unknown) => { op.outcome = { status: 'Failed', error: { code: 'InternalServerError', message: String(err) } }; },
+            () => {
+              op.outcome = { status: 'Succeeded' };
+            },
+            (err: unknown) => {
+              op.outcome = { status: 'Failed', error: { code: 'InternalServerError', message: String(err) } };
+            },
           );
           return json(202, undefined, operationUrls(id));
         },
       };
     }
-    if (rest === '/configurations' && method === 'GET') return { action: `${DB}/flexibleServers/configurations/read`, answer: () => listConfigurations(url) };
+    if (rest === '/configurations' && method === 'GET')
+      return { action: `${DB}/flexibleServers/configurations/read`, answer: () => listConfigurations(url) };
     const one = /^\/configurations\/([^/]+)$/.exec(rest);
     if (one) {
       const name = decodeURIComponent(one[1]!);
@@ -228,25 +271,43 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
           action: `${DB}/flexibleServers/configurations/read`,
           answer: async () => {
             const configuration = await server.configuration(name);
-            return configuration ? json(200, configuration) : armError(404, 'ConfigurationNotExists', `The configuration '${name}' does not exist for server '${serverName}'.`);
+            return configuration
+              ? json(200, configuration)
+              : armError(404, 'ConfigurationNotExists', `The configuration '${name}' does not exist for server '${serverName}'.`);
           },
         };
       }
-      if (method === 'PUT' || method === 'PATCH') return { action: `${DB}/flexibleServers/configurations/write`, answer: () => writeConfiguration(name, body) };
+      if (method === 'PUT' || method === 'PATCH')
+        return { action: `${DB}/flexibleServers/configurations/write`, answer: () => writeConfiguration(name, body) };
     }
     if (rest.toLowerCase() === '/providers/microsoft.insights/metrics' && method === 'GET') {
-      return { action: 'Microsoft.Insights/metrics/read', answer: () => answerMetrics(url, serverId, location, metricFigures, options.cluster) };
+      return {
+        action: 'Microsoft.Insights/metrics/read',
+        answer: () => answerMetrics(url, serverId, location, metricFigures, options.cluster),
+      };
     }
     if (rest.toLowerCase() === '/providers/microsoft.insights/metricdefinitions' && method === 'GET') {
       return {
         action: `${DB}/flexibleServers/providers/Microsoft.Insights/metricDefinitions/read`,
-        answer: () => json(200, { value: Object.keys(DEFAULT_METRIC_FIGURES).map((n) => ({ name: { value: n, localizedValue: n }, resourceId: serverId, primaryAggregationType: 'Average' })) }),
+        answer: () =>
+          json(200, {
+            value: Object.keys(DEFAULT_METRIC_FIGURES).map((n) => ({
+              name: { value: n, localizedValue: n },
+              resourceId: serverId,
+              primaryAggregationType: 'Average',
+            })),
+          }),
       };
     }
     return null;
   };
 
-  const handle = async (method: string, url: URL, headers: Record<string, string | string[] | undefined>, body: string): Promise<{ reply: Reply; caller?: string }> => {
+  const handle = async (
+    method: string,
+    url: URL,
+    headers: Record<string, string | string[] | undefined>,
+    body: string,
+  ): Promise<{ reply: Reply; caller?: string }> => {
     const token = issuer.handle(method, url, headers, body);
     if (token) return { reply: token };
     const route = arm(method, url, body);
@@ -255,18 +316,37 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     const auth = String(headers['authorization'] ?? '');
     const owner = issuer.tokenOwner(auth.replace(/^Bearer /, ''));
     if (!auth.startsWith('Bearer ') || !owner) {
-      return { reply: armError(401, 'InvalidAuthenticationToken', 'The access token is invalid.', { 'WWW-Authenticate': `Bearer authorization_uri="${baseUrl}/common", error="invalid_token"` }) };
+      return {
+        reply: armError(401, 'InvalidAuthenticationToken', 'The access token is invalid.', {
+          'WWW-Authenticate': `Bearer authorization_uri="${baseUrl}/common", error="invalid_token"`,
+        }),
+      };
     }
     if (owner.resource.replace(/\/$/, '') !== baseUrl) {
-      return { reply: armError(401, 'InvalidAuthenticationTokenAudience', `The access token has been obtained for wrong audience or resource '${owner.resource}'.`), caller: owner.identity };
+      return {
+        reply: armError(
+          401,
+          'InvalidAuthenticationTokenAudience',
+          `The access token has been obtained for wrong audience or resource '${owner.resource}'.`,
+        ),
+        caller: owner.identity,
+      };
     }
     const isMonitor = url.pathname.toLowerCase().includes('/providers/microsoft.insights/');
     const wanted = isMonitor ? MONITOR_API_VERSION : FLEXIBLE_SERVER_API_VERSION;
     const apiVersion = url.searchParams.get('api-version');
     if (apiVersion !== wanted) {
-      return { reply: armError(400, 'InvalidApiVersionParameter', `The api-version '${apiVersion}' is invalid. The supported versions are '${wanted}'.`), caller: owner.identity };
+      return {
+        reply: armError(
+          400,
+          'InvalidApiVersionParameter',
+          `The api-version '${apiVersion}' is invalid. The supported versions are '${wanted}'.`,
+        ),
+        caller: owner.identity,
+      };
     }
-    if (route.action && denied.has(route.action)) return { reply: authorizationFailed(owner.identity, route.action, url.pathname), caller: owner.identity };
+    if (route.action && denied.has(route.action))
+      return { reply: authorizationFailed(owner.identity, route.action, url.pathname), caller: owner.identity };
     return { reply: await route.answer(), caller: owner.identity };
   };
 

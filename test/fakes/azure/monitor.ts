@@ -36,21 +36,34 @@ function badRequest(message: string): Reply {
 
 const ONE_MINUTE = 60_000;
 
-export async function answerMetrics(url: URL, resourceId: string, location: string, figures: MetricFigures, cluster: Cluster): Promise<Reply> {
-  const names = (url.searchParams.get('metricnames') ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+export async function answerMetrics(
+  url: URL,
+  resourceId: string,
+  location: string,
+  figures: MetricFigures,
+  cluster: Cluster,
+): Promise<Reply> {
+  const names = (url.searchParams.get('metricnames') ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   const timespan = url.searchParams.get('timespan') ?? '';
   const interval = url.searchParams.get('interval') ?? 'PT1M';
   if (names.length === 0) return badRequest('metricnames is required');
   const unknown = names.filter((n) => !(n in UNITS));
   if (unknown.length > 0) {
-    return badRequest(`Failed to find metric configuration for provider: Microsoft.DBforPostgreSQL, resource Type: flexibleServers, metric: ${unknown.join(', ')}, Valid metrics: ${Object.keys(UNITS).join(',')}`);
+    return badRequest(
+      `Failed to find metric configuration for provider: Microsoft.DBforPostgreSQL, resource Type: flexibleServers, metric: ${unknown.join(', ')}, Valid metrics: ${Object.keys(UNITS).join(',')}`,
+    );
   }
   if (interval !== 'PT1M') return badRequest(`the fake serves the PT1M grain only, got interval=${interval}`);
   const [from, to] = timespan.split('/').map((t) => Date.parse(t));
   if (from === undefined || to === undefined || !Number.isFinite(from) || !Number.isFinite(to) || from >= to) {
     return badRequest(`Invalid timespan '${timespan}': expected <start ISO 8601>/<end ISO 8601>`);
   }
-  const [connections] = await cluster.sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`);
+  const [connections] = await cluster.sql<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`,
+  );
   const value = (name: string) => (name === 'active_connections' ? (connections?.n ?? 0) : (figures[name] ?? 0));
   const start = Math.floor(from / ONE_MINUTE) * ONE_MINUTE;
   const newest = Math.floor(to / ONE_MINUTE) * ONE_MINUTE;

@@ -1,0 +1,206 @@
+// Reading and writing parameter groups: a DB parameter group (an instance, an Aurora writer) or
+// a DB cluster parameter group (an Aurora cluster), through one small interface. Listings are
+// paged; what does not change (apply type, allowed values, modifiability, the group's own
+// default) is read once per group; values are read fresh each time.
+import {
+  DescribeDBClusterParametersCommand,
+  DescribeDBParametersCommand,
+  ModifyDBClusterParameterGroupCommand,
+  ModifyDBParameterGroupCommand,
+  ResetDBClusterParameterGroupCommand,
+  ResetDBParameterGroupCommand,
+  type ApplyMethod,
+  type RDSClient,
+} from '@aws-sdk/client-rds';
+import { z } from 'zod';
+import { awsCall } from './aws.ts';
+import { retryWhileBusy, type ManagedATimings } from './wait.ts';
+
+/** Cloud A accepts at most this many parameters per modify or reset call. */
+export const MAX_PARAMETERS_PER_CALL = 20;
+
+export type GroupKind = 'instance' | 'cluster';
+
+export interface GroupRef {
+  readonly kind: GroupKind;
+  readonly name: string;
+}
+
+export function groupLabel(g: GroupRef): string {
+  return g.kind === 'instance' ? `DB parameter group ${g.name}` : `DB cluster parameter group ${g.name}`;
+}
+
+export function groupKey(g: GroupRef): string {
+  return `${g.kind}:${g.name}`;
+}
+
+const ParameterSchema = z.object({
+  ParameterName: z.string(),
+  ParameterValue: z.string().optional(),
+  Source: z.string().optional(),
+  ApplyType: z.string().optional(),
+  DataType: z.string().optional(),
+  AllowedValues: z.string().optional(),
+  IsModifiable: z.boolean().optional(),
+});
+type Parameter = z.infer<typeof ParameterSchema>;
+
+export interface ParameterMeta {
+  readonly name: string;
+  /** `static` parameters take effect at the next reboot only. */
+  readonly applyType: 'static' | 'dynamic';
+  readonly dataType: string | undefined;
+  readonly allowedValues: string | undefined;
+  readonly modifiable: boolean;
+  /** What "not set" means in this group, when the first listing showed it unset: the engine's
+   * own default (`engine-default`, no value) or a value of the service (`system`, maybe a formula). */
+  readonly unsetDefault: { source: string; value: string | undefined } | undefined;
+}
+
+export interface ParameterWrite {
+  name: string;
+  /** The exact value to store, or null to reset the parameter to the group's default. */
+  value: string | null;
+  applyType: 'static' | 'dynamic';
+}
+
+export class ParameterGroups {
+  readonly #rds: RDSClient;
+  readonly #timings: ManagedATimings;
+  readonly #meta = new Map<string, Promise<Map<string, ParameterMeta>>>();
+
+  constructor(rds: RDSClient, timings: ManagedATimings) {
+    this.#rds = rds;
+    this.#timings = timings;
+  }
+
+  /** Every parameter of the group (all pages), or only those with `source`. */
+  async list(group: GroupRef, source?: 'user'): Promise<Parameter[]> {
+    const all: Parameter[] = [];
+    let marker: string | undefined;
+    do {
+      const input = { MaxRecords: 100, Marker: marker, Source: source };
+      const page =
+        group.kind === 'instance'
+          ? await awsCall('rds:DescribeDBParameters', () =>
+              this.#rds.send(new DescribeDBParametersCommand({ ...input, DBParameterGroupName: group.name })),
+            )
+          : await awsCall('rds:DescribeDBClusterParameters', () =>
+              this.#rds.send(new DescribeDBClusterParametersCommand({ ...input, DBClusterParameterGroupName: group.name })),
+            );
+      for (const raw of page.Parameters ?? []) all.push(ParameterSchema.parse(raw));
+      marker = page.Marker;
+    } while (marker);
+    return all;
+  }
+
+  /** What each parameter of the group is, read once per group and process. */
+  metadata(group: GroupRef): Promise<Map<string, ParameterMeta>> {
+    const key = groupKey(group);
+    let cached = this.#meta.get(key);
+    if (!cached) {
+      cached = this.list(group).then((params) => new Map(params.map((p) => [p.ParameterName, toMeta(p)])));
+      // A failed read is not kept: the next call asks again.
+      cached.catch(() => this.#meta.delete(key));
+      this.#meta.set(key, cached);
+    }
+    return cached;
+  }
+
+  /** The parameters set in the group (Source `user`) with their exact stored values. */
+  async userValues(group: GroupRef): Promise<Map<string, string>> {
+    const params = await this.list(group, 'user');
+    return new Map(
+      params.filter((p) => p.Source === 'user' && p.ParameterValue !== undefined).map((p) => [p.ParameterName, p.ParameterValue!]),
+    );
+  }
+
+  /** One modify or reset call (at most MAX_PARAMETERS_PER_CALL), retried while the group is busy. */
+  async writeBatch(group: GroupRef, batch: readonly ParameterWrite[]): Promise<void> {
+    if (batch.length === 0) return;
+    if (batch.length > MAX_PARAMETERS_PER_CALL)
+      throw new Error(`internal: ${batch.length} parameters in one call (at most ${MAX_PARAMETERS_PER_CALL})`);
+    const method = (w: ParameterWrite): ApplyMethod => (w.applyType === 'static' ? 'pending-reboot' : 'immediate');
+    const resets = batch.every((w) => w.value === null);
+    if (!resets && batch.some((w) => w.value === null)) throw new Error('internal: a batch mixes values and resets');
+    const Parameters = batch.map((w) =>
+      w.value === null
+        ? { ParameterName: w.name, ApplyMethod: method(w) }
+        : { ParameterName: w.name, ParameterValue: w.value, ApplyMethod: method(w) },
+    );
+    // ResetAllParameters is false on purpose: left out, Cloud A resets the whole group.
+    await retryWhileBusy(this.#timings, async () => {
+      if (group.kind === 'instance') {
+        if (resets) {
+          await awsCall('rds:ResetDBParameterGroup', () =>
+            this.#rds.send(new ResetDBParameterGroupCommand({ DBParameterGroupName: group.name, ResetAllParameters: false, Parameters })),
+          );
+        } else {
+          await awsCall('rds:ModifyDBParameterGroup', () =>
+            this.#rds.send(new ModifyDBParameterGroupCommand({ DBParameterGroupName: group.name, Parameters })),
+          );
+        }
+      } else if (resets) {
+        await awsCall('rds:ResetDBClusterParameterGroup', () =>
+          this.#rds.send(
+            new ResetDBClusterParameterGroupCommand({ DBClusterParameterGroupName: group.name, ResetAllParameters: false, Parameters }),
+          ),
+        );
+      } else {
+        await awsCall('rds:ModifyDBClusterParameterGroup', () =>
+          this.#rds.send(new ModifyDBClusterParameterGroupCommand({ DBClusterParameterGroupName: group.name, Parameters })),
+        );
+      }
+    });
+  }
+}
+
+function toMeta(p: Parameter): ParameterMeta {
+  return {
+    name: p.ParameterName,
+    applyType: p.ApplyType === 'static' ? 'static' : 'dynamic',
+    dataType: p.DataType,
+    allowedValues: p.AllowedValues,
+    modifiable: p.IsModifiable !== false,
+    unsetDefault: p.Source === 'user' ? undefined : { source: p.Source ?? 'engine-default', value: p.ParameterValue },
+  };
+}
+
+/** A value computed by Cloud A from the instance, e.g. `{DBInstanceClassMemory/32768}` or `LEAST(…)`. */
+export function isFormula(value: string): boolean {
+  return /[{}()]/.test(value);
+}
+
+const TRUE_WORDS = new Set(['on', 'true', 'yes', '1']);
+const FALSE_WORDS = new Set(['off', 'false', 'no', '0']);
+
+/** The value as the group stores it: Cloud A's boolean parameters take 1 and 0, not on and off. */
+export function groupSpelling(meta: ParameterMeta, value: string): string {
+  if (meta.dataType !== 'boolean' || isFormula(value)) return value;
+  const word = value.trim().toLowerCase();
+  if (TRUE_WORDS.has(word)) return '1';
+  if (FALSE_WORDS.has(word)) return '0';
+  return value;
+}
+
+/** The value as pg_settings shows it, for a plain value of the group (booleans as on/off). */
+export function settingSpelling(meta: ParameterMeta, value: string): string {
+  if (meta.dataType !== 'boolean') return value;
+  const word = value.trim().toLowerCase();
+  return TRUE_WORDS.has(word) ? 'on' : FALSE_WORDS.has(word) ? 'off' : value;
+}
+
+/** Why the group would refuse `value` (its AllowedValues: a range `a-b` or a list `a,b,c`), or null. */
+export function allowedValueProblem(meta: ParameterMeta, value: string): string | null {
+  const allowed = meta.allowedValues?.trim();
+  if (!allowed || isFormula(value)) return null;
+  const range = /^(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)-(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/i.exec(allowed);
+  if (range) {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n)) return `expected a number from ${range[1]} to ${range[2]}`;
+    return n < Number(range[1]) || n > Number(range[2]) ? `expected a number from ${range[1]} to ${range[2]}` : null;
+  }
+  const choices = allowed.split(',').map((c) => c.trim().toLowerCase());
+  if (choices.length > 1 && !choices.includes(value.trim().toLowerCase())) return `expected one of ${allowed}`;
+  return null;
+}

@@ -1,0 +1,123 @@
+// Cloud B: an Azure Database for PostgreSQL flexible server. The override layer is the server's
+// configurations (server parameters) with source user-override, written through Resource
+// Manager; metrics come from Azure Monitor. Reload-only, always: the spec's 13 parameters, and
+// the agent never restarts the server (restart mode is unsupported on Cloud B).
+//   identity     identity.ts   (managed identity or service principal, endpoint)
+//   API          api.ts        (clients, zod-checked answers, busy retries)
+//   machine      machine.ts + skus.ts
+//   writes       write.ts      (all or nothing, pending restart undone)
+//   metrics      metrics.ts    preflight  preflight.ts
+//   permissions  permissions.ts
+import type { TargetMetric } from '../../../protocol/v1.ts';
+import { errorMessage } from '../../log.ts';
+import { ManagedBFlexApi, type FlexibleServer } from './api.ts';
+import { createIdentity, resourceManager } from './identity.ts';
+import { machineOfServer, type ServerMachine } from './machine.ts';
+import { monitorMetrics } from './metrics.ts';
+import { managedBFlexPermissionsText } from './permissions.ts';
+import { managedBFlexPreflight } from './preflight.ts';
+import { overrideOf, writeServerParameters } from './write.ts';
+import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from '../target.ts';
+
+/** The SKU (and so the machine) changes only with a scale operation: re-read now and then. */
+const SERVER_TTL_MS = 5 * 60_000;
+
+/** States in which the server cannot take a parameter change. */
+const UNAVAILABLE_STATES = new Set(['stopped', 'stopping', 'disabled', 'dropping', 'inaccessible', 'starting', 'provisioning']);
+
+export const RESTART_MODE_UNSUPPORTED =
+  'postgresql.allow_restart is true, but restart mode is not supported on Cloud B: --managed-b-flex tunes only parameters that take effect on a reload, and never restarts the flexible server; ' +
+  'set postgresql.allow_restart: false in agent.yaml (or AGENT_POSTGRESQL_ALLOW_RESTART=false)';
+
+export function createManagedBFlexTarget({ db, config, log }: TargetDeps): Promise<Target> {
+  try {
+    return Promise.resolve(buildTarget({ db, config, log }));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+function buildTarget({ db, config, log }: TargetDeps): Target {
+  if (config.postgresql.allowRestart) throw new Error(RESTART_MODE_UNSUPPORTED);
+  const b = config.managedBFlex;
+  const missing = (['subscriptionId', 'resourceGroupName', 'serverName'] as const).filter((k) => !b[k]);
+  if (missing.length > 0) {
+    throw new Error(
+      `--managed-b-flex needs managed_b_flex.subscription_id, resource_group_name and server_name; missing: ${missing.join(', ')}`,
+    );
+  }
+  const identity = createIdentity(b);
+  const api = new ManagedBFlexApi({ config: b, identity, resourceManager: resourceManager(b), log });
+  log.debug(`Cloud B: ${api.server} at ${api.endpoint} as the ${identity.description}`);
+
+  let cached: { server: FlexibleServer; at: number } | undefined;
+  const server = async (): Promise<FlexibleServer> => {
+    if (cached && Date.now() - cached.at < SERVER_TTL_MS) return cached.server;
+    cached = { server: await api.getServer(), at: Date.now() };
+    return cached.server;
+  };
+
+  const warned = new Set<string>();
+  const machineOf = (s: FlexibleServer): ServerMachine => {
+    const result = machineOfServer(s, config.local);
+    if (result.warning && !warned.has(result.warning)) {
+      warned.add(result.warning);
+      log.warn(result.warning);
+    }
+    return result;
+  };
+
+  return {
+    kind: 'managed-b-flex',
+    identity: `managed-b-flex ${b.subscriptionId}/${b.resourceGroupName}/${b.serverName}`,
+
+    async machine(): Promise<MachineInfo> {
+      return machineOf(await server()).info;
+    },
+
+    async applyBlockedReason(): Promise<string | null> {
+      try {
+        const state = (await api.getServer()).state ?? '';
+        return UNAVAILABLE_STATES.has(state.toLowerCase())
+          ? `the flexible server ${b.serverName} is ${state}: its server parameters cannot be changed until it is Ready`
+          : null;
+      } catch (err) {
+        return `cannot read the flexible server, so no change is made: ${errorMessage(err)}`;
+      }
+    },
+
+    async readOverrides(names: readonly string[]): Promise<Overrides> {
+      const params = await api.listParameters();
+      return Object.fromEntries(names.map((name) => [name, overrideOf(params.get(name))]));
+    },
+
+    async writeOverrides(overrides: Overrides): Promise<WriteResult> {
+      // Whatever the options say, Cloud B is never restarted by the agent.
+      await writeServerParameters({ api, db, log }, overrides);
+      return { restarted: false };
+    },
+
+    async metrics(): Promise<TargetMetric[]> {
+      try {
+        const memory = await server().then(
+          (s) => machineOf(s).info.machine.memoryBytes,
+          () => undefined,
+        );
+        return await monitorMetrics(api, memory);
+      } catch (err) {
+        log.debug(`Azure Monitor metrics not read: ${errorMessage(err)}`);
+        return [];
+      }
+    },
+
+    preflight: () => managedBFlexPreflight({ api, config, machine: machineOf }),
+
+    close: () => Promise.resolve(),
+  };
+}
+
+/** What `tuner-agent permissions --managed-b-flex` prints: the custom role as JSON, then the
+ * setup steps as `#` lines; the scope comes from the configuration when there is one. */
+export function managedBFlexPermissions(config: TargetDeps['config'] | null): string {
+  return managedBFlexPermissionsText(config);
+}

@@ -1,0 +1,125 @@
+// What happens when an agent starts, reports, acknowledges a command and stops: the lease, the
+// tuning session's step, and what the answer carries (the next command, the next interval).
+// The HTTP layer (http/agent-api.ts) parses and authenticates; everything decided is here.
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { z } from 'zod';
+import type {
+  AgentStartRequest,
+  AgentStartResponse,
+  AgentStopRequest,
+  CommandAckRequest,
+  ReportRequest,
+  ReportResponse,
+  TargetKind,
+} from '../../protocol/v1.ts';
+import type { ServiceContext } from '../app/context.ts';
+import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
+import { looksLikeApiKey, matchesAnyHash } from '../people/tokens.ts';
+import { afterAck, afterReport } from '../tuning/advance.ts';
+import type { AgentLease } from './store.ts';
+
+/** The database an agent's API key opened. */
+export interface AgentDatabase {
+  id: string;
+  target: TargetKind;
+}
+
+/** The service issues UUIDs; anything else cannot be one of its commands. */
+const ServiceCommandIdSchema = z.uuid();
+
+const leaseExpired = (leaseId: string) =>
+  new ServiceError(
+    'lease_expired',
+    `lease ${leaseId} is not the live lease of this database (it lapsed, was released, or another agent holds the database): start again`,
+  );
+
+function describeHolder(holder: AgentLease): string {
+  return `host ${holder.hostname}, pid ${holder.pid}, agent ${holder.agentVersion}, started ${holder.startedAt.toISOString()}`;
+}
+
+/** The database whose key this is. An unknown database and a key of another database get the
+ * same answer, so that the answer tells nothing about which database ids exist. */
+export async function authenticateAgent({ storage }: ServiceContext, databaseId: string, apiKey: string): Promise<AgentDatabase> {
+  // A string that cannot be a key is refused without asking the storage.
+  const credentials = looksLikeApiKey(apiKey) ? await storage.agentCredentials(databaseId) : null;
+  if (!credentials || !matchesAnyHash(apiKey, credentials.keyHashes)) {
+    throw unauthorized(`the API key is not valid for database ${databaseId}: it is mistyped, revoked, or of another database`);
+  }
+  return { id: databaseId, target: credentials.target };
+}
+
+export async function startAgent(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  request: AgentStartRequest,
+  log: FastifyBaseLogger,
+): Promise<AgentStartResponse> {
+  if (request.target !== database.target) {
+    throw invalid(
+      `body.target: this database is set up for target ${database.target}, but the agent runs with --${request.target}: start it with --${database.target}, or create a database entry for ${request.target}`,
+    );
+  }
+  const result = await ctx.storage.startAgent(database.id, request, randomUUID(), ctx.leasePolicy);
+  if (result.kind === 'conflict') {
+    log.info({ databaseId: database.id, refusedHost: request.host.hostname }, 'agent start refused: another agent holds the lease');
+    throw new ServiceError(
+      'agent_conflict',
+      `another agent holds this database (${describeHolder(result.holder)}); its lease expires at ${result.holder.expiresAt.toISOString()} unless it reports. ` +
+        'Run one agent per database: stop the other one, or wait for its lease to lapse.',
+    );
+  }
+  log.info({ databaseId: database.id, host: request.host.hostname, pid: request.host.pid, resumed: result.resumed }, 'agent started');
+  return { leaseId: result.leaseId, leaseExpiresAt: result.expiresAt.toISOString(), reportIntervalSeconds: result.reportIntervalSeconds };
+}
+
+/** Stores the report (`storedBody`: as sent, compressed), moves the database's tuning session on,
+ * and answers with the command that goes out now and when to report next. */
+export async function receiveReport(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  report: ReportRequest,
+  storedBody: Buffer,
+  log: FastifyBaseLogger,
+): Promise<ReportResponse> {
+  const result = await ctx.storage.recordReport(database.id, report, storedBody, ctx.leasePolicy);
+  if (result.kind === 'lease_expired') throw leaseExpired(report.leaseId);
+  // A command waiting already goes first. What the session queued now goes out in this answer
+  // (else with the next report), and while the session measures, the agent reports often enough
+  // to fill its window: the database's own interval wins only when it is shorter.
+  const session = await afterReport(ctx, database.id, log);
+  const command = result.command ?? (session.commandIssued ? await ctx.storage.sendNextCommand(database.id) : null);
+  return {
+    nextReportInSeconds: Math.min(result.reportIntervalSeconds, session.reportIntervalSeconds ?? Infinity),
+    leaseExpiresAt: result.expiresAt.toISOString(),
+    command,
+  };
+}
+
+export async function acknowledgeCommand(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  commandId: string,
+  ack: CommandAckRequest,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  const result = ServiceCommandIdSchema.safeParse(commandId).success
+    ? await ctx.storage.recordAck(database.id, commandId, ack)
+    : { kind: 'unknown_command' as const };
+  if (result.kind === 'lease_expired') throw leaseExpired(ack.leaseId);
+  if (result.kind === 'unknown_command') throw notFound(`no command ${commandId.slice(0, 100)} for this database`);
+  if (result.kind !== 'recorded') return;
+  ctx.metrics?.commandAcknowledged(result.commandKind, ack.status);
+  await afterAck(ctx, database.id, log);
+}
+
+export async function stopAgent(
+  ctx: ServiceContext,
+  database: AgentDatabase,
+  request: AgentStopRequest,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  const result = await ctx.storage.stopAgent(database.id, request.leaseId);
+  if (result.kind === 'lease_expired') throw leaseExpired(request.leaseId);
+  if (result.kind === 'released') log.info({ databaseId: database.id }, 'agent stopped');
+}

@@ -1,0 +1,101 @@
+// Starting and stopping the whole service: storage (migrated), the first admin, the HTTP server,
+// and the retention job. Used by the bin, the tests and the benchmark alike.
+import type { FastifyInstance } from 'fastify';
+import { ensureFirstAdmin } from '../people/actions.ts';
+import type { ServiceConfig } from './config.ts';
+import { createServiceContext } from './context.ts';
+import { buildApp } from '../http/app.ts';
+import { createServiceMetrics, startMetricsListener, type MetricsListener } from './metrics.ts';
+import { startTuningSessionTicker } from '../tuning/ticker.ts';
+import { openStorage } from '../storage/open.ts';
+import type { Storage } from '../storage/storage.ts';
+
+const PRUNE_EVERY_MS = 10 * 60_000;
+
+export interface RunningService {
+  /** http(s)://host:port, as listening (the port chosen by the system when 0 was asked). */
+  url: string;
+  app: FastifyInstance;
+  storage: Storage;
+  /** The separate metrics listener's address (--metrics-listen), when there is one. */
+  metricsUrl?: string;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where the first admin's generated password is told (once); stdout by default. */
+  announce?: (text: string) => void;
+  /** Where log lines go (stdout by default). */
+  logStream?: { write(line: string): void };
+  /** How long a client may take to send a whole request (30 s; shorter in tests). */
+  requestTimeoutMs?: number;
+}
+
+export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
+  const metrics = config.metricsToken || config.metricsListen ? createServiceMetrics() : undefined;
+  const storage = await openStorage({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+    onError: metrics?.storageError,
+  });
+  metrics?.readGaugesFrom(storage);
+  const ctx = createServiceContext(storage, config, metrics);
+  let app: FastifyInstance | undefined;
+  let metricsListener: MetricsListener | undefined;
+  try {
+    await ensureFirstAdmin(ctx, options.announce ?? ((text) => process.stdout.write(text)));
+    app = buildApp(ctx, {
+      ...(options.logStream && { logStream: options.logStream }),
+      ...(options.requestTimeoutMs && { requestTimeoutMs: options.requestTimeoutMs }),
+    });
+    await app.listen({ host: config.host, port: config.port });
+    if (metrics && config.metricsListen) metricsListener = await startMetricsListener(config.metricsListen, metrics, config.metricsToken);
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await storage.close().catch(() => undefined);
+    throw err;
+  }
+  const listening = app;
+  let pruning: Promise<void> = Promise.resolve();
+  const prune = async () => {
+    try {
+      const removed = await storage.prune({
+        maxAgeDays: config.retentionDays,
+        maxReportsPerDatabase: config.retentionReportsPerDatabase,
+        maxEventsPerDatabase: config.retentionReportsPerDatabase,
+      });
+      if (removed.reports + removed.events > 0) listening.log.info(removed, 'retention: old rows removed');
+    } catch (err) {
+      listening.log.warn({ err: { name: (err as Error).name } }, 'retention job failed; it runs again later');
+    }
+  };
+  pruning = prune();
+  const timer = setInterval(() => {
+    pruning = pruning.then(prune);
+  }, PRUNE_EVERY_MS);
+  timer.unref();
+
+  // Tuning sessions move with reports and acks; the ticker catches what no request brings.
+  const tuningSessionTicker = startTuningSessionTicker(ctx, listening.log);
+
+  const address = listening.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `${config.tls ? 'https' : 'http'}://${host}:${port}`,
+    app: listening,
+    storage,
+    ...(metricsListener && { metricsUrl: metricsListener.url }),
+    close: () =>
+      (closing ??= (async () => {
+        await metricsListener?.close();
+        clearInterval(timer);
+        await tuningSessionTicker.stop();
+        await listening.close();
+        await pruning;
+        await storage.close();
+      })()),
+  };
+}

@@ -1,0 +1,97 @@
+// What the databases feature asks of its storage: databases and their API keys, and what people
+// read of each (its commands, reports and events). Every call names the account, and sees only
+// that account's rows.
+import type { Command, CommandAckRequest, Setting, TargetKind, TargetMetric } from '../../protocol/v1.ts';
+import type { MetricsReport } from '../../protocol/report.ts';
+import type { AgentLease } from '../agents/store.ts';
+
+export interface DatabaseEntry {
+  id: string;
+  accountId: string;
+  name: string;
+  target: TargetKind;
+  /** Null: the service-wide default applies. */
+  reportIntervalSeconds: number | null;
+  createdAt: Date;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  databaseId: string;
+  /** The first characters of the key, enough to tell keys apart on a page. */
+  displayPrefix: string;
+  label: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface DatabaseSummary extends DatabaseEntry {
+  agent: AgentLease | null;
+}
+
+export type CommandStatus = 'pending' | 'sent' | 'done';
+export type CommandOutcome = Omit<CommandAckRequest, 'leaseId'>;
+
+export interface CommandRecord {
+  id: string;
+  databaseId: string;
+  command: Command;
+  status: CommandStatus;
+  createdBy: string | null;
+  createdAt: Date;
+  sentAt: Date | null;
+  sentCount: number;
+  ackedAt: Date | null;
+  outcome: CommandOutcome | null;
+}
+
+export interface StoredReport {
+  id: number;
+  leaseId: string;
+  seq: number;
+  sentAt: Date;
+  receivedAt: Date;
+  metrics: MetricsReport | null;
+  settings: Setting[];
+  targetMetrics: TargetMetric[];
+}
+
+export interface ReportPoint {
+  receivedAt: Date;
+  avgQueryRuntimeMs: number | null;
+  tps: number | null;
+  cacheHitRatio: number | null;
+  connections: number | null;
+}
+
+export interface StoredEvent {
+  at: Date;
+  level: 'info' | 'warn' | 'error';
+  code: string;
+  message: string;
+  commandId: string | null;
+  receivedAt: Date;
+}
+
+export interface DatabaseStore {
+  createDatabase(accountId: string, entry: { id: string; name: string; target: TargetKind }): Promise<DatabaseEntry>;
+  listDatabases(accountId: string): Promise<DatabaseSummary[]>;
+  getDatabase(accountId: string, databaseId: string): Promise<DatabaseSummary | null>;
+  setReportInterval(accountId: string, databaseId: string, seconds: number | null): Promise<boolean>;
+  createApiKey(
+    accountId: string,
+    key: { id: string; databaseId: string; keyHash: string; displayPrefix: string; label: string; createdBy: string },
+  ): Promise<ApiKeyInfo | null>;
+  listApiKeys(accountId: string, databaseId: string): Promise<ApiKeyInfo[]>;
+  /** False when there is no such key of this account's database. */
+  revokeApiKey(accountId: string, databaseId: string, keyId: string): Promise<boolean>;
+  countLiveApiKeys(databaseId: string): Promise<number>;
+
+  // Commands, reports
+  createCommand(accountId: string, databaseId: string, command: Command, createdBy: string): Promise<CommandRecord | null>;
+  countOpenCommands(databaseId: string): Promise<number>;
+  listCommands(accountId: string, databaseId: string, limit: number): Promise<CommandRecord[]>;
+  latestReport(accountId: string, databaseId: string): Promise<StoredReport | null>;
+  reportSeries(accountId: string, databaseId: string, limit: number): Promise<ReportPoint[]>;
+  recentEvents(accountId: string, databaseId: string, limit: number): Promise<StoredEvent[]>;
+}

@@ -1,0 +1,184 @@
+// The agents' storage: leases, reports, acknowledgements, and the commands handed over. The
+// agent's report is one statement (lease renewal, report, events, next command), as it is by far
+// the most frequent request.
+import type { Command, TargetKind } from '../../protocol/v1.ts';
+import type { AckResult, AgentStore, LeasePolicy, ReportResult, StartResult, StopResult } from '../agents/store.ts';
+import type { Queryable, SqlDriver } from './driver.ts';
+import { LEASE_COLUMNS, one, toLease, type LeaseColumns } from './sql-rows.ts';
+
+function leaseSeconds(policy: LeasePolicy, intervalSeconds: number): number {
+  return Math.max(policy.intervalsPerLease * intervalSeconds, policy.minLeaseSeconds);
+}
+
+export function createAgentStore(driver: SqlDriver): AgentStore {
+  const db: Queryable = driver;
+  return {
+    async agentCredentials(databaseId) {
+      const rows = await db.query<{ target: TargetKind; key_hash: string | null }>(
+        `SELECT d.target, k.key_hash FROM databases d
+           LEFT JOIN api_keys k ON k.database_id = d.id AND k.revoked_at IS NULL
+          WHERE d.id = $1::uuid`,
+        [databaseId],
+        { name: 'agent_credentials' },
+      );
+      const first = rows[0];
+      if (!first) return null;
+      return { target: first.target, keyHashes: rows.flatMap((r) => (r.key_hash === null ? [] : [r.key_hash])) };
+    },
+
+    startAgent: (databaseId, request, newLeaseId, policy) =>
+      driver.transaction(async (tx): Promise<StartResult> => {
+        // Locking the database row makes concurrent starts for one database take turns.
+        const database = await one<{ report_interval_seconds: number | null }>(
+          tx,
+          'SELECT report_interval_seconds FROM databases WHERE id = $1::uuid FOR UPDATE',
+          [databaseId],
+        );
+        if (!database) throw new Error(`database ${databaseId} vanished`);
+        const current = await one<LeaseColumns>(tx, `SELECT ${LEASE_COLUMNS} FROM agent_leases l WHERE l.database_id = $1::uuid`, [
+          databaseId,
+        ]);
+        const holder = current ? toLease(current) : null;
+        const resumed = holder !== null && holder.live && request.resumeLeaseId === holder.leaseId;
+        if (holder?.live && !resumed) return { kind: 'conflict', holder };
+        const leaseId = resumed ? holder.leaseId : newLeaseId;
+        const intervalSeconds = database.report_interval_seconds ?? policy.defaultIntervalSeconds;
+        const row = await one<{ expires_at: Date }>(
+          tx,
+          `INSERT INTO agent_leases (database_id, lease_id, hostname, pid, agent_version, target, target_identity, mode,
+                                     allow_restart, include_queries, system, started_at, expires_at, released_at,
+                                     last_report_at, last_seq)
+           VALUES ($1::uuid, $2, $3, $4::bigint, $5, $6, $7, $8, $9::boolean, $10::boolean, $11::jsonb, now(),
+                   now() + make_interval(secs => $12::float8), NULL, NULL, NULL)
+           ON CONFLICT (database_id) DO UPDATE SET
+             lease_id = excluded.lease_id, hostname = excluded.hostname, pid = excluded.pid,
+             agent_version = excluded.agent_version, target = excluded.target,
+             target_identity = excluded.target_identity, mode = excluded.mode,
+             allow_restart = excluded.allow_restart, include_queries = excluded.include_queries,
+             system = excluded.system, started_at = excluded.started_at, expires_at = excluded.expires_at,
+             released_at = NULL, last_report_at = NULL, last_seq = NULL
+           RETURNING expires_at`,
+          [
+            databaseId,
+            leaseId,
+            request.host.hostname,
+            request.host.pid,
+            request.agentVersion,
+            request.target,
+            request.targetIdentity,
+            request.mode,
+            request.allowRestart,
+            request.includeQueries,
+            JSON.stringify(request.system),
+            leaseSeconds(policy, intervalSeconds),
+          ],
+        );
+        return { kind: 'granted', leaseId, expiresAt: row!.expires_at, reportIntervalSeconds: intervalSeconds, resumed };
+      }),
+
+    async recordReport(databaseId, report, body, policy): Promise<ReportResult> {
+      const derived = report.metrics?.derived;
+      const row = await one<{ expires_at: Date; interval_seconds: number; command: Command | null }>(
+        db,
+        `WITH relaxed AS (
+           -- Reports do not wait for their WAL to reach the disk: a crash of the database may
+           -- lose the last fraction of a second of reports and lease renewals, which the agents
+           -- send again (a lapsed lease is started again, a command re-sent under its id).
+           SELECT set_config('synchronous_commit', 'off', true) AS done
+         ), lease AS (
+           UPDATE agent_leases l
+              SET expires_at = now() + make_interval(secs => greatest($12::int * coalesce(d.report_interval_seconds, $13::int), $14::int)::float8),
+                  last_report_at = now(), last_seq = $3::bigint
+             FROM databases d
+            WHERE l.database_id = $1::uuid AND d.id = l.database_id AND l.lease_id = $2
+              AND l.released_at IS NULL AND l.expires_at > now()
+           RETURNING l.expires_at, coalesce(d.report_interval_seconds, $13::int) AS interval_seconds
+         ), report AS (
+           INSERT INTO reports (database_id, lease_id, seq, sent_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections, has_metrics, body)
+           SELECT $1::uuid, $2, $3::bigint, $4::timestamptz, $5::float8, $6::float8, $7::float8, $8::float8, $9::boolean, $10::bytea FROM lease
+           RETURNING id
+         ), events AS (
+           INSERT INTO agent_events (database_id, at, level, code, message, command_id)
+           SELECT $1::uuid, (e ->> 'at')::timestamptz, e ->> 'level', e ->> 'code', e ->> 'message', e ->> 'commandId'
+             FROM lease, json_array_elements($11::json) AS e
+           RETURNING id
+         ), next_command AS (
+           SELECT c.id FROM commands c, lease
+            WHERE c.database_id = $1::uuid AND c.status <> 'done'
+            ORDER BY c.seq LIMIT 1
+         ), sent AS (
+           UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
+             FROM next_command n WHERE c.id = n.id
+           RETURNING c.body
+         )
+         SELECT lease.expires_at, lease.interval_seconds, (SELECT body FROM sent) AS command FROM relaxed, lease`,
+        [
+          databaseId,
+          report.leaseId,
+          report.seq,
+          report.sentAt,
+          derived?.avgQueryRuntimeMs ?? null,
+          derived?.tps ?? null,
+          derived?.cacheHitRatio ?? null,
+          report.metrics?.activity.connections.total ?? null,
+          report.metrics !== null,
+          body,
+          report.events.length === 0 ? '[]' : JSON.stringify(report.events),
+          policy.intervalsPerLease,
+          policy.defaultIntervalSeconds,
+          policy.minLeaseSeconds,
+        ],
+        { name: 'record_report' },
+      );
+      if (!row) return { kind: 'lease_expired' };
+      return { kind: 'accepted', expiresAt: row.expires_at, reportIntervalSeconds: row.interval_seconds, command: row.command };
+    },
+
+    recordAck: (databaseId, commandId, ack) =>
+      driver.transaction(async (tx): Promise<AckResult> => {
+        // The outcome is worth keeping even if the lease lapsed meanwhile, as long as no other
+        // agent took the database: the change it describes was made by this lease's agent.
+        const lease = await one<{ lease_id: string }>(tx, 'SELECT lease_id FROM agent_leases WHERE database_id = $1::uuid', [databaseId]);
+        if (!lease || lease.lease_id !== ack.leaseId) return { kind: 'lease_expired' };
+        const { leaseId: _leaseId, ...outcome } = ack;
+        const [updated] = await tx.query<{ kind: Command['kind'] }>(
+          `UPDATE commands SET status = 'done', acked_at = now(), outcome = $3::jsonb
+            WHERE id = $1::uuid AND database_id = $2::uuid AND status <> 'done' RETURNING body->>'kind' AS kind`,
+          [commandId, databaseId, JSON.stringify(outcome)],
+        );
+        if (updated) return { kind: 'recorded', commandKind: updated.kind };
+        const exists = await one(tx, 'SELECT 1 AS ok FROM commands WHERE id = $1::uuid AND database_id = $2::uuid', [
+          commandId,
+          databaseId,
+        ]);
+        return { kind: exists ? 'already_done' : 'unknown_command' };
+      }),
+
+    stopAgent: (databaseId, leaseId) =>
+      driver.transaction(async (tx): Promise<StopResult> => {
+        const lease = await one<{ lease_id: string; live: boolean }>(
+          tx,
+          'SELECT lease_id, (released_at IS NULL AND expires_at > now()) AS live FROM agent_leases WHERE database_id = $1::uuid FOR UPDATE',
+          [databaseId],
+        );
+        if (!lease || lease.lease_id !== leaseId) return { kind: 'lease_expired' };
+        if (!lease.live) return { kind: 'already_released' };
+        await tx.query('UPDATE agent_leases SET released_at = now() WHERE database_id = $1::uuid', [databaseId]);
+        return { kind: 'released' };
+      }),
+
+    async sendNextCommand(databaseId) {
+      const row = await one<{ body: Command }>(
+        db,
+        `WITH next_command AS (
+           SELECT id FROM commands WHERE database_id = $1::uuid AND status <> 'done' ORDER BY seq LIMIT 1
+         )
+         UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
+           FROM next_command n WHERE c.id = n.id
+         RETURNING c.body`,
+        [databaseId],
+      );
+      return row?.body ?? null;
+    },
+  };
+}

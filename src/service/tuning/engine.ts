@@ -1,0 +1,746 @@
+// The tuning session's state machine. Every step reads what happened (reports, acks, guardrail
+// events: all in storage) and moves the session on, inside the transaction that holds its row
+// lock; nothing lives in memory, so a session goes on after a restart, on any replica.
+//
+//   baseline            measure the configuration as it is for one window (it starts with the
+//                       first report after the session's start: the agent reports faster from then)
+//   iterating           per trial: suggest → apply as a trial (keep=false) → ack → warm up →
+//                       measure one window → ok or failed; after every few measured trials, a
+//                       window of the known-good configuration (a revert), so that each trial is
+//                       judged against the baseline windows nearest in time; until the planned number
+//   verifying           the search's best against the baseline in A/B rounds (A B, B A, …) until
+//                       its interval decides (src/measure/verify.ts)
+//   awaiting_approval   the verified best waits for a person; the database is back on known-good
+//   applying_best       the verified best is applied with keep=true
+//   done | stopped | reverted | failed
+//
+// Every window is an iteration row. A window that cannot be trusted (src/measure/contamination.ts)
+// is marked contaminated and measured again in a new row; it never reaches the optimizer.
+import { randomUUID } from 'node:crypto';
+import { callShares, contamination, type WindowReport } from '../../measure/contamination.ts';
+import { queryMix, windowStats, type WindowStats } from '../../measure/objective.ts';
+import {
+  describeVerdict,
+  roundOrder,
+  verdict,
+  type RoundFigures,
+  type Role,
+  type Verdict,
+  type VerifySettings,
+} from '../../measure/verify.ts';
+import { suggest, type SearchSpace, type Suggestion } from '../../optimizer/index.ts';
+import type { Command } from '../../protocol/v1.ts';
+import type {
+  SessionBest,
+  SessionVerification,
+  SessionWindow,
+  TuningIterationPatch,
+  TuningIterationRecord,
+  TuningSessionPatch,
+  TuningSessionRecord,
+  TuningSessionTx,
+} from './store.ts';
+import { constraintBreach, throughput } from './constraints.ts';
+import { historyOf, isTrial, judgeSession, searchBest } from './history.ts';
+import { sessionReportInterval } from './params.ts';
+import { buildSpace } from './space.ts';
+import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
+
+export const ENGINE_LIMITS = {
+  /** A measurement whose window could not be trusted this many times in a row fails the session. */
+  windowAttempts: 3,
+  /** An apply not acknowledged this long after it was first sent fails its iteration. Cloud
+   * targets wait for parameter groups and reboots, hence the generous figures. */
+  ackTimeoutSeconds: { 'reload-only': 10 * 60, restart: 45 * 60 } as const,
+  /** A window that ended this long ago is measured with the reports it has (the agent went quiet). */
+  minGraceSeconds: 30,
+  reportsPerWindow: 5000,
+  /** A baseline window after this many measured trials. */
+  baselineEvery: 3,
+  /** Transitions per call: each waits for something new after a few. */
+  stepsPerCall: 12,
+} as const;
+
+interface Step {
+  tx: TuningSessionTx;
+  session: TuningSessionRecord;
+  now: Date;
+  /** A command was queued for the agent: the caller may hand it over at once. */
+  commandIssued: boolean;
+}
+
+export interface AdvanceResult {
+  session: TuningSessionRecord;
+  commandIssued: boolean;
+}
+
+/** Moves the session as far as what has happened allows. */
+export async function advanceSession(tx: TuningSessionTx, session: TuningSessionRecord, now: Date): Promise<AdvanceResult> {
+  const step: Step = { tx, session, now, commandIssued: false };
+  for (let i = 0; i < ENGINE_LIMITS.stepsPerCall; i++) {
+    if (!(await stepOnce(step))) break;
+  }
+  return { session: step.session, commandIssued: step.commandIssued };
+}
+
+function stepOnce(s: Step): Promise<boolean> {
+  switch (s.session.state) {
+    case 'baseline':
+      return baselineStep(s);
+    case 'iterating':
+      return iterationStep(s);
+    case 'verifying':
+      return verifyStep(s);
+    case 'applying_best':
+      return finalApplyStep(s);
+    default:
+      return Promise.resolve(false);
+  }
+}
+
+async function updateSession(s: Step, patch: TuningSessionPatch): Promise<void> {
+  s.session = await s.tx.updateSession(patch);
+}
+
+const graceMs = (session: TuningSessionRecord) =>
+  Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(session.windowSeconds)) * 1000;
+const fmt = (x: number) => x.toFixed(3);
+const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] =>
+  reports.map((r) => ({ leaseId: r.leaseId, seq: r.seq, metrics: r.metrics }));
+
+export function verifySettings(session: TuningSessionRecord): VerifySettings {
+  return {
+    minRounds: session.abRoundsMin,
+    maxRounds: session.abRoundsMax,
+    minEffect: session.minEffectPercent / 100,
+    confidence: session.confidencePercent / 100,
+  };
+}
+
+// ---- the first baseline window ----
+
+async function baselineStep(s: Step): Promise<boolean> {
+  const { session, tx, now } = s;
+  const window = session.baselineWindow;
+  if (!window) {
+    // The window starts where the first report after the start ends: from that report's
+    // answer on, the agent reports often enough to fill it.
+    const [first] = await tx.reportsSince(session.createdAt, 1);
+    if (!first) return false;
+    const start = new Date(serviceInterval(first)?.end ?? first.receivedAt.getTime());
+    await updateSession(s, {
+      baselineWindow: windowFrom(start, session.windowSeconds, 0),
+      message: `measuring the baseline for ${session.windowSeconds} s`,
+    });
+    return true;
+  }
+  const measured = await closedWindow(s, window, null);
+  if (measured === 'open') return false;
+  const metrics = measured.reports.map((r) => r.metrics);
+  const mix = queryMix(metrics);
+  const stats = windowStats(metrics, mix);
+  const found = contamination({ reports: windowReports(measured.reports), stats, reference: null });
+  if (found.length > 0) {
+    const why = found.map((c) => c.message).join('; ');
+    if (window.attempts + 1 >= ENGINE_LIMITS.windowAttempts) {
+      await endTuningSession(s, 'failed', `the baseline could not be measured in ${ENGINE_LIMITS.windowAttempts} windows: ${why}`, null);
+      return false;
+    }
+    await updateSession(s, {
+      baselineWindow: windowFrom(now, session.windowSeconds, window.attempts + 1),
+      message: `measuring the baseline again: ${why}`,
+    });
+    return false;
+  }
+  const baseline = {
+    mix,
+    shares: callShares(metrics),
+    stats: roundStats(stats),
+    reports: measured.reports.length,
+    lowestMemoryShare: lowestMemoryShare(measured.reports),
+    measuredAt: now.toISOString(),
+  };
+  await updateSession(s, { state: 'iterating', baseline, message: null });
+  return true;
+}
+
+/** The window's reports once it is closed, or 'open'. */
+async function closedWindow(
+  s: Step,
+  window: SessionWindow,
+  expected: Record<string, string> | null,
+): Promise<'open' | { reports: MeasuredReport[]; mismatched: number }> {
+  if (s.now < window.end) return 'open';
+  const reports = await s.tx.reportsSince(window.start, ENGINE_LIMITS.reportsPerWindow);
+  if (!windowClosed(reports, window, s.now, graceMs(s.session))) return 'open';
+  return selectWindow(reports, window, expected);
+}
+
+// ---- windows in flight: trials, baseline windows, A/B windows ----
+
+/**
+ * Moves the window in flight, or condemns a measured trial a guardrail reverted since. Returns
+ * null when nothing is in flight: the caller decides what to measure next.
+ */
+async function inFlightStep(s: Step, iterations: readonly TuningIterationRecord[]): Promise<boolean | null> {
+  const commandIds = [...new Set(iterations.map((it) => it.commandId))];
+  const breaches = new Map((await s.tx.guardrailBreaches(commandIds)).map((b) => [b.commandId, b.message]));
+  // A guardrail that reverted a trial after its window was measured still condemns it.
+  let flipped = false;
+  for (const it of iterations) {
+    const breach = breaches.get(it.commandId);
+    if (it.state === 'ok' && it.kind !== 'baseline' && breach !== undefined) {
+      await s.tx.updateIteration(it.ordinal, { state: 'failed', failure: `after the measurement, ${guardrailFailure(breach)}` });
+      flipped = true;
+    }
+  }
+  if (flipped) return true;
+  const current = iterations.find((it) => it.state === 'applying' || it.state === 'measuring');
+  if (current?.state === 'applying') return applyingStep(s, current);
+  if (current) return measuringStep(s, iterations, current, breaches.get(current.commandId));
+  return null;
+}
+
+/** The session's search space; a space that cannot be rebuilt (a catalog changed under a stored
+ * session, say) ends the session rather than failing every step. */
+async function spaceOf(s: Step): Promise<SearchSpace | null> {
+  try {
+    return buildSpace(s.session.space);
+  } catch (err) {
+    await endTuningSession(
+      s,
+      'failed',
+      `the search space cannot be rebuilt from what the agent reported at the start: ${(err as Error).message}`,
+      'known-good',
+    );
+    return null;
+  }
+}
+
+const nextOrdinal = (iterations: readonly TuningIterationRecord[]) => (iterations.at(-1)?.ordinal ?? 0) + 1;
+
+async function issueTrial(s: Step, iterations: readonly TuningIterationRecord[], suggestion: Suggestion): Promise<boolean> {
+  const command: Command = {
+    id: randomUUID(),
+    kind: 'apply',
+    values: { ...suggestion.config },
+    allowRestart: s.session.mode === 'restart',
+    keep: false,
+  };
+  await s.tx.addIteration(
+    {
+      ordinal: nextOrdinal(iterations),
+      kind: suggestion.kind,
+      phase: 'search',
+      round: null,
+      config: { ...suggestion.config },
+      reason: suggestion.reason,
+      predicted: suggestion.predicted ?? null,
+      commandId: command.id,
+    },
+    command,
+    s.session.createdById,
+  );
+  s.commandIssued = true;
+  return false;
+}
+
+/**
+ * The last windows of the known-good configuration or of the candidate all failed or were
+ * cancelled (a revert the agent keeps failing, say): asking again would loop. The reason, or null.
+ */
+function stuck(iterations: readonly TuningIterationRecord[], kind: 'baseline' | 'candidate'): string | null {
+  const last = iterations.slice(-ENGINE_LIMITS.windowAttempts);
+  if (
+    last.length < ENGINE_LIMITS.windowAttempts ||
+    !last.every((it) => it.kind === kind && (it.state === 'failed' || it.state === 'cancelled'))
+  )
+    return null;
+  return `the last ${last.length} windows of the ${kind === 'baseline' ? 'known-good configuration' : 'candidate'} could not be measured (the last: ${last.at(-1)!.failure ?? 'no reason given'})`;
+}
+
+/**
+ * A window of the baseline (role 'baseline') or of the candidate: when the configuration is on
+ * the database already (the last window was of the same), measured at once with the same
+ * command; otherwise a revert to known-good or a trial apply first.
+ */
+async function issueWindow(
+  s: Step,
+  iterations: readonly TuningIterationRecord[],
+  role: Role,
+  phase: 'search' | 'verify',
+  round: number | null,
+  config: Record<string, number | string>,
+  reason: string,
+): Promise<boolean> {
+  const kind = role === 'baseline' ? 'baseline' : 'candidate';
+  const why = stuck(iterations, kind);
+  if (why) {
+    await endTuningSession(s, 'failed', `${why}; the database returns to its known-good configuration`, 'known-good');
+    return false;
+  }
+  const last = iterations.at(-1);
+  const base = { ordinal: nextOrdinal(iterations), kind, phase, round, config: { ...config }, reason, predicted: null } as const;
+  if (last && last.kind === kind && (last.state === 'ok' || last.state === 'contaminated') && last.effective) {
+    const window = windowFrom(s.now, s.session.windowSeconds, 0);
+    await s.tx.addIteration(
+      { ...base, commandId: last.commandId, measuring: { sentAt: last.sentAt, ackedAt: last.ackedAt, effective: last.effective, window } },
+      null,
+      s.session.createdById,
+    );
+    return true;
+  }
+  const command: Command =
+    role === 'baseline'
+      ? { id: randomUUID(), kind: 'revert', to: 'known-good' }
+      : { id: randomUUID(), kind: 'apply', values: { ...config }, allowRestart: s.session.mode === 'restart', keep: false };
+  await s.tx.addIteration({ ...base, commandId: command.id }, command, s.session.createdById);
+  s.commandIssued = true;
+  return false;
+}
+
+/** The guardrail's event message says "guardrail: …" already. */
+const guardrailFailure = (message: string) => (/^guardrail\b/.test(message) ? message : `guardrail: ${message}`);
+
+async function failIteration(s: Step, it: TuningIterationRecord, failure: string, extra: TuningIterationPatch = {}): Promise<true> {
+  await s.tx.updateIteration(it.ordinal, { ...extra, state: 'failed', failure, finished: true });
+  return true;
+}
+
+/** Waiting for the agent's acknowledgement of the window's command. */
+async function applyingStep(s: Step, it: TuningIterationRecord): Promise<boolean> {
+  const command = await s.tx.command(it.commandId);
+  if (!command) return failIteration(s, it, 'its command is gone from the storage');
+  const sentAt = it.sentAt ?? (command.sentCount > 0 ? command.sentAt : null);
+  if (command.status === 'done') {
+    const outcome = command.outcome;
+    if (outcome?.status !== 'applied') {
+      const errors = outcome?.errors.join('; ') || 'no reason given';
+      return failIteration(s, it, `${outcome?.status ?? 'failed'} by the agent: ${errors}`, { sentAt, ackedAt: command.ackedAt });
+    }
+    const ackedAt = command.ackedAt ?? s.now;
+    const start = new Date(ackedAt.getTime() + s.session.warmupSeconds * 1000);
+    await s.tx.updateIteration(it.ordinal, {
+      state: 'measuring',
+      sentAt,
+      ackedAt,
+      effective: outcome.effective,
+      window: windowFrom(start, s.session.windowSeconds, 0),
+    });
+    return true;
+  }
+  if (it.sentAt === null && sentAt !== null) await s.tx.updateIteration(it.ordinal, { sentAt });
+  const timeout = ENGINE_LIMITS.ackTimeoutSeconds[s.session.mode];
+  if (sentAt !== null && s.now.getTime() - sentAt.getTime() > timeout * 1000) {
+    await s.tx.cancelCommand(it.commandId, `the tuning session gave up waiting for its acknowledgement after ${timeout} s`);
+    return failIteration(s, it, `no acknowledgement within ${timeout} s of sending it to the agent`, { sentAt });
+  }
+  return false;
+}
+
+/** The baseline's figures nearest before `at`: what a window's constraints are judged against. */
+function nearestBaselineStats(
+  session: TuningSessionRecord,
+  iterations: readonly TuningIterationRecord[],
+  before: number,
+): WindowStats | null {
+  const earlier = iterations.filter((it) => it.kind === 'baseline' && it.state === 'ok' && it.stats && it.ordinal < before).at(-1);
+  return earlier?.stats ?? session.baseline?.stats ?? null;
+}
+
+/** Warming up and measuring a window. */
+async function measuringStep(
+  s: Step,
+  iterations: readonly TuningIterationRecord[],
+  it: TuningIterationRecord,
+  breach: string | undefined,
+): Promise<boolean> {
+  if (breach !== undefined && it.kind !== 'baseline') return failIteration(s, it, guardrailFailure(breach));
+  const window = it.window;
+  if (!window) return failIteration(s, it, 'no measurement window was set');
+  const measured = await closedWindow(s, window, it.effective);
+  if (measured === 'open') return false;
+  if (measured.mismatched > 0) {
+    // Not the configuration's fault as far as anyone can tell (an agent restart returns to
+    // known-good): left out of the history, and something else is measured.
+    await s.tx.updateIteration(it.ordinal, {
+      state: 'cancelled',
+      failure: `the configuration was not in effect for the whole window (${measured.mismatched} report(s) showed other values), without a guardrail event: the agent returned to known-good, e.g. after a restart`,
+      finished: true,
+    });
+    return true;
+  }
+  const baseline = s.session.baseline;
+  if (!baseline) return failIteration(s, it, 'the session has no baseline');
+  const stats = windowStats(
+    measured.reports.map((r) => r.metrics),
+    baseline.mix,
+  );
+  const found = contamination({ reports: windowReports(measured.reports), stats, reference: baseline.shares ?? null });
+  if (found.length > 0) return remeasure(s, iterations, it, window, found.map((c) => c.message).join('; '), stats, measured.reports.length);
+  // Trials are judged window by window; the A/B rounds judge the candidate's throughput over all
+  // rounds instead (src/measure/verify.ts); a baseline window is what the others are judged by.
+  const reference = nearestBaselineStats(s.session, iterations, it.ordinal);
+  const breached =
+    !isTrial(it) || !reference
+      ? null
+      : constraintBreach(stats, reference, { window: lowestMemoryShare(measured.reports), baseline: baseline.lowestMemoryShare });
+  await s.tx.updateIteration(it.ordinal, {
+    state: breached ? 'failed' : 'ok',
+    stats: roundStats(stats),
+    reports: measured.reports.length,
+    failure: breached,
+    finished: true,
+  });
+  return true;
+}
+
+/** A contaminated window: marked so, and measured again in a new row (the configuration is still applied). */
+async function remeasure(
+  s: Step,
+  iterations: readonly TuningIterationRecord[],
+  it: TuningIterationRecord,
+  window: SessionWindow,
+  why: string,
+  stats: WindowStats,
+  reports: number,
+): Promise<boolean> {
+  const attempts = window.attempts + 1;
+  await s.tx.updateIteration(it.ordinal, {
+    state: 'contaminated',
+    stats: roundStats(stats),
+    reports,
+    failure: `contaminated: ${why}`,
+    finished: true,
+  });
+  if (attempts >= ENGINE_LIMITS.windowAttempts) {
+    await endTuningSession(
+      s,
+      'failed',
+      `iteration ${it.ordinal} could not be measured cleanly in ${ENGINE_LIMITS.windowAttempts} windows in a row (the last: ${why}); the database returns to its known-good configuration`,
+      'known-good',
+    );
+    return false;
+  }
+  const start = new Date(s.now.getTime() + s.session.warmupSeconds * 1000);
+  await s.tx.addIteration(
+    {
+      ordinal: nextOrdinal(iterations),
+      kind: it.kind,
+      phase: it.phase,
+      round: it.round,
+      config: it.config,
+      reason: `iteration ${it.ordinal} measured again: its window was contaminated (${why})`,
+      predicted: it.predicted,
+      commandId: it.commandId,
+      measuring: {
+        sentAt: it.sentAt,
+        ackedAt: it.ackedAt,
+        effective: it.effective,
+        window: windowFrom(start, s.session.windowSeconds, attempts),
+      },
+    },
+    null,
+    s.session.createdById,
+  );
+  return true;
+}
+
+function roundStats(stats: WindowStats): WindowStats {
+  const r = (x: number) => Number(x.toPrecision(6));
+  return {
+    ...stats,
+    weightedRuntimeMs: stats.weightedRuntimeMs === null ? null : r(stats.weightedRuntimeMs),
+    avgRuntimeMs: stats.avgRuntimeMs === null ? null : r(stats.avgRuntimeMs),
+    coverage: r(stats.coverage),
+    tps: r(stats.tps),
+    rollbackRate: r(stats.rollbackRate),
+  };
+}
+
+// ---- the search ----
+
+async function iterationStep(s: Step): Promise<boolean> {
+  const iterations = await s.tx.iterations();
+  const moved = await inFlightStep(s, iterations);
+  if (moved !== null) return moved;
+
+  const trials = iterations.filter(isTrial);
+  const finished = trials.filter((it) => it.state === 'ok' || it.state === 'failed').length;
+  const cancelled = trials.filter((it) => it.state === 'cancelled').length;
+  if (cancelled > s.session.iterations) {
+    await endTuningSession(
+      s,
+      'failed',
+      `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`,
+      'known-good',
+    );
+    return false;
+  }
+  if (finished >= s.session.iterations) return startVerification(s, iterations, null);
+  if (baselineDue(iterations)) {
+    return issueWindow(
+      s,
+      iterations,
+      'baseline',
+      'search',
+      null,
+      {},
+      `the baseline measured again after ${ENGINE_LIMITS.baselineEvery} trials: each trial is judged against the baseline windows nearest in time`,
+    );
+  }
+  const space = await spaceOf(s);
+  if (!space) return false;
+  let suggestion: Suggestion;
+  try {
+    suggestion = suggest({
+      space,
+      history: historyOf(iterations, judgeSession(s.session, iterations)),
+      seed: s.session.seed,
+      iteration: trials.length,
+    });
+  } catch (err) {
+    return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
+  }
+  return issueTrial(s, iterations, suggestion);
+}
+
+/** Measured trials since the last baseline window (the first counts) reached the cadence. */
+function baselineDue(iterations: readonly TuningIterationRecord[]): boolean {
+  let since = 0;
+  for (const it of iterations) {
+    if (it.kind === 'baseline' && it.state === 'ok') since = 0;
+    else if (isTrial(it) && it.state === 'ok') since++;
+  }
+  return since >= ENGINE_LIMITS.baselineEvery;
+}
+
+// ---- the verification ----
+
+/** After the search: verify its best, or end when no trial even measured below the baseline. */
+async function startVerification(s: Step, iterations: readonly TuningIterationRecord[], note: string | null): Promise<boolean> {
+  const space = await spaceOf(s);
+  if (!space) return false;
+  const best = searchBest(space, iterations, judgeSession(s.session, iterations));
+  const prefix = note ? `${note}; ` : '';
+  if (!best || best.objective >= 1) {
+    const what = best
+      ? `no trial measured below the baseline's runtime (the best: objective ${fmt(best.objective)})`
+      : 'no configuration was measured';
+    await endTuningSession(
+      s,
+      'done',
+      `${prefix}no significant improvement: ${what}; the database stays on its known-good configuration`,
+      iterations.length > 0 ? 'known-good' : null,
+    );
+    return false;
+  }
+  const verification: SessionVerification = {
+    candidate: best,
+    rounds: 0,
+    runtime: null,
+    throughput: null,
+    decision: 'continue',
+    note: null,
+  };
+  await updateSession(s, {
+    state: 'verifying',
+    verification,
+    message: `${prefix}verifying the search's best (iteration ${best.iteration}, objective ${fmt(best.objective)} in the search, not verified) against the baseline in ${s.session.abRoundsMin} to ${s.session.abRoundsMax} A/B rounds`,
+  });
+  return true;
+}
+
+/** The complete rounds: a clean baseline and candidate window each. */
+function roundsOf(iterations: readonly TuningIterationRecord[]): RoundFigures[] {
+  const rounds: RoundFigures[] = [];
+  for (let r = 1; ; r++) {
+    const of = (kind: 'baseline' | 'candidate') =>
+      iterations.find(
+        (it) => it.phase === 'verify' && it.round === r && it.kind === kind && it.state === 'ok' && it.stats?.weightedRuntimeMs,
+      );
+    const a = of('baseline');
+    const b = of('candidate');
+    if (!a?.stats || !b?.stats) return rounds;
+    rounds.push({
+      baseline: { runtimeMs: a.stats.weightedRuntimeMs!, throughput: throughput(a.stats) },
+      candidate: { runtimeMs: b.stats.weightedRuntimeMs!, throughput: throughput(b.stats) },
+    });
+  }
+}
+
+async function verifyStep(s: Step): Promise<boolean> {
+  const iterations = await s.tx.iterations();
+  const moved = await inFlightStep(s, iterations);
+  if (moved !== null) return moved;
+  const verification = s.session.verification;
+  if (!verification) {
+    await endTuningSession(s, 'failed', 'the session is verifying without a candidate', 'known-good');
+    return false;
+  }
+  const settings = verifySettings(s.session);
+  const rounds = roundsOf(iterations);
+  const v = verdict(rounds, settings, judgeSession(s.session, iterations).noise);
+  const failed = iterations.find((it) => it.phase === 'verify' && it.kind === 'candidate' && it.state === 'failed');
+  if (failed) {
+    const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
+    await updateSession(s, { verification: { ...verification, ...figures(v), decision: 'no_significant_improvement', note } });
+    await endTuningSession(
+      s,
+      'done',
+      `no significant improvement: ${note}; the database stays on its known-good configuration`,
+      'known-good',
+    );
+    return false;
+  }
+  if (v.rounds !== verification.rounds || v.decision !== verification.decision)
+    await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
+  if (v.decision === 'recommend') return recommend(s, v);
+  if (v.decision === 'no_significant_improvement') {
+    await endTuningSession(
+      s,
+      'done',
+      `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`,
+      'known-good',
+    );
+    return false;
+  }
+  const round = rounds.length + 1;
+  const done = (kind: Role) =>
+    iterations.some((it) => it.phase === 'verify' && it.round === round && it.kind === kind && it.state === 'ok');
+  const role = roundOrder(round).find((r) => !done(r))!;
+  const reason = `A/B round ${round}: the ${role === 'baseline' ? 'baseline (known-good)' : `candidate (iteration ${verification.candidate.iteration})`}`;
+  return issueWindow(s, iterations, role, 'verify', round, role === 'baseline' ? {} : verification.candidate.config, reason);
+}
+
+const figures = (v: Verdict) => ({
+  rounds: v.rounds,
+  runtime: v.runtime,
+  throughput: v.throughput,
+  note: v.decision === 'continue' ? null : v.why,
+});
+
+/** The verified best: kept at once, or after a person's approval (meanwhile on known-good). */
+async function recommend(s: Step, v: Verdict): Promise<boolean> {
+  const { session } = s;
+  const candidate = session.verification!.candidate;
+  const best: SessionBest = {
+    iteration: candidate.iteration,
+    config: { ...candidate.config },
+    objective: v.runtime!.estimate,
+    measurements: v.rounds,
+  };
+  const summary = `verified: ${describeVerdict(v, session.confidencePercent / 100)}`;
+  if (!session.requireApproval) {
+    await applyBest(s, best, session.createdById, `${summary}; `);
+    return false;
+  }
+  await issueRevert(s, 'known-good', session.createdById);
+  await updateSession(s, {
+    state: 'awaiting_approval',
+    best,
+    message: `the best configuration (iteration ${best.iteration}) is ${summary}; approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
+  });
+  return false;
+}
+
+// ---- the end ----
+
+/** Applies the best configuration and keeps it (it becomes the agent's known-good). */
+export async function applyBest(s: Step, best: SessionBest, userId: string | null, prefix = ''): Promise<void> {
+  const command: Command = {
+    id: randomUUID(),
+    kind: 'apply',
+    values: { ...best.config },
+    allowRestart: s.session.mode === 'restart',
+    keep: true,
+  };
+  await s.tx.issueCommand(command, userId);
+  s.commandIssued = true;
+  await updateSession(s, {
+    state: 'applying_best',
+    best,
+    finalCommandId: command.id,
+    finalSentAt: null,
+    message: `${prefix}applying the verified configuration (iteration ${best.iteration}) to keep it`,
+  });
+}
+
+async function finalApplyStep(s: Step): Promise<boolean> {
+  const { session } = s;
+  const command = session.finalCommandId ? await s.tx.command(session.finalCommandId) : null;
+  if (!command) {
+    await endTuningSession(s, 'failed', 'the command applying the best configuration is gone', null);
+    return false;
+  }
+  if (command.status === 'done') {
+    if (command.outcome?.status === 'applied') {
+      const v = session.verification;
+      const figures = v ? describeVerdict(v, session.confidencePercent / 100) : 'verified';
+      await endTuningSession(
+        s,
+        'done',
+        `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`,
+        null,
+      );
+    } else {
+      const errors = command.outcome?.errors.join('; ') || 'no reason given';
+      await endTuningSession(
+        s,
+        'failed',
+        `the agent did not apply the best configuration (${command.outcome?.status ?? 'failed'}: ${errors}); the database stays on its known-good configuration`,
+        null,
+      );
+    }
+    return false;
+  }
+  const sentAt = session.finalSentAt ?? (command.sentCount > 0 ? command.sentAt : null);
+  if (session.finalSentAt === null && sentAt !== null) await updateSession(s, { finalSentAt: sentAt });
+  const timeout = ENGINE_LIMITS.ackTimeoutSeconds[session.mode];
+  if (sentAt !== null && s.now.getTime() - sentAt.getTime() > timeout * 1000) {
+    await s.tx.cancelCommand(command.id, `the tuning session gave up waiting for its acknowledgement after ${timeout} s`);
+    await endTuningSession(s, 'failed', `the agent did not acknowledge the best configuration within ${timeout} s`, null);
+  }
+  return false;
+}
+
+// ---- ending, from the engine or from a person ----
+
+async function issueRevert(s: Step, to: 'known-good' | 'baseline', userId: string | null): Promise<void> {
+  await s.tx.issueCommand({ id: randomUUID(), kind: 'revert', to }, userId);
+  s.commandIssued = true;
+}
+
+/** Cancels what is in flight: the current iteration and a command the agent has not received. */
+async function abandonInFlight(s: Step, reason: string): Promise<void> {
+  for (const it of await s.tx.iterations()) {
+    if (it.state !== 'applying' && it.state !== 'measuring') continue;
+    const command = await s.tx.command(it.commandId);
+    if (command?.status === 'pending') await s.tx.cancelCommand(it.commandId, reason);
+    await s.tx.updateIteration(it.ordinal, { state: 'cancelled', failure: reason, finished: true });
+  }
+  if (s.session.state === 'applying_best' && s.session.finalCommandId) {
+    const command = await s.tx.command(s.session.finalCommandId);
+    if (command?.status === 'pending') await s.tx.cancelCommand(command.id, reason);
+  }
+}
+
+/** Ends the session in `state`, returning the database to `revertTo` first when given. */
+export async function endTuningSession(
+  s: Step,
+  state: 'done' | 'stopped' | 'reverted' | 'failed',
+  message: string,
+  revertTo: 'known-good' | 'baseline' | null,
+  userId: string | null = s.session.createdById,
+): Promise<void> {
+  await abandonInFlight(s, `the tuning session ended (${state})`);
+  if (revertTo) await issueRevert(s, revertTo, userId);
+  await updateSession(s, { state, message, ended: true });
+}
+
+/** A Step for a person's action on a locked session. */
+export function personStep(tx: TuningSessionTx, session: TuningSessionRecord, now: Date): Step {
+  return { tx, session, now, commandIssued: false };
+}
+
+export type { Step };

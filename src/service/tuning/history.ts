@@ -1,0 +1,105 @@
+// A session's windows read as measurements: the baseline windows (the first, and those between
+// the trials and in the A/B rounds) give the drift and the noise of one window; each trial is
+// judged against the baseline windows nearest in time; the optimizer's history is the trials so
+// judged, each with its noise level. Windows that were contaminated, cancelled or are still open
+// count for nothing.
+import { drift, judge, windowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
+import { best, configKey, type Observation, type SearchSpace } from '../../optimizer/index.ts';
+import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
+
+const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['heuristic', 'explore', 'remeasure']);
+
+/** A trial of the search: a configuration the optimizer suggested. */
+export const isTrial = (it: TuningIterationRecord) => it.phase === 'search' && TRIAL_KINDS.has(it.kind);
+
+const middle = (w: { start: Date; end: Date }) => (w.start.getTime() + w.end.getTime()) / 2;
+
+function pointOf(it: TuningIterationRecord): BaselinePoint | null {
+  const runtime = it.stats?.weightedRuntimeMs;
+  return it.state === 'ok' && it.window && runtime && runtime > 0 ? { at: middle(it.window), runtimeMs: runtime } : null;
+}
+
+/** Every clean baseline window: the first (the session's), then the baseline iterations. */
+export function baselinePoints(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): BaselinePoint[] {
+  const points: BaselinePoint[] = [];
+  const first = session.baseline?.stats.weightedRuntimeMs;
+  if (session.baselineWindow && first && first > 0) points.push({ at: middle(session.baselineWindow), runtimeMs: first });
+  for (const it of iterations) {
+    const p = it.kind === 'baseline' ? pointOf(it) : null;
+    if (p) points.push(p);
+  }
+  return points;
+}
+
+export interface SessionJudgement {
+  baselines: BaselinePoint[];
+  drift: Drift | null;
+  /** Standard deviation of one window's log runtime; null until enough baseline windows. */
+  noise: number | null;
+  /** Trials' and candidate windows' objectives, by ordinal. */
+  judged: Map<number, Judged>;
+  /** Baseline windows' runtime over the first baseline's (the drift, window by window), by ordinal. */
+  baselineRatios: Map<number, number>;
+}
+
+export function judgeSession(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): SessionJudgement {
+  const baselines = baselinePoints(session, iterations);
+  const noise = windowNoise(baselines);
+  const judged = new Map<number, Judged>();
+  const baselineRatios = new Map<number, number>();
+  const first = session.baseline?.stats.weightedRuntimeMs ?? null;
+  for (const it of iterations) {
+    const p = pointOf(it);
+    if (!p) continue;
+    if (it.kind === 'baseline') {
+      if (first) baselineRatios.set(it.ordinal, p.runtimeMs / first);
+      continue;
+    }
+    const j = judge(p, baselines, noise);
+    if (j) judged.set(it.ordinal, j);
+  }
+  return { baselines, drift: drift(baselines), noise, judged, baselineRatios };
+}
+
+/** The optimizer's history: every finished trial in order, judged; a failed one with no objective. */
+export function historyOf(iterations: readonly TuningIterationRecord[], judgement: SessionJudgement): Observation[] {
+  return iterations.filter(isTrial).flatMap((it): Observation[] => {
+    const measuredAt = it.finishedAt?.toISOString();
+    const j = judgement.judged.get(it.ordinal);
+    if (it.state === 'ok' && j && j.objective > 0) {
+      return [
+        {
+          config: it.config,
+          objective: j.objective,
+          status: 'ok',
+          ...(j.sd !== null && { noise: j.sd }),
+          ...(measuredAt && { measuredAt }),
+        },
+      ];
+    }
+    if (it.state === 'failed') return [{ config: it.config, objective: null, status: 'failed', ...(measuredAt && { measuredAt }) }];
+    return [];
+  });
+}
+
+/** The search's best as the optimizer sees it (not verified), with the trial that last measured it. */
+export function searchBest(
+  space: SearchSpace,
+  iterations: readonly TuningIterationRecord[],
+  judgement: SessionJudgement,
+): { iteration: number; config: Record<string, number | string>; objective: number } | null {
+  const incumbent = best({ space, history: historyOf(iterations, judgement) });
+  if (!incumbent) return null;
+  const key = configKey(incumbent.config);
+  const last = iterations.filter((it) => isTrial(it) && it.state === 'ok' && configKey(it.config) === key).at(-1);
+  return { iteration: last?.ordinal ?? 0, config: { ...incumbent.config }, objective: incumbent.objective };
+}
+
+/** The search's best objective after each iteration (null before any, and for rows that are no trial's), for the chart. */
+export function bestSoFar(
+  space: SearchSpace,
+  iterations: readonly TuningIterationRecord[],
+  judgement: SessionJudgement,
+): Array<number | null> {
+  return iterations.map((it, i) => (isTrial(it) ? (searchBest(space, iterations.slice(0, i + 1), judgement)?.objective ?? null) : null));
+}

@@ -1,0 +1,99 @@
+// What people choose when they start a tuning session, with the defaults for a production
+// database: reload-only, 30 iterations, 10-minute windows after a 1-minute warm-up, a best
+// recommended only when 3 to 8 A/B rounds show a gain of at least 5 % at 95 % confidence, and
+// nothing kept without a person's approval. The JSON API and the dashboard's form share these rules.
+import { z } from 'zod';
+import { TuningModeSchema } from '../../protocol/v1.ts';
+
+export const SESSION_LIMITS = {
+  maxIterations: 200,
+  /** Shorter windows are allowed for demos and tests, and are noisy: see docs/service.md. */
+  minWindowSeconds: 2,
+  /** Below this, the dashboard warns that the measurement is noisy. */
+  noisyBelowSeconds: 30,
+  maxWindowSeconds: 3600,
+  maxWarmupSeconds: 3600,
+  maxSeed: 2_147_483_647,
+  /** The design's minimum: fewer rounds give an interval too wide to trust (t with 1 dof). */
+  minAbRounds: 3,
+  maxAbRounds: 50,
+  maxMinEffectPercent: 50,
+  minConfidencePercent: 50,
+  maxConfidencePercent: 99.9,
+} as const;
+
+const whole = (what: string) => z.number({ error: `expected a whole number of ${what}` }).int(`expected a whole number of ${what}`);
+
+const rounds = () =>
+  whole('rounds')
+    .min(SESSION_LIMITS.minAbRounds, `expected at least ${SESSION_LIMITS.minAbRounds} rounds`)
+    .max(SESSION_LIMITS.maxAbRounds, `expected at most ${SESSION_LIMITS.maxAbRounds} rounds`);
+const percent = () => z.number({ error: 'expected a number of percent' });
+
+export const StartSessionInputSchema = z
+  .strictObject({
+    mode: TuningModeSchema.default('reload-only'),
+    iterations: whole('iterations')
+      .min(1, 'expected at least 1 iteration')
+      .max(SESSION_LIMITS.maxIterations, `expected at most ${SESSION_LIMITS.maxIterations} iterations`)
+      .default(30),
+    windowSeconds: whole('seconds')
+      .min(
+        SESSION_LIMITS.minWindowSeconds,
+        `expected at least ${SESSION_LIMITS.minWindowSeconds} seconds (windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests)`,
+      )
+      .max(SESSION_LIMITS.maxWindowSeconds, `expected at most ${SESSION_LIMITS.maxWindowSeconds} seconds`)
+      .default(600),
+    warmupSeconds: whole('seconds')
+      .min(0, 'expected 0 or more seconds')
+      .max(SESSION_LIMITS.maxWarmupSeconds, `expected at most ${SESSION_LIMITS.maxWarmupSeconds} seconds`)
+      .default(60),
+    abRoundsMin: rounds().default(3),
+    abRoundsMax: rounds().default(8),
+    minEffectPercent: percent()
+      .min(0, 'expected 0 % or more')
+      .max(SESSION_LIMITS.maxMinEffectPercent, `expected at most ${SESSION_LIMITS.maxMinEffectPercent} %`)
+      .default(5),
+    confidencePercent: percent()
+      .min(SESSION_LIMITS.minConfidencePercent, `expected at least ${SESSION_LIMITS.minConfidencePercent} %`)
+      .max(SESSION_LIMITS.maxConfidencePercent, `expected at most ${SESSION_LIMITS.maxConfidencePercent} %`)
+      .default(95),
+    /** Random when absent; stored, so a session can be replayed. */
+    seed: whole('')
+      .min(0, 'expected a seed from 0')
+      .max(SESSION_LIMITS.maxSeed, `expected a seed up to ${SESSION_LIMITS.maxSeed}`)
+      .optional(),
+    requireApproval: z.boolean({ error: 'expected true or false' }).default(true),
+  })
+  .refine((input) => input.abRoundsMax >= input.abRoundsMin, {
+    path: ['abRoundsMax'],
+    message: 'expected at least as many rounds as abRoundsMin',
+  });
+
+export type StartSessionInput = z.infer<typeof StartSessionInputSchema>;
+
+/** The dashboard's form, as the JSON API's body: empty fields take the defaults. */
+export function startInputFromForm(form: Record<string, string>): Record<string, unknown> {
+  const number = (name: string) => {
+    const raw = (form[name] ?? '').trim();
+    return raw === '' ? undefined : Number(raw);
+  };
+  const raw: Record<string, unknown> = {
+    mode: form['mode'] || undefined,
+    iterations: number('iterations'),
+    windowSeconds: number('windowSeconds'),
+    warmupSeconds: number('warmupSeconds'),
+    abRoundsMin: number('abRoundsMin'),
+    abRoundsMax: number('abRoundsMax'),
+    minEffectPercent: number('minEffectPercent'),
+    confidencePercent: number('confidencePercent'),
+    seed: number('seed'),
+    requireApproval: form['requireApproval'] === 'true',
+  };
+  return Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
+}
+
+/** How often the agent reports while a session measures: about six reports a window. */
+export function sessionReportInterval(windowSeconds: number): number {
+  return Math.max(1, Math.floor(windowSeconds / 6));
+}

@@ -1,0 +1,237 @@
+// What tuning sessions ask of their storage: sessions, their windows (iterations), and the
+// transaction a session's step runs in.
+import type { Command, TargetKind, TuningMode } from '../../protocol/v1.ts';
+import type { CallShares } from '../../measure/contamination.ts';
+import type { QueryMix, WindowStats } from '../../measure/objective.ts';
+import type { Decision, Interval } from '../../measure/verify.ts';
+import type { CommandRecord, StoredReport } from '../databases/store.ts';
+
+/** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
+export type TuningSessionState =
+  'baseline' | 'iterating' | 'verifying' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
+/** The states a session holds its database in: at most one such session per database. */
+export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = [
+  'baseline',
+  'iterating',
+  'verifying',
+  'awaiting_approval',
+  'applying_best',
+];
+/** Active states that time can move on (a window that closes, an ack that never comes). */
+export const RUNNING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'applying_best'];
+
+/** What the search space is built from, as it was when the session started (plain JSON). */
+export interface SessionSpaceInput {
+  target: TargetKind;
+  mode: TuningMode;
+  machine: { memoryBytes: number; vcpus: number };
+  settings: Array<{ name: string; setting: string; unit: string | null; context: string }>;
+}
+
+export interface SessionWindow {
+  start: Date;
+  end: Date;
+  /** Windows measured so far that had nothing to measure (the window restarts after one). */
+  attempts: number;
+}
+
+export interface SessionBaseline {
+  mix: QueryMix;
+  /** Its statements' shares of the calls, which later windows' mixes are compared with
+   * (sessions started before contamination checks have none). */
+  shares?: CallShares;
+  stats: WindowStats;
+  reports: number;
+  /** The lowest share of memory available during the baseline (the target's metrics), if known. */
+  lowestMemoryShare: number | null;
+  measuredAt: string;
+}
+
+/** The configuration recommended: verified by A/B rounds (since the verification). */
+export interface SessionBest {
+  iteration: number;
+  config: Record<string, number | string>;
+  /** Its runtime over the baseline's: the A/B rounds' estimate. */
+  objective: number;
+  /** A/B rounds that measured it. */
+  measurements: number;
+}
+
+/** The A/B verification of the search's best against the baseline. */
+export interface SessionVerification {
+  candidate: { iteration: number; config: Record<string, number | string>; objective: number };
+  /** Complete rounds (a baseline and a candidate window each). */
+  rounds: number;
+  runtime: Interval | null;
+  throughput: Interval | null;
+  decision: Decision;
+  /** Why it decided as it did (or ended early: a candidate window failed), for people. */
+  note: string | null;
+}
+
+export interface TuningSessionParams {
+  mode: TuningMode;
+  iterations: number;
+  windowSeconds: number;
+  warmupSeconds: number;
+  /** A/B rounds of the verification: at least, and at most. */
+  abRoundsMin: number;
+  abRoundsMax: number;
+  /** The smallest runtime gain recommended, in percent. */
+  minEffectPercent: number;
+  /** The level of the verification's intervals, in percent. */
+  confidencePercent: number;
+  seed: number;
+  requireApproval: boolean;
+}
+
+export interface TuningSessionRecord extends TuningSessionParams {
+  id: string;
+  databaseId: string;
+  state: TuningSessionState;
+  space: SessionSpaceInput;
+  createdById: string | null;
+  createdBy: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  endedAt: Date | null;
+  /** What the session waits for, or why it ended, for people. */
+  message: string | null;
+  baselineWindow: SessionWindow | null;
+  baseline: SessionBaseline | null;
+  best: SessionBest | null;
+  verification: SessionVerification | null;
+  /** The keep=true apply of the best configuration, once issued. */
+  finalCommandId: string | null;
+  finalSentAt: Date | null;
+}
+
+/** contaminated: its window could not be trusted, and was measured again in a later row. */
+export type TuningIterationState = 'applying' | 'measuring' | 'ok' | 'failed' | 'cancelled' | 'contaminated';
+
+/**
+ * heuristic, explore: the optimizer's trials; baseline: a window of the known-good
+ * configuration; candidate: a window of the configuration being verified; remeasure: a best
+ * measured again, in sessions from before the verification.
+ */
+export type TuningIterationKind = 'heuristic' | 'explore' | 'remeasure' | 'baseline' | 'candidate';
+
+/** One measurement window of a session: a trial, a baseline window, or half of an A/B round. */
+export interface TuningIterationRecord {
+  sessionId: string;
+  /** 1, 2, …: the order of the windows. */
+  ordinal: number;
+  kind: TuningIterationKind;
+  /** search: trials and the baselines between them; verify: the A/B rounds. */
+  phase: 'search' | 'verify';
+  /** The A/B round (verify), else null. */
+  round: number | null;
+  config: Record<string, number | string>;
+  reason: string;
+  predicted: { objective: number; low: number; high: number } | null;
+  commandId: string;
+  state: TuningIterationState;
+  createdAt: Date;
+  /** When the agent first received the command. */
+  sentAt: Date | null;
+  ackedAt: Date | null;
+  /** The values the agent read back after applying. */
+  effective: Record<string, string> | null;
+  window: SessionWindow | null;
+  objective: number | null;
+  stats: WindowStats | null;
+  reports: number | null;
+  failure: string | null;
+  finishedAt: Date | null;
+}
+
+export type TuningSessionPatch = Partial<
+  Pick<
+    TuningSessionRecord,
+    'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'verification' | 'finalCommandId' | 'finalSentAt'
+  > & { ended: boolean }
+>;
+
+export type TuningIterationPatch = Partial<
+  Pick<TuningIterationRecord, 'state' | 'sentAt' | 'ackedAt' | 'effective' | 'window' | 'objective' | 'stats' | 'reports' | 'failure'> & {
+    finished: boolean;
+  }
+>;
+
+export type NewTuningIteration = Pick<
+  TuningIterationRecord,
+  'ordinal' | 'kind' | 'phase' | 'round' | 'config' | 'reason' | 'predicted' | 'commandId'
+> & {
+  /** A window of a configuration that is applied already (its command's): measured from the start. */
+  measuring?: Pick<TuningIterationRecord, 'sentAt' | 'ackedAt' | 'effective' | 'window'>;
+};
+
+/** A report as a session measures it: the agent's clock (sentAt) beside the service's (receivedAt),
+ * and the lease that sent it with its place in that lease's sequence (0, 1, …). */
+export type SessionReport = StoredReport;
+
+export interface GuardrailBreach {
+  commandId: string;
+  message: string;
+  at: Date;
+}
+
+/** What a session's step may read and write, inside the transaction that holds its row lock. */
+export interface TuningSessionTx {
+  /** The storage's clock: the one acks and reports are stamped with. */
+  now(): Promise<Date>;
+  iterations(): Promise<TuningIterationRecord[]>;
+  updateSession(patch: TuningSessionPatch): Promise<TuningSessionRecord>;
+  /** Inserts the iteration and queues its command for the agent (none for an iteration `measuring` already). */
+  addIteration(iteration: NewTuningIteration, command: Command | null, createdById: string | null): Promise<TuningIterationRecord>;
+  updateIteration(ordinal: number, patch: TuningIterationPatch): Promise<void>;
+  issueCommand(command: Command, createdById: string | null): Promise<void>;
+  command(commandId: string): Promise<CommandRecord | null>;
+  /** Marks a command the agent has not acknowledged as done, with a failed outcome naming `reason`. */
+  cancelCommand(commandId: string, reason: string): Promise<boolean>;
+  /** Reports received at or after `since`, oldest first (at most `limit`). */
+  reportsSince(since: Date, limit: number): Promise<SessionReport[]>;
+  /** guardrail_breach events about any of these commands. */
+  guardrailBreaches(commandIds: readonly string[]): Promise<GuardrailBreach[]>;
+}
+
+export type CreateSessionResult =
+  { kind: 'created'; session: TuningSessionRecord } | { kind: 'conflict'; active: TuningSessionRecord } | { kind: 'no_database' };
+
+export interface NewTuningSession extends TuningSessionParams {
+  id: string;
+  databaseId: string;
+  space: SessionSpaceInput;
+  createdById: string;
+}
+
+export interface TuningStore {
+  /** Creates the session unless the database has an active one (one at a time, enforced by a unique index). */
+  createTuningSession(accountId: string, session: NewTuningSession): Promise<CreateSessionResult>;
+  listTuningSessions(accountId: string, databaseId: string, limit: number): Promise<TuningSessionRecord[]>;
+  getTuningSession(
+    accountId: string,
+    databaseId: string,
+    sessionId: string,
+  ): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] } | null>;
+  /** The database's active session, unlocked: a cheap look on the report path. */
+  activeTuningSession(databaseId: string): Promise<TuningSessionRecord | null>;
+  /** Databases whose session is in a state the clock can move (for the timer). */
+  databasesWithRunningSession(): Promise<string[]>;
+  /**
+   * Runs fn in one transaction holding the session's row lock (SELECT … FOR UPDATE), so that one
+   * replica at a time advances it: the session `sessionId`, or the database's active session when
+   * null. Null when there is no such session, or when `skipLocked` and another holder has it.
+   */
+  withTuningSession<R>(
+    databaseId: string,
+    sessionId: string | null,
+    options: { skipLocked?: boolean },
+    fn: (tx: TuningSessionTx, session: TuningSessionRecord) => Promise<R>,
+  ): Promise<R | null>;
+}
+
+/** Another request or replica held a tuning session's lock for longer than the lock timeout. */
+export class SessionBusyError extends Error {
+  override name = 'SessionBusyError';
+}

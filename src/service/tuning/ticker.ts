@@ -1,0 +1,57 @@
+// A light timer for what no request brings: a measurement window that ends while the agent is
+// quiet, an acknowledgement that never comes. Every replica runs one; a session another replica
+// is advancing is skipped (SKIP LOCKED), not waited for.
+import type { FastifyBaseLogger } from 'fastify';
+import { safeErrorForLog } from '../errors.ts';
+import type { ServiceContext } from '../app/context.ts';
+import { advanceTuningSession } from './advance.ts';
+
+export const TICK_MS = 5_000;
+
+export interface TuningSessionTicker {
+  /** Stops the timer and waits for a tick in progress. */
+  stop(): Promise<void>;
+}
+
+export function startTuningSessionTicker(
+  { storage, runningSessions: running }: ServiceContext,
+  log: FastifyBaseLogger,
+  everyMs = TICK_MS,
+): TuningSessionTicker {
+  let inFlight: Promise<void> | null = null;
+  const tick = async () => {
+    let databases: string[];
+    try {
+      const readAt = performance.now();
+      databases = await storage.databasesWithRunningSession();
+      running.refresh(databases, readAt);
+    } catch (err) {
+      log.warn({ err: safeErrorForLog(err) }, 'tuning sessions: the timer could not list running sessions');
+      return;
+    }
+    for (const databaseId of databases) {
+      try {
+        await advanceTuningSession(storage, databaseId, { skipLocked: true });
+      } catch (err) {
+        log.warn({ err: safeErrorForLog(err), databaseId }, 'tuning session: the timer could not advance it; it tries again');
+      }
+    }
+  };
+  const start = () => {
+    // A slow tick is not stacked upon.
+    if (inFlight) return;
+    inFlight = tick().finally(() => {
+      inFlight = null;
+    });
+  };
+  const timer = setInterval(start, everyMs);
+  timer.unref();
+  // At once too: after a restart, sessions go on without waiting for the first tick.
+  start();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}
