@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import { decode, encode } from 'cbor2';
 import type { AgentConfig } from '../src/agent/config/load.ts';
+import { DEFAULT_THRESHOLDS } from '../src/agent/guardrails.ts';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { createLogger } from '../src/agent/log.ts';
@@ -568,6 +569,7 @@ async function inProcess(options: {
     },
     managedBFlex: {},
     tuner: { debug: true },
+    guardrails: DEFAULT_THRESHOLDS,
   };
   const target = await createManagedATarget({
     db,

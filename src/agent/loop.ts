@@ -341,7 +341,10 @@ class AgentLoop {
     // that did not go through leaves the trial before it in place, and under watch.
     const isTrial = command.kind === 'apply' && !command.keep && ack.status === 'applied';
     if (isTrial) {
-      this.#trial = { commandId: command.id, guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix) };
+      this.#trial = {
+        commandId: command.id,
+        guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix, ctx.config.guardrails),
+      };
       this.#intervalHadTrial = true;
     } else if (ack.status === 'applied' || !ctx.journal.needsRecovery()) {
       this.#trial = null;
