@@ -181,6 +181,16 @@ export const KEYS: readonly KeySpec[] = [
     help: 'service-principal secret (password)',
   },
   {
+    section: 'managed_b_flex',
+    key: 'managed_identity_client_id',
+    env: 'AGENT_MANAGEDB_FLEX_MANAGED_IDENTITY_CLIENT_ID',
+    kind: 'string',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: "client id of a user-assigned managed identity to use instead of the host's system-assigned one (on AKS with workload identity: the federated identity's client id, default AZURE_CLIENT_ID)",
+  },
+  {
     section: null,
     key: 'CLOUDB_TENANT_ID',
     env: 'CLOUDB_TENANT_ID',

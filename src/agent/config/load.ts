@@ -22,6 +22,7 @@ export interface AgentConfig {
     resourceGroupName?: string;
     serverName?: string;
     resourceManagerEndpoint?: string;
+    managedIdentityClientId?: string;
     clientId?: string;
     clientSecret?: string;
     tenantId?: string;
@@ -306,6 +307,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
       resourceGroupName: str('resource_group_name'),
       serverName: str('server_name'),
       resourceManagerEndpoint: str('resource_manager_endpoint'),
+      managedIdentityClientId: str('managed_identity_client_id'),
       clientId: str('CLOUDB_CLIENT_ID'),
       clientSecret: str('CLOUDB_CLIENT_SECRET'),
       tenantId: str('CLOUDB_TENANT_ID'),
