@@ -17,6 +17,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const routes = {
   agentStart: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/start`,
   agentStop: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/stop`,
+  agentCheck: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/check`,
   report: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/reports`,
   ack: (databaseId: string, commandId: string) =>
     `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/commands/${encodeURIComponent(commandId)}/ack`,
@@ -91,6 +92,17 @@ export const AgentStartResponseSchema = z.strictObject({
 });
 
 export const AgentStopRequestSchema = z.strictObject({ leaseId: id });
+
+/** The preflight's question: are this key and database id accepted, for this target? Nothing changes. */
+export const AgentCheckRequestSchema = z.strictObject({
+  protocolVersion: z.literal(PROTOCOL_VERSION),
+  target: TargetKindSchema,
+});
+
+export const AgentCheckResponseSchema = z.strictObject({
+  /** The target the database was set up for; an agent of another target would be refused at start. */
+  target: TargetKindSchema,
+});
 
 export const AgentEventSchema = z.strictObject({
   at: z.iso.datetime({ offset: true }),
@@ -187,6 +199,8 @@ export type SystemInfo = z.infer<typeof SystemInfoSchema>;
 export type AgentStartRequest = z.infer<typeof AgentStartRequestSchema>;
 export type AgentStartResponse = z.infer<typeof AgentStartResponseSchema>;
 export type AgentStopRequest = z.infer<typeof AgentStopRequestSchema>;
+export type AgentCheckRequest = z.infer<typeof AgentCheckRequestSchema>;
+export type AgentCheckResponse = z.infer<typeof AgentCheckResponseSchema>;
 export type AgentEvent = z.infer<typeof AgentEventSchema>;
 export type TargetMetric = z.infer<typeof TargetMetricSchema>;
 export type ReportRequest = z.infer<typeof ReportRequestSchema>;
