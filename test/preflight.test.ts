@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
-import { runAgent, type AgentRun } from './helpers/agent-process.ts';
+import { runAgent, startAgent, type AgentRun } from './helpers/agent-process.ts';
+import { until } from './helpers/until.ts';
 import {
   ADMIN_PASSWORD,
   PersonClient,
@@ -165,6 +166,39 @@ test('a refused password is the authentication step, and the password appears in
   assert.match(run.stdout, /PASS {2}database port reachable at 127\.0\.0\.1:\d+ \(TCP\): passed/);
   assert.match(run.stdout, /FAIL {2}authentication as agent_user: password authentication failed for agent_user/);
   assert.match(run.stdout, /fix: check the password of agent_user in postgresql\.connection_url/);
+});
+
+test('at start the agent runs the same checks, logs what fails, and the service shows it on the dashboard', async () => {
+  // A role that may read the statistics but not change anything: the apply-rights check fails.
+  await cluster.sql(`CREATE ROLE agent_readonly LOGIN PASSWORD '${AGENT_USER_PASSWORD_FOR_TESTS}' IN ROLE pg_monitor`);
+  const readonlyUrl = new URL(cluster.agentUrl);
+  readonlyUrl.username = 'agent_readonly';
+  const { databaseId: id, apiKey: key } = await person.createDatabase('preflight-at-start', 'local');
+  const dir = agentDir({ databaseId: id, apiKey: key }, readonlyUrl.toString());
+  const agent = startAgent(['--local'], { cwd: dir });
+  try {
+    type Problem = { status: string; name: string; detail: string; fix?: string };
+    const shown = await until(
+      'the agent connected with its preflight',
+      async () => {
+        const { body } = await person.get<{ database: { agent: { preflight: Problem[] | null } | null } }>(`/api/manage/databases/${id}`);
+        return body.database.agent?.preflight ?? undefined;
+      },
+      60_000,
+    ).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; the agent printed:\n${agent.output()}`);
+    });
+    const rights = shown.find((p) => p.name.startsWith('apply rights'));
+    assert.equal(rights?.status, 'fail', JSON.stringify(shown));
+    assert.match(agent.output(), /preflight: FAIL apply rights/);
+    const page = await person.get<string>(`/databases/${id}`);
+    assert.equal(page.status, 200);
+    assert.match(page.body, /<dt>Preflight<\/dt><dd><ul class="preflight"><li><span class="badge bad">FAIL<\/span> apply rights/);
+  } finally {
+    agent.child.kill('SIGTERM');
+    transcript.push(agent.output());
+    assert.equal(await agent.exited, 0, agent.output());
+  }
 });
 
 test('nothing --check printed in this file holds a secret, in any form it was typed', () => {

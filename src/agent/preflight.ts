@@ -1,6 +1,6 @@
 // The prerequisites of the spec, checked one by one; each failure says what to do, in the words
 // of the setup steps. Target-specific checks come from the target itself.
-import { PROTOCOL_VERSION, type TargetKind } from '../protocol/v1.ts';
+import { PROTOCOL_VERSION, type SystemInfo, type TargetKind } from '../protocol/v1.ts';
 import { PostgresConnectError, describeConnection, describeSecurity } from '../postgres/connect.ts';
 import type { ConnectStep } from '../postgres/connect-errors.ts';
 import type { AgentConfig } from './config/load.ts';
@@ -243,4 +243,18 @@ export function connectionChecks(connectionUrl: string, err: unknown): Preflight
     ...passed.map((step) => ({ name: STEP_NAMES[step](where), ok: true, detail: 'passed' })),
     { name: STEP_NAMES[err.step](where), ok: false, detail: err.problem, fix: err.fix },
   ];
+}
+
+/** What the service keeps of a preflight: its failed and warned lines, cut to the protocol's lengths. */
+export function preflightProblems(checks: readonly PreflightCheck[]): NonNullable<SystemInfo['preflight']> {
+  const cut = (text: string) => (text.length > 500 ? `${text.slice(0, 499)}…` : text);
+  return checks
+    .filter((c) => !c.ok)
+    .slice(0, 50)
+    .map((c) => ({
+      status: c.severity === 'warning' ? ('warn' as const) : ('fail' as const),
+      name: cut(c.name),
+      detail: cut(c.detail),
+      ...(c.fix && { fix: cut(c.fix) }),
+    }));
 }

@@ -66,6 +66,12 @@ export const SystemInfoSchema = z.strictObject({
   settings: z.array(SettingSchema).max(200),
   /** Why changes cannot be applied (for example a `default.*` parameter group), or null. */
   applyBlockedReason: shortText.nullable(),
+  /** The preflight's failed and warned lines when the agent started (the same checks as
+   * `tuner-agent --check`); absent from agents older than this field. */
+  preflight: z
+    .array(z.strictObject({ status: z.enum(['fail', 'warn']), name: shortText, detail: shortText, fix: shortText.optional() }))
+    .max(50)
+    .optional(),
 });
 
 export const AgentStartRequestSchema = z.strictObject({
