@@ -130,33 +130,30 @@ export function createTokenIssuer({
         trace_id: crypto.randomUUID(),
         correlation_id: crypto.randomUUID(),
       });
-    if (form.get('client_assertion_type') === 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer') {
-      const wi = workloadIdentity;
-      if (tenant !== wi.tenantId) return refuse(400, 'invalid_request', `AADSTS90002: Tenant '${tenant}' not found.`);
-      if (form.get('client_id') !== wi.clientId)
+    // The tenant and the application must exist, whichever way the application proves itself.
+    const application = (expected: { tenantId: string; clientId: string }): Reply | null => {
+      if (tenant !== expected.tenantId) return refuse(400, 'invalid_request', `AADSTS90002: Tenant '${tenant}' not found.`);
+      if (form.get('client_id') !== expected.clientId)
         return refuse(400, 'unauthorized_client', `AADSTS700016: Application with identifier '${form.get('client_id')}' was not found.`);
-      if (form.get('client_assertion') !== wi.federatedToken)
-        return refuse(401, 'invalid_client', 'AADSTS70021: No matching federated identity record found for presented assertion.');
-      return json(200, {
-        token_type: 'Bearer',
-        expires_in: 3599,
-        ext_expires_in: 3599,
-        access_token: issue(`workload identity ${wi.clientId}`, resourceOf(form)),
-      });
-    }
-    if (tenant !== sp.tenantId) return refuse(400, 'invalid_request', `AADSTS90002: Tenant '${tenant}' not found.`);
+      return null;
+    };
+    const tokenFor = (identity: string): Reply =>
+      json(200, { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: issue(identity, resourceOf(form)) });
     if (form.get('grant_type') !== 'client_credentials')
       return refuse(400, 'unsupported_grant_type', 'AADSTS70003: only client_credentials is served here');
-    if (form.get('client_id') !== sp.clientId)
-      return refuse(400, 'unauthorized_client', `AADSTS700016: Application with identifier '${form.get('client_id')}' was not found.`);
+    if (form.get('client_assertion_type') === 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer') {
+      const wi = workloadIdentity;
+      const unknown = application(wi);
+      if (unknown) return unknown;
+      if (form.get('client_assertion') !== wi.federatedToken)
+        return refuse(401, 'invalid_client', 'AADSTS70021: No matching federated identity record found for presented assertion.');
+      return tokenFor(`workload identity ${wi.clientId}`);
+    }
+    const unknown = application(sp);
+    if (unknown) return unknown;
     if (form.get('client_secret') !== sp.clientSecret)
       return refuse(401, 'invalid_client', 'AADSTS7000215: Invalid client secret provided.');
-    return json(200, {
-      token_type: 'Bearer',
-      expires_in: 3599,
-      ext_expires_in: 3599,
-      access_token: issue(`service principal ${sp.clientId}`, resourceOf(form)),
-    });
+    return tokenFor(`service principal ${sp.clientId}`);
   };
 
   return {
