@@ -11,7 +11,6 @@ import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
-const API_KEY = 'tk_test_3b9e55c0a1d24f7e8c61';
 let cluster: Cluster;
 const dirs: string[] = [];
 /** Every line any agent printed in this file, to look for secrets at the end. */
@@ -25,10 +24,8 @@ function agentDir(overrides: { url?: string; allowRestart?: boolean; restartComm
     `  connection_url: ${overrides.url ?? cluster.agentUrl}`,
     `  include_queries: ${overrides.includeQueries ?? true}`,
     `  allow_restart: ${overrides.allowRestart ?? false}`,
+    // No tuning service here (test/preflight.test.ts checks the service's part of --check).
     'tuner:',
-    '  server_url: http://127.0.0.1:9',
-    `  api_key: ${API_KEY}`,
-    '  database_id: 0b7c2c44-7d7e-4e0b-9b7e-3c4c1f2a9d10',
     '  debug: true',
   ];
   if (overrides.restartCommand) lines.push('local:', `  restart_command: ${JSON.stringify(overrides.restartCommand)}`);
@@ -79,6 +76,7 @@ test('--check passes for a least-privilege agent_user and names each prerequisit
   assert.match(run.stdout, /PASS {2}agent_user is a member of pg_monitor/);
   assert.match(run.stdout, /PASS {2}pg_stat_statements exists in database "postgres"/);
   assert.match(run.stdout, /PASS {2}apply rights: ALTER SYSTEM on the tuned parameters/);
+  assert.match(run.stdout, /WARN {2}tuning service configured: tuner\.server_url, tuner\.api_key and tuner\.database_id are not all set/);
   assert.match(run.stdout, /preflight: all \d+ checks passed/);
 });
 
@@ -236,9 +234,9 @@ test('--once prints one JSON report; include_queries: false keeps every query te
   assert.ok(withoutText.stdout.includes('"calls"'), 'statements are still reported');
 });
 
-test('a wrong password: exit 1, a clear line, and the password nowhere', async () => {
+test('a wrong password: exit 1, a clear line, and the password nowhere (--check makes it a FAIL line: test/preflight.test.ts)', async () => {
   const url = cluster.agentUrl.replace(AGENT_USER_PASSWORD_FOR_TESTS, 'wrong-Password-991');
-  const run = await agent(agentDir({ url }), '--local', '--check');
+  const run = await agent(agentDir({ url }), '--local', '--once', '--interval', '1');
   assert.equal(run.code, 1);
   assert.match(
     run.stderr,
@@ -272,7 +270,7 @@ test('usage errors exit 2 with a clear line', async () => {
 test('no secret appears in anything the agent printed in this file', () => {
   const all = transcript.join('\n');
   assert.ok(all.length > 1000, 'the transcript holds the runs above');
-  for (const secret of [AGENT_USER_PASSWORD_FOR_TESTS, API_KEY, 'plain-pw-55aa', 'wrong-Password-991']) {
+  for (const secret of [AGENT_USER_PASSWORD_FOR_TESTS, 'plain-pw-55aa', 'wrong-Password-991']) {
     assert.ok(!all.includes(secret), `a secret leaked: ${secret.slice(0, 3)}…`);
   }
 });

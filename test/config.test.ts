@@ -6,6 +6,7 @@ import { afterEach, test } from 'node:test';
 import { ConfigError, loadConfig, type LoadOptions } from '../src/agent/config/load.ts';
 import { KEYS } from '../src/agent/config/keys.ts';
 import { redact } from '../src/agent/redact.ts';
+import { DEFAULT_THRESHOLDS } from '../src/agent/guardrails.ts';
 
 const PASSWORD = 'pw-Secret-123';
 const API_KEY = 'tk_live_9f8e7d6c5b4a39281706';
@@ -215,4 +216,74 @@ test('docs/configuration.md is generated from the key table and up to date (npm 
   const { configurationDoc } = await import('../src/agent/config/docs.ts');
   const onDisk = readFileSync(join(import.meta.dirname, '..', 'docs', 'configuration.md'), 'utf8');
   assert.equal(onDisk, configurationDoc());
+});
+
+test('guardrail thresholds: the safe defaults, and stricter ones from agent.yaml or the environment', () => {
+  assert.deepEqual(load(dirWith(good)).config.guardrails, DEFAULT_THRESHOLDS);
+  const stricter = `${good}guardrails:
+  memory_floor_percent: 10
+  memory_floor_mb: 1024
+  runtime_factor: 1.5
+  error_rate_increase_percent: 5
+  connection_share_percent: 80
+`;
+  const g = load(dirWith(stricter)).config.guardrails;
+  assert.deepEqual(
+    [g.memoryFloorShare, g.memoryFloorBytes, g.runtimeFactor, g.rollbackRateIncrease, g.connectionShare],
+    [0.1, 1024 * 1024 * 1024, 1.5, 0.05, 0.8],
+  );
+  assert.equal(g.runtimeFactorAtOnce, DEFAULT_THRESHOLDS.runtimeFactorAtOnce, 'a single very slow window still reverts at once');
+  const fromEnv = load(dirWith(good), { env: { AGENT_GUARDRAILS_RUNTIME_FACTOR: '1.25', AGENT_GUARDRAILS_MEMORY_FLOOR_PERCENT: '7.5' } })
+    .config.guardrails;
+  assert.deepEqual([fromEnv.runtimeFactor, fromEnv.memoryFloorShare], [1.25, 0.075]);
+});
+
+test('guardrail thresholds looser than the safe defaults are refused, naming the key, unless allow_looser', () => {
+  const looser = `${good}guardrails:
+  memory_floor_percent: 2
+  memory_floor_mb: 64
+  runtime_factor: 3
+  error_rate_increase_percent: 50
+  connection_share_percent: 99
+`;
+  const refused = problems(() => load(dirWith(looser)));
+  assert.equal(refused.length, 5, refused.join('\n'));
+  for (const key of [
+    'memory_floor_percent',
+    'memory_floor_mb',
+    'runtime_factor',
+    'error_rate_increase_percent',
+    'connection_share_percent',
+  ]) {
+    const line = refused.find((p) => p.startsWith(`guardrails.${key} (AGENT_GUARDRAILS_${key.toUpperCase()})`));
+    assert.ok(line, `${key} named: ${refused.join('\n')}`);
+    assert.match(line, /looser than the safe default .*guardrails\.allow_looser: true/);
+  }
+  assert.ok(refused.some((p) => p.includes('queries may run 3× slower than known-good')));
+  const allowed = load(dirWith(`${looser}  allow_looser: true\n`)).config.guardrails;
+  assert.deepEqual([allowed.runtimeFactor, allowed.runtimeFactorAtOnce, allowed.connectionShare], [3, 5, 0.99]);
+  const way = load(dirWith(`${good}guardrails:\n  runtime_factor: 8\n  allow_looser: true\n`)).config.guardrails;
+  assert.equal(way.runtimeFactorAtOnce, 8, 'the single-window factor is never below the two-window one');
+});
+
+test('guardrail thresholds that protect nothing are refused even with allow_looser, and wrong types name the form', () => {
+  const refused = problems(() =>
+    load(
+      dirWith(
+        `${good}guardrails:\n  runtime_factor: 1\n  memory_floor_percent: 60\n  connection_share_percent: 101\n  allow_looser: true\n`,
+      ),
+    ),
+  );
+  assert.deepEqual(refused, [
+    'guardrails.runtime_factor (AGENT_GUARDRAILS_RUNTIME_FACTOR): expected a number above 1 and at most 100, got 1',
+    'guardrails.memory_floor_percent (AGENT_GUARDRAILS_MEMORY_FLOOR_PERCENT): expected a number above 0 and at most 50, got 60',
+    'guardrails.connection_share_percent (AGENT_GUARDRAILS_CONNECTION_SHARE_PERCENT): expected a number above 0 and at most 100, got 101',
+  ]);
+  const typed = problems(() =>
+    load(dirWith(good), { env: { AGENT_GUARDRAILS_RUNTIME_FACTOR: 'twice', AGENT_GUARDRAILS_ALLOW_LOOSER: 'yes' } }),
+  );
+  assert.deepEqual(typed, [
+    'AGENT_GUARDRAILS_RUNTIME_FACTOR: expected a number greater than 0, e.g. 1.5, got "twice"',
+    'AGENT_GUARDRAILS_ALLOW_LOOSER: expected true or false, got "yes"',
+  ]);
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/db.ts';
+import { guardThresholdsFrom } from '../src/agent/config/guardrails.ts';
 import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/agent/guardrails.ts';
 import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
@@ -105,6 +106,24 @@ test('memory, rollbacks and connections each have their own breach', () => {
     [],
     'already saturated under known-good',
   );
+});
+
+test('thresholds a DBA made stricter in agent.yaml breach where the defaults would not', () => {
+  const { thresholds } = guardThresholdsFrom({
+    runtimeFactor: 1.5,
+    connectionSharePercent: 80,
+    memoryFloorPercent: 30,
+    allowLooser: false,
+  });
+  const slow = window({ runtimeMs: 1.8 });
+  assert.equal(judgeWindow(slow, [], good, 0, true).breaches.length, 0, 'defaults: 1.8× twice in a row is tolerated');
+  assert.match(judgeWindow(slow, [], good, 0, true, thresholds).breaches[0]!, /1\.8× the known-good/);
+  assert.deepEqual(judgeWindow(window({ connections: 85 }), [], good, 0, false).breaches, []);
+  assert.match(judgeWindow(window({ connections: 85 }), [], good, 0, false, thresholds).breaches[0]!, /connections at 85 %/);
+  const GiB = 1024 ** 3;
+  const quarterFree = memory(4 * GiB, 16 * GiB);
+  assert.deepEqual(judgeWindow(window({}), quarterFree, good, 0, false).breaches, []);
+  assert.match(judgeWindow(window({}), quarterFree, good, 0, false, thresholds).breaches[0]!, /below the floor of 4915 MB/);
 });
 
 // A live trial: a planner-cost configuration that turns an index lookup into a full scan.

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import { decode, encode } from 'cbor2';
 import type { AgentConfig } from '../src/agent/config/load.ts';
+import { DEFAULT_THRESHOLDS } from '../src/agent/guardrails.ts';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { createLogger } from '../src/agent/log.ts';
@@ -27,7 +28,6 @@ import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
 const ACCESS_KEY_ID = 'AKIAFAKETUNER7Q2W';
 const SECRET_ACCESS_KEY = 'fAkE/secret+Key9Zr1TuNeR0x5mQv2kLp8sWc3';
-const API_KEY = 'tk_test_managed_a_4f9e1c';
 const FORMULA = '{DBInstanceClassMemory/32768}';
 
 let cluster: Cluster;
@@ -75,10 +75,8 @@ function agentDir(options: { identifier?: string; allowRestart?: boolean; keys?:
     'managed_a:',
     '  REGION: us-east-1',
     `  DATABASE_IDENTIFIER: ${options.identifier ?? 'mydb'}`,
+    // No tuning service here (test/preflight.test.ts checks the service's part of --check).
     'tuner:',
-    '  server_url: http://127.0.0.1:9',
-    `  api_key: ${API_KEY}`,
-    '  database_id: 6f1c2b0e-2f1e-4c55-9d0f-0a1b2c3d4e5f',
     '  debug: true',
   ];
   writeFileSync(join(dir, 'agent.yaml'), `${lines.join('\n')}\n`);
@@ -522,7 +520,7 @@ test('wrong or half-given keys: a clear error, and no key or secret in anything 
 
   const all = transcript.join('\n');
   assert.ok(all.length > 2000, 'the transcript holds the runs above');
-  for (const secret of [SECRET_ACCESS_KEY, ACCESS_KEY_ID, 'chain-secret-value-77x', API_KEY, AGENT_USER_PASSWORD_FOR_TESTS]) {
+  for (const secret of [SECRET_ACCESS_KEY, ACCESS_KEY_ID, 'chain-secret-value-77x', AGENT_USER_PASSWORD_FOR_TESTS]) {
     assert.ok(!all.includes(secret), `a secret leaked: ${secret.slice(0, 4)}…`);
   }
 });
@@ -568,6 +566,7 @@ async function inProcess(options: {
     },
     managedBFlex: {},
     tuner: { debug: true },
+    guardrails: DEFAULT_THRESHOLDS,
   };
   const target = await createManagedATarget({
     db,

@@ -15,6 +15,7 @@ import { createLogger } from '../src/agent/log.ts';
 import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts';
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
 import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/index.ts';
+import { createIdentity } from '../src/agent/targets/managed-b-flex/identity.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
@@ -50,7 +51,7 @@ const transcript: string[] = [];
 
 type Identity = 'imds' | 'app-service' | 'service-principal';
 
-function agentDir(options: { allowRestart?: boolean } = {}): string {
+function agentDir(options: { allowRestart?: boolean; managedIdentityClientId?: string } = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'tuner-agent-b-'));
   dirs.push(dir);
   const lines = [
@@ -62,6 +63,7 @@ function agentDir(options: { allowRestart?: boolean } = {}): string {
     `  resource_group_name: ${azure.resourceGroup}`,
     `  server_name: ${azure.serverName}`,
     `  resource_manager_endpoint: ${azure.url}`,
+    ...(options.managedIdentityClientId ? [`  managed_identity_client_id: ${options.managedIdentityClientId}`] : []),
     'tuner:',
     '  debug: true',
   ];
@@ -242,6 +244,84 @@ test('--check with the App Service form of managed identity (IDENTITY_ENDPOINT, 
   assert.ok(
     armCalls().every((r) => r.caller === 'managed identity (App Service)'),
     show(armCalls()),
+  );
+});
+
+test('--check with a user-assigned managed identity chosen by client id (IMDS with client_id); one not on the VM fails with its fix', async () => {
+  const [clientId] = azure.userAssignedClientIds;
+  const run = await agent(agentDir({ managedIdentityClientId: clientId! }), ['--check']);
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`PASS {2}Cloud B token for the user-assigned managed identity ${clientId}`));
+  const imds = azure.requests.filter((r) => r.path.startsWith('/metadata/identity/oauth2/token'));
+  assert.ok(imds.length >= 1 && imds.every((r) => r.query['client_id'] === clientId && r.status === 200), show(imds));
+  assert.ok(
+    armCalls().every((r) => r.caller === `managed identity (IMDS) user-assigned ${clientId}`),
+    show(armCalls()),
+  );
+
+  const stranger = '00000000-1111-4222-8333-444444444444';
+  const wrong = await agent(agentDir({ managedIdentityClientId: stranger }), ['--check']);
+  assert.equal(wrong.code, 3, wrong.stdout + wrong.stderr);
+  assert.match(wrong.stdout, new RegExp(`FAIL {2}Cloud B token for the user-assigned managed identity ${stranger}`));
+  assert.match(wrong.stdout, new RegExp(`fix: check that the user-assigned identity with client id ${stranger} is assigned to this VM`));
+});
+
+test("--check with workload identity on AKS: the federated token file exchanged for the identity's token", async () => {
+  const { clientId, tenantId, federatedToken } = azure.workloadIdentity;
+  const dir = agentDir();
+  const tokenFile = join(dir, 'azure-identity-token');
+  writeFileSync(tokenFile, federatedToken);
+  const env = {
+    ...identityEnv('imds'),
+    AZURE_AUTHORITY_HOST: azure.url,
+    AZURE_FEDERATED_TOKEN_FILE: tokenFile,
+    AZURE_CLIENT_ID: clientId,
+    AZURE_TENANT_ID: tenantId,
+  };
+  const run = await agent(dir, ['--check'], 'imds', env);
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`PASS {2}Cloud B token for the workload identity ${clientId}`));
+  const grants = azure.requests.filter((r) => r.method === 'POST' && r.path === `/${tenantId}/oauth2/v2.0/token`);
+  assert.ok(grants.length >= 1 && grants.every((r) => r.status === 200), show(azure.requests));
+  assert.equal(new URLSearchParams(grants[0]!.body).get('client_assertion'), federatedToken);
+  assert.ok(!azure.requests.some((r) => r.path.startsWith('/metadata/identity')), "workload identity wins over the node's IMDS");
+  assert.ok(
+    armCalls().every((r) => r.caller === `workload identity ${clientId}`),
+    show(armCalls()),
+  );
+
+  // A token file the identity is not federated with is refused by the token endpoint.
+  writeFileSync(tokenFile, 'eyJ.not-federated.x');
+  const refused = await agent(dir, ['--check'], 'imds', env);
+  assert.equal(refused.code, 3);
+  assert.match(refused.stdout, /FAIL {2}Cloud B token for the workload identity .*AADSTS70021/);
+  assert.match(refused.stdout, /fix: check that the user-assigned identity .* has a federated credential for this pod's service account/);
+});
+
+test('which Cloud B identity is used when several are present: service principal, workload identity, user-assigned, system-assigned', () => {
+  const sp = { clientId: 'sp-id', clientSecret: 'sp-secret-9431', tenantId: 'tenant-1' };
+  const workload = {
+    AZURE_FEDERATED_TOKEN_FILE: '/var/run/secrets/azure/tokens/azure-identity-token',
+    AZURE_CLIENT_ID: 'wi-id',
+    AZURE_TENANT_ID: 'tenant-1',
+  };
+  const chosen = (config: Parameters<typeof createIdentity>[0], env: NodeJS.ProcessEnv = {}) => createIdentity(config, env).description;
+  assert.equal(chosen({ ...sp, managedIdentityClientId: 'ua-id' }, workload), 'service principal sp-id (tenant tenant-1)');
+  assert.equal(
+    chosen({ managedIdentityClientId: 'ua-id' }, workload),
+    'workload identity ua-id (tenant tenant-1)',
+    'the configured client id names the federated identity',
+  );
+  assert.equal(chosen({}, workload), 'workload identity wi-id (tenant tenant-1)');
+  assert.equal(chosen({ managedIdentityClientId: 'ua-id' }), 'user-assigned managed identity ua-id');
+  assert.equal(chosen({}), 'managed identity of this host');
+  assert.throws(
+    () => chosen({}, { AZURE_FEDERATED_TOKEN_FILE: '/t', AZURE_CLIENT_ID: 'wi-id' }),
+    /AZURE_FEDERATED_TOKEN_FILE is set .* but AZURE_TENANT_ID is/,
+  );
+  assert.throws(
+    () => chosen({ clientId: 'sp-id' }),
+    /a service principal needs all of CLOUDB_CLIENT_ID, CLOUDB_CLIENT_SECRET and CLOUDB_TENANT_ID/,
   );
 });
 
@@ -447,7 +527,12 @@ test('the SKU table, its estimate for a size it does not know, and the agent.yam
 test('no secret appears in anything the agent printed in this file', () => {
   const all = transcript.join('\n');
   assert.ok(all.length > 2000, 'the transcript holds the runs above');
-  for (const secret of [AGENT_USER_PASSWORD_FOR_TESTS, azure.servicePrincipal.clientSecret, azure.identityHeader]) {
+  for (const secret of [
+    AGENT_USER_PASSWORD_FOR_TESTS,
+    azure.servicePrincipal.clientSecret,
+    azure.identityHeader,
+    azure.workloadIdentity.federatedToken,
+  ]) {
     assert.ok(!all.includes(secret), `a secret leaked: ${secret.slice(0, 3)}…`);
   }
 });

@@ -304,8 +304,9 @@ for (const kind of STORAGE_KINDS) {
         'unsupported_media_type',
       );
 
-      // Who is asking: no key, a wrong key, a revoked key, a key of another database, a database
-      // that does not exist: all the same 401, which says nothing about which ids exist.
+      // Who is asking: no key, a wrong key, a revoked key: 401. A live key named with another
+      // database's id, or with an id that does not exist: the same 404 (check the database id),
+      // which says nothing about which ids exist.
       const other = await admin.createDatabase('another');
       const unknownId = '7d1c7a50-1d4e-4b8a-9c36-5a3f0a6f2b11';
       assertClientError(
@@ -319,11 +320,16 @@ for (const kind of STORAGE_KINDS) {
         401,
         'unauthorized',
       );
-      assertClientError(await new AgentClient(service.url, databaseId, other.apiKey).report(good), 401, 'unauthorized');
+      assertClientError(
+        await new AgentClient(service.url, databaseId, other.apiKey).report(good),
+        404,
+        'not_found',
+        'check tuner.database_id',
+      );
       const forUnknown = await new AgentClient(service.url, unknownId, apiKey).report(good);
       const forOther = await new AgentClient(service.url, other.databaseId, apiKey).report(good);
-      assertClientError(forUnknown, 401, 'unauthorized');
-      assertClientError(forOther, 401, 'unauthorized');
+      assertClientError(forUnknown, 404, 'not_found', 'not a key of database');
+      assertClientError(forOther, 404, 'not_found', 'not a key of database');
       assert.equal(
         (forUnknown.body as { error: { message: string } }).error.message.replace(unknownId, 'ID'),
         (forOther.body as { error: { message: string } }).error.message.replace(other.databaseId, 'ID'),

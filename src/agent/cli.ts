@@ -13,7 +13,7 @@ import { redact } from './redact.ts';
 import { createLogger, errorMessage, type Logger } from './log.ts';
 import { runLoop } from './loop.ts';
 import { configureOutbound, OutboundError, routeChecks, type Outbound, type Peer } from './outbound.ts';
-import { formatChecks, preflightPassed, runPreflight } from './preflight.ts';
+import { connectionChecks, formatChecks, preflightPassed, runPreflight, serviceChecks } from './preflight.ts';
 import { ServiceRejectedError, createServiceClient } from './service-client.ts';
 import { collectOnce } from './once.ts';
 import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../postgres/connect.ts';
@@ -65,7 +65,8 @@ Targets (exactly one):
   --managed-b-flex      a Cloud B managed PostgreSQL flexible server
 
 Commands (default: run and report to the tuning service):
-  --check               check every prerequisite, print each as PASS or FAIL with its fix
+  --check               check every prerequisite (the database, the cloud, the tuning service),
+                        print each as PASS, WARN or FAIL with its fix
   --once                collect one report over --interval seconds and print it as JSON
   --apply NAME=VALUE    apply a change through all of the agent's checks (repeatable)
   --revert              return every parameter the agent changed to the value it found
@@ -328,6 +329,16 @@ export async function main(
     return EXIT.usage;
   }
 
+  // --check asks the tuning service too, when it is configured: the key and database id accepted.
+  const { serverUrl, apiKey, databaseId } = config.tuner;
+  const checkService = () =>
+    serviceChecks(
+      config.tuner,
+      kind,
+      serverUrl && apiKey && databaseId ? createServiceClient({ serverUrl, apiKey, databaseId, dispatcher: outbound.dispatcher }) : null,
+    );
+  const checkHeading = (identity: string) => `tuner-agent --${kind} --check: ${identity} (${tuningMode(config)})`;
+
   let db: Db;
   try {
     db = await connectDb(config.postgresql.connectionUrl, { connection: agentConnectionContext(kind, config.postgresql.extraCaFile) });
@@ -335,6 +346,17 @@ export async function main(
     if (err instanceof ConnectionSettingError) {
       log.error(err.message);
       return EXIT.usage;
+    }
+    if (invocation.command === 'check') {
+      // Every prerequisite still gets its line: the database's failure does not hide the service's.
+      const where = describeConnection(config.postgresql.connectionUrl);
+      const checks = [
+        ...connectionChecks(config.postgresql.connectionUrl, err),
+        ...(await checkService()),
+        ...routeChecks(outbound, peersOf(kind, config, env)),
+      ];
+      io.out(formatChecks(checkHeading(`${where.host}:${where.port}/${where.database}`), checks));
+      return EXIT.preflightFailed;
     }
     // The cause and its fix come from one table (src/postgres/connect-errors.ts).
     const where = describeConnection(config.postgresql.connectionUrl);
@@ -353,8 +375,12 @@ export async function main(
     const ctx: ApplyContext = { db, target, journal, config, log };
     switch (invocation.command) {
       case 'check': {
-        const checks = [...(await runPreflight(db, target, journal)), ...routeChecks(outbound, peersOf(kind, config, env))];
-        io.out(formatChecks(`tuner-agent --${kind} --check: ${target.identity} (${tuningMode(config)})`, checks));
+        const checks = [
+          ...(await runPreflight(db, target, journal)),
+          ...(await checkService()),
+          ...routeChecks(outbound, peersOf(kind, config, env)),
+        ];
+        io.out(formatChecks(checkHeading(target.identity), checks));
         return preflightPassed(checks) ? EXIT.ok : EXIT.preflightFailed;
       }
       case 'once': {

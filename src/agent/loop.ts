@@ -9,7 +9,15 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PROTOCOL_VERSION, type AgentEvent, type Command, type CommandAckRequest, type ReportRequest } from '../protocol/v1.ts';
+import {
+  PROTOCOL_VERSION,
+  type AgentEvent,
+  type Command,
+  type CommandAckRequest,
+  type ReportRequest,
+  type SystemInfo,
+} from '../protocol/v1.ts';
+import { preflightProblems, runPreflight } from './preflight.ts';
 import { applyChange, recoverOnStart, recoveryReason, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
@@ -107,6 +115,8 @@ class AgentLoop {
   #dropped = 0;
   #previous: Snapshot | null = null;
   #baselineMix: BaselineMix | undefined;
+  /** What the preflight found wrong at start, for the service's dashboard (with the lease). */
+  #preflight: SystemInfo['preflight'] = [];
   #knownGood: KnownGoodFigures | null = null;
   #trial: Trial | null = null;
   /** A trial was applied at some point in the current interval: its figures are not known-good. */
@@ -137,6 +147,7 @@ class AgentLoop {
   /** Collects every interval, whatever the service does; sends when the service can take it. */
   async #loop(): Promise<void> {
     const { signal } = this.#options;
+    this.#preflight = await this.#checkPrerequisites();
     this.#lease = await this.#takeLease();
     this.#previous = await this.#collector.collect().catch(() => null);
     let nextCollectAt = Date.now() + (this.#lease?.intervalSeconds ?? 0) * 1000;
@@ -151,6 +162,20 @@ class AgentLoop {
         nextCollectAt = Date.now() + this.#lease.intervalSeconds * 1000;
       }
       if (this.#failures === 0 || Date.now() >= this.#nextAttemptAt) await this.#deliver();
+    }
+  }
+
+  /** The same checks as --check, at start: each problem logged, and told to the service with
+   * the lease so that the dashboard shows it. A preflight that cannot run stops nothing. */
+  async #checkPrerequisites(): Promise<SystemInfo['preflight']> {
+    const { db, target, journal, log } = this.#ctx;
+    try {
+      const problems = preflightProblems(await runPreflight(db, target, journal));
+      for (const p of problems) log.warn(`preflight: ${p.status.toUpperCase()} ${p.name}: ${p.detail}${p.fix ? `; fix: ${p.fix}` : ''}`);
+      return problems;
+    } catch (err) {
+      log.warn(`preflight: could not run at start: ${errorMessage(err)}`);
+      return [];
     }
   }
 
@@ -205,7 +230,7 @@ class AgentLoop {
           mode: tuningMode(config),
           includeQueries: config.postgresql.includeQueries,
           host: { hostname: hostname(), pid: process.pid },
-          system: await describeSystem(db, target),
+          system: { ...(await describeSystem(db, target)), preflight: this.#preflight },
           ...(resumeLeaseId && { resumeLeaseId }),
         });
         writeFileSync(this.#leaseFile, `${JSON.stringify({ databaseId, leaseId: response.leaseId })}\n`, { mode: 0o600 });
@@ -341,7 +366,10 @@ class AgentLoop {
     // that did not go through leaves the trial before it in place, and under watch.
     const isTrial = command.kind === 'apply' && !command.keep && ack.status === 'applied';
     if (isTrial) {
-      this.#trial = { commandId: command.id, guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix) };
+      this.#trial = {
+        commandId: command.id,
+        guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix, ctx.config.guardrails),
+      };
       this.#intervalHadTrial = true;
     } else if (ack.status === 'applied' || !ctx.journal.needsRecovery()) {
       this.#trial = null;

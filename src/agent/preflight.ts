@@ -1,6 +1,17 @@
 // The prerequisites of the spec, checked one by one; each failure says what to do, in the words
 // of the setup steps. Target-specific checks come from the target itself.
-import { describeSecurity } from '../postgres/connect.ts';
+import { PROTOCOL_VERSION, type SystemInfo, type TargetKind } from '../protocol/v1.ts';
+import { PostgresConnectError, describeConnection, describeSecurity } from '../postgres/connect.ts';
+import type { ConnectStep } from '../postgres/connect-errors.ts';
+import type { AgentConfig } from './config/load.ts';
+import { errorMessage } from './log.ts';
+import {
+  LeaseExpiredError,
+  RequestRefusedError,
+  ServiceRejectedError,
+  ServiceUnavailableError,
+  type ServiceClient,
+} from './service-client.ts';
 import type { Db } from './db.ts';
 import type { Journal } from './journal.ts';
 import type { PreflightCheck, Target } from './targets/target.ts';
@@ -118,4 +129,132 @@ export function formatChecks(heading: string, checks: readonly PreflightCheck[])
 
 export function preflightPassed(checks: readonly PreflightCheck[]): boolean {
   return checks.every((c) => c.ok || c.severity === 'warning');
+}
+
+/** The spec's prerequisite "outbound access to the tuning service, with the API key and database
+ * id accepted", through the protocol's check call: no lease is taken, nothing changes. */
+export async function serviceChecks(
+  tuner: AgentConfig['tuner'],
+  kind: TargetKind,
+  client: ServiceClient | null,
+): Promise<PreflightCheck[]> {
+  if (!client || !tuner.serverUrl || !tuner.databaseId) {
+    return [
+      {
+        name: 'tuning service configured',
+        ok: false,
+        severity: 'warning',
+        detail: 'tuner.server_url, tuner.api_key and tuner.database_id are not all set, so the service was not asked',
+        fix: 'copy the tuner section from the agent setup page into agent.yaml (or set AGENT_TUNER_SERVER_URL, AGENT_TUNER_API_KEY, AGENT_TUNER_DATABASE_ID)',
+      },
+    ];
+  }
+  const reached = `tuning service reachable at ${tuner.serverUrl}`;
+  const accepted = `API key accepted for database ${tuner.databaseId}`;
+  try {
+    const answer = await client.check({ protocolVersion: PROTOCOL_VERSION, target: kind });
+    const checks: PreflightCheck[] = [
+      { name: reached, ok: true, detail: 'answered protocol v1' },
+      { name: accepted, ok: true, detail: `the database is set up for --${answer.target}` },
+    ];
+    if (answer.target !== kind) {
+      checks.push({
+        name: `database ${tuner.databaseId} is set up for this target`,
+        ok: false,
+        detail: `it is set up for --${answer.target}, and this agent runs with --${kind}`,
+        fix: `start the agent with --${answer.target}, or create a database entry for --${kind} on the setup page and use its database id and API key`,
+      });
+    }
+    return checks;
+  } catch (err) {
+    if (err instanceof ServiceUnavailableError) {
+      return [
+        {
+          name: reached,
+          ok: false,
+          detail: err.message,
+          fix: 'check tuner.server_url, and that this host may open outbound HTTPS to it (through tuner.proxy_url or HTTPS_PROXY if the network requires a proxy)',
+        },
+      ];
+    }
+    const answered: PreflightCheck = { name: reached, ok: true, detail: 'answered protocol v1' };
+    if (err instanceof ServiceRejectedError && err.code === 'not_found') {
+      return [
+        answered,
+        {
+          name: `database id ${tuner.databaseId} belongs to the API key`,
+          ok: false,
+          detail: 'the API key is live, but for another database',
+          fix: 'copy tuner.database_id from the agent setup page of the database the API key was created for (or create a key for this database there)',
+        },
+      ];
+    }
+    if (err instanceof ServiceRejectedError) {
+      return [
+        answered,
+        {
+          name: accepted,
+          ok: false,
+          detail: 'the tuning service does not know this API key (mistyped or revoked)',
+          fix: 'copy tuner.api_key from the agent setup page, or create a new key there (a key is shown once)',
+        },
+      ];
+    }
+    const refused = err instanceof RequestRefusedError || err instanceof LeaseExpiredError;
+    return [
+      { ...answered, ok: refused, detail: refused ? answered.detail : errorMessage(err) },
+      {
+        name: accepted,
+        ok: false,
+        detail: errorMessage(err),
+        fix: 'check that tuner.server_url is a tuning service of protocol v1 (the same version as this agent)',
+      },
+    ];
+  }
+}
+
+const STEP_NAMES: Record<ConnectStep, (where: ReturnType<typeof describeConnection>) => string> = {
+  dns: (w) => `database host ${w.host} resolves (DNS)`,
+  tcp: (w) => `database port reachable at ${w.host}:${w.port} (TCP)`,
+  tls: (w) => `TLS with the database at ${w.host}:${w.port}`,
+  authentication: (w) => `authentication as ${w.user}`,
+  database: (w) => `database "${w.database}" exists`,
+};
+
+/** The steps up to the one that failed: the ones before it passed, as far as it got. */
+export function connectionChecks(connectionUrl: string, err: unknown): PreflightCheck[] {
+  const where = describeConnection(connectionUrl);
+  if (!(err instanceof PostgresConnectError)) {
+    return [
+      {
+        name: `connect to PostgreSQL at ${where.host}:${where.port}`,
+        ok: false,
+        detail: errorMessage(err),
+        fix: 'check postgresql.connection_url',
+      },
+    ];
+  }
+  const order: ConnectStep[] = ['dns', 'tcp', 'tls', 'authentication', 'database'];
+  const failedAt = order.indexOf(err.step);
+  // Only what the failure proves passed: a socket path has no DNS, and whether TLS was used
+  // (sslmode prefer and allow fall back) is not known from a later failure.
+  const passed = order.slice(0, failedAt).filter((step) => step !== 'tls' && !(step === 'dns' && where.host.startsWith('/')));
+  return [
+    ...passed.map((step) => ({ name: STEP_NAMES[step](where), ok: true, detail: 'passed' })),
+    { name: STEP_NAMES[err.step](where), ok: false, detail: err.problem, fix: err.fix },
+  ];
+}
+
+/** What the service keeps of a preflight: its failed and warned lines, cut to the protocol's lengths. */
+export function preflightProblems(checks: readonly PreflightCheck[]): NonNullable<SystemInfo['preflight']> {
+  const cut = (text: string) => (text.length > 500 ? `${text.slice(0, 499)}…` : text);
+  return checks
+    .filter((c) => !c.ok)
+    .slice(0, 50)
+    .map((c) => ({
+      status: c.severity === 'warning' ? ('warn' as const) : ('fail' as const),
+      name: cut(c.name),
+      detail: cut(c.detail),
+      ...(c.fix && { fix: cut(c.fix) }),
+    }));
 }

@@ -4,11 +4,14 @@ import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
 import { fetch, type Dispatcher, type Response } from 'undici';
 import {
+  AgentCheckResponseSchema,
   AgentStartResponseSchema,
   ErrorResponseSchema,
   MAX_BODY_BYTES,
   ReportResponseSchema,
   routes,
+  type AgentCheckRequest,
+  type AgentCheckResponse,
   type AgentStartRequest,
   type AgentStartResponse,
   type AgentStopRequest,
@@ -56,6 +59,8 @@ export interface ServiceClient {
   report(body: ReportRequest): Promise<ReportResponse>;
   ack(commandId: string, body: CommandAckRequest): Promise<void>;
   stop(body: AgentStopRequest): Promise<void>;
+  /** The preflight's call: the key and database id accepted, the database's target; changes nothing. */
+  check(body: AgentCheckRequest): Promise<AgentCheckResponse>;
 }
 
 export interface ServiceClientOptions {
@@ -136,6 +141,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     report: async (body) => (await call(routes.report(options.databaseId), body, ReportResponseSchema))!,
     ack: async (commandId, body) => void (await call(routes.ack(options.databaseId, commandId), body, null)),
     stop: async (body) => void (await call(routes.agentStop(options.databaseId), body, null)),
+    check: async (body) => (await call(routes.agentCheck(options.databaseId), body, AgentCheckResponseSchema))!,
   };
 }
 

@@ -9,8 +9,13 @@ export interface Failure {
   error: unknown;
 }
 
+/** The step of connecting that failed, as the preflight names it: the host name, the port, TLS,
+ * the login, or the database named. */
+export type ConnectStep = 'dns' | 'tcp' | 'tls' | 'authentication' | 'database';
+
 interface Row {
   reason: string;
+  step: ConnectStep | ((error: unknown) => ConnectStep);
   matches(error: unknown, attempt: Attempt): boolean;
   explain(plan: ConnectionPlan, error: unknown, attempt: Attempt): { cause: string; fix: string };
   /**
@@ -43,6 +48,7 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNR
 const ROWS: readonly Row[] = [
   {
     reason: 'encryption-required',
+    step: 'tls',
     refusesMode: true,
     matches: (error, attempt) => !attempt.encrypted && sqlState(error) === '28000' && /no encryption|SSL off/.test(messageOf(error)),
     explain: (plan) => ({
@@ -52,6 +58,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'tls-not-offered',
+    step: 'tls',
     refusesMode: true,
     matches: (error) => messageOf(error) === 'The server does not support SSL connections',
     explain: (plan) => ({
@@ -61,6 +68,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'certificate-not-trusted',
+    step: 'tls',
     matches: (error) => UNTRUSTED.has(errorCode(error) ?? ''),
     explain: (plan, error) => ({
       cause: `the server's certificate is not signed by a trusted CA (${errorCode(error)}; trusted here: ${plan.trust})`,
@@ -69,6 +77,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'certificate-expired',
+    step: 'tls',
     matches: (error) => ['CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID'].includes(errorCode(error) ?? ''),
     explain: (_plan, error) => ({
       cause: `the server's certificate is ${errorCode(error) === 'CERT_HAS_EXPIRED' ? 'expired' : 'not valid yet'}`,
@@ -77,6 +86,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'host-name-mismatch',
+    step: 'tls',
     matches: (error) => errorCode(error) === 'ERR_TLS_CERT_ALTNAME_INVALID',
     explain: (plan, error) => {
       const cert = (error as { cert?: { subject?: { CN?: string }; subjectaltname?: string } }).cert;
@@ -89,6 +99,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'client-key',
+    step: 'tls',
     matches: (error) => /BAD_DECRYPT/.test(errorCode(error) ?? ''),
     explain: (plan, _error, attempt) => {
       const given = typeof attempt.config.ssl === 'object' && attempt.config.ssl?.passphrase !== undefined;
@@ -102,6 +113,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'password',
+    step: 'authentication',
     matches: (error) => sqlState(error) === '28P01',
     explain: (plan) => ({
       cause: `password authentication failed for ${plan.target.user}`,
@@ -110,6 +122,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'no-such-role',
+    step: 'authentication',
     matches: (error) => sqlState(error) === '28000' && /role .* does not exist/.test(messageOf(error)),
     explain: (plan) => ({
       cause: `the server has no role ${plan.target.user}`,
@@ -118,6 +131,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'pg-hba',
+    step: 'authentication',
     matches: (error) => sqlState(error) === '28000' && /pg_hba\.conf/.test(messageOf(error)),
     explain: (plan, error, attempt) => ({
       cause: `pg_hba.conf rejects this connection${attempt.encrypted ? ' over TLS' : ' without TLS'} (the server said: ${messageOf(error)})`,
@@ -126,6 +140,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'no-such-database',
+    step: 'database',
     matches: (error) => sqlState(error) === '3D000',
     explain: (plan) => ({
       cause: `the server has no database "${plan.target.database}"`,
@@ -134,6 +149,7 @@ const ROWS: readonly Row[] = [
   },
   {
     reason: 'unreachable',
+    step: (error) => (errorCode(error) === 'ENOTFOUND' || errorCode(error) === 'EAI_AGAIN' ? 'dns' : 'tcp'),
     matches: (error) => UNREACHABLE.has(errorCode(error) ?? '') || /timeout|timed out/i.test(messageOf(error)),
     explain: (plan, error) => {
       const { host, port } = plan.target;
@@ -161,7 +177,7 @@ function decisive(failures: readonly Failure[]): Failure {
 export function explainConnectFailure(
   plan: ConnectionPlan,
   failures: readonly Failure[],
-): { message: string; reason: string; error: unknown } {
+): { message: string; cause: string; fix: string; reason: string; step: ConnectStep; error: unknown } {
   const failure = decisive(failures);
   const row = ROWS.find((r) => r.matches(failure.error, failure.attempt));
   const { cause, fix } = row
@@ -170,5 +186,6 @@ export function explainConnectFailure(
         cause: messageOf(failure.error),
         fix: `check that this machine can reach the database on TCP ${plan.target.port}, and the password of ${plan.target.user} in ${plan.context.setting}`,
       };
-  return { message: `${cause}; fix: ${fix}`, reason: row?.reason ?? 'other', error: failure.error };
+  const step = row ? (typeof row.step === 'function' ? row.step(failure.error) : row.step) : 'tcp';
+  return { message: `${cause}; fix: ${fix}`, cause, fix, reason: row?.reason ?? 'other', step, error: failure.error };
 }

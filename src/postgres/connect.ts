@@ -14,7 +14,7 @@
 import { getCACertificates } from 'node:tls';
 import pg from 'pg';
 import { parse, toClientConfig } from 'pg-connection-string';
-import { explainConnectFailure, type Failure } from './connect-errors.ts';
+import { explainConnectFailure, type ConnectStep, type Failure } from './connect-errors.ts';
 import {
   LIBPQ_DEFAULTS,
   SSL_MODES,
@@ -58,9 +58,16 @@ export class ConnectionSettingError extends Error {
 export class PostgresConnectError extends Error {
   override name = 'PostgresConnectError';
   readonly reason: string;
-  constructor(message: string, reason: string, cause: unknown) {
-    super(message, { cause });
-    this.reason = reason;
+  /** Which step failed, and the cause and fix apart (the message holds both). */
+  readonly step: ConnectStep;
+  readonly problem: string;
+  readonly fix: string;
+  constructor(explained: { message: string; reason: string; step: ConnectStep; cause: string; fix: string }, cause: unknown) {
+    super(explained.message, { cause });
+    this.reason = explained.reason;
+    this.step = explained.step;
+    this.problem = explained.cause;
+    this.fix = explained.fix;
   }
 }
 
@@ -205,8 +212,8 @@ export async function connectClient(
       if (!fallsBack(err)) break;
     }
   }
-  const { message, reason, error } = explainConnectFailure(plan, failures);
-  throw new PostgresConnectError(message, reason, error);
+  const explained = explainConnectFailure(plan, failures);
+  throw new PostgresConnectError(explained, explained.error);
 }
 
 export function securityOf(plan: ConnectionPlan, attempt: Attempt): ConnectionSecurity {

@@ -17,6 +17,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const routes = {
   agentStart: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/start`,
   agentStop: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/stop`,
+  agentCheck: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/check`,
   report: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/reports`,
   ack: (databaseId: string, commandId: string) =>
     `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/commands/${encodeURIComponent(commandId)}/ack`,
@@ -65,6 +66,12 @@ export const SystemInfoSchema = z.strictObject({
   settings: z.array(SettingSchema).max(200),
   /** Why changes cannot be applied (for example a `default.*` parameter group), or null. */
   applyBlockedReason: shortText.nullable(),
+  /** The preflight's failed and warned lines when the agent started (the same checks as
+   * `tuner-agent --check`); absent from agents older than this field. */
+  preflight: z
+    .array(z.strictObject({ status: z.enum(['fail', 'warn']), name: shortText, detail: shortText, fix: shortText.optional() }))
+    .max(50)
+    .optional(),
 });
 
 export const AgentStartRequestSchema = z.strictObject({
@@ -91,6 +98,17 @@ export const AgentStartResponseSchema = z.strictObject({
 });
 
 export const AgentStopRequestSchema = z.strictObject({ leaseId: id });
+
+/** The preflight's question: are this key and database id accepted, for this target? Nothing changes. */
+export const AgentCheckRequestSchema = z.strictObject({
+  protocolVersion: z.literal(PROTOCOL_VERSION),
+  target: TargetKindSchema,
+});
+
+export const AgentCheckResponseSchema = z.strictObject({
+  /** The target the database was set up for; an agent of another target would be refused at start. */
+  target: TargetKindSchema,
+});
 
 export const AgentEventSchema = z.strictObject({
   at: z.iso.datetime({ offset: true }),
@@ -187,6 +205,8 @@ export type SystemInfo = z.infer<typeof SystemInfoSchema>;
 export type AgentStartRequest = z.infer<typeof AgentStartRequestSchema>;
 export type AgentStartResponse = z.infer<typeof AgentStartResponseSchema>;
 export type AgentStopRequest = z.infer<typeof AgentStopRequestSchema>;
+export type AgentCheckRequest = z.infer<typeof AgentCheckRequestSchema>;
+export type AgentCheckResponse = z.infer<typeof AgentCheckResponseSchema>;
 export type AgentEvent = z.infer<typeof AgentEventSchema>;
 export type TargetMetric = z.infer<typeof TargetMetricSchema>;
 export type ReportRequest = z.infer<typeof ReportRequestSchema>;

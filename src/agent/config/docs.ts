@@ -54,5 +54,21 @@ only the local target needs: how to restart the server, and the machine size whe
 not run on the database host. \`postgresql.extra_ca_file\` adds CAs to the ones the target
 verifies the server's certificate against by default (see [connections.md](connections.md),
 which also says what each \`sslmode\` in \`connection_url\` means).
+
+The \`guardrails\` section sets when the agent returns a trial configuration to known-good by
+itself. Each threshold may be made stricter than its default (a higher memory floor, a lower
+runtime factor, error-rate rise or connection share): a stricter guardrail reverts trials sooner,
+which can cost a tuning session trials, never the database its safety. A looser value is refused,
+naming the key and what it would allow, unless \`guardrails.allow_looser: true\`
+(\`AGENT_GUARDRAILS_ALLOW_LOOSER=true\`) says so; values that would protect nothing (a runtime
+factor of 1 or less, a memory floor above half the memory, a share over 100 %) are refused either
+way. A single window slower than 5× known-good (or than the runtime factor, if that is higher)
+reverts at once.
+
+\`\`\`yaml
+guardrails:
+  memory_floor_percent: 10   # revert below 10 % of memory available (default 5)
+  runtime_factor: 1.5        # revert at 1.5× known-good, two windows in a row (default 2)
+\`\`\`
 `;
 }

@@ -4,11 +4,11 @@
 // keys the spec does not name are ours and marked `ours` for the docs.
 import type { TargetKind } from '../../knobs/index.ts';
 
-export type ValueKind = 'string' | 'boolean' | 'postgres-url' | 'http-url' | 'proxy-url' | 'positive-integer';
+export type ValueKind = 'string' | 'boolean' | 'postgres-url' | 'http-url' | 'proxy-url' | 'positive-integer' | 'positive-number';
 
 export interface KeySpec {
   /** agent.yaml section; `null` for environment-only keys. */
-  section: 'postgresql' | 'managed_a' | 'managed_b_flex' | 'tuner' | 'local' | null;
+  section: 'postgresql' | 'managed_a' | 'managed_b_flex' | 'tuner' | 'local' | 'guardrails' | null;
   key: string;
   env: string;
   kind: ValueKind;
@@ -181,6 +181,16 @@ export const KEYS: readonly KeySpec[] = [
     help: 'service-principal secret (password)',
   },
   {
+    section: 'managed_b_flex',
+    key: 'managed_identity_client_id',
+    env: 'AGENT_MANAGEDB_FLEX_MANAGED_IDENTITY_CLIENT_ID',
+    kind: 'string',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: "client id of a user-assigned managed identity to use instead of the host's system-assigned one (on AKS with workload identity: the federated identity's client id, default AZURE_CLIENT_ID)",
+  },
+  {
     section: null,
     key: 'CLOUDB_TENANT_ID',
     env: 'CLOUDB_TENANT_ID',
@@ -255,9 +265,71 @@ export const KEYS: readonly KeySpec[] = [
     requiredFor: [],
     help: 'debug logging (default false)',
   },
+  // The guardrails' thresholds (src/agent/guardrails.ts): each may be made stricter than the safe
+  // default; looser only with guardrails.allow_looser (src/agent/config/guardrails.ts checks).
+  {
+    section: 'guardrails',
+    key: 'memory_floor_percent',
+    env: 'AGENT_GUARDRAILS_MEMORY_FLOOR_PERCENT',
+    kind: 'positive-number',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: 'revert a trial when available memory falls below this percent of the total (default 5; higher is stricter, at most 50)',
+  },
+  {
+    section: 'guardrails',
+    key: 'memory_floor_mb',
+    env: 'AGENT_GUARDRAILS_MEMORY_FLOOR_MB',
+    kind: 'positive-integer',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: 'revert a trial when available memory falls below this many MB, whichever floor is higher (default 256; higher is stricter)',
+  },
+  {
+    section: 'guardrails',
+    key: 'runtime_factor',
+    env: 'AGENT_GUARDRAILS_RUNTIME_FACTOR',
+    kind: 'positive-number',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: 'revert a trial when queries run this many times slower than known-good in two windows in a row (default 2; lower is stricter, above 1)',
+  },
+  {
+    section: 'guardrails',
+    key: 'error_rate_increase_percent',
+    env: 'AGENT_GUARDRAILS_ERROR_RATE_INCREASE_PERCENT',
+    kind: 'positive-number',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: 'revert a trial when the share of rolled-back transactions rises by more than this many points over known-good (default 20; lower is stricter)',
+  },
+  {
+    section: 'guardrails',
+    key: 'connection_share_percent',
+    env: 'AGENT_GUARDRAILS_CONNECTION_SHARE_PERCENT',
+    kind: 'positive-number',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: 'revert a trial when client connections reach this percent of max_connections (default 95; lower is stricter)',
+  },
+  {
+    section: 'guardrails',
+    key: 'allow_looser',
+    env: 'AGENT_GUARDRAILS_ALLOW_LOOSER',
+    kind: 'boolean',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: 'allow guardrail thresholds looser than the safe defaults (default false: such a value is refused)',
+  },
 ];
 
-export const SECTIONS = ['postgresql', 'managed_a', 'managed_b_flex', 'tuner', 'local'] as const;
+export const SECTIONS = ['postgresql', 'managed_a', 'managed_b_flex', 'tuner', 'local', 'guardrails'] as const;
 
 export function keyPath(spec: KeySpec): string {
   return spec.section ? `${spec.section}.${spec.key}` : spec.key;

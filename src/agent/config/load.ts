@@ -7,6 +7,8 @@ import { LineCounter, isMap, isScalar, parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { TargetKind } from '../../knobs/index.ts';
 import { redact, registerConnectionString, registerSecret } from '../redact.ts';
+import type { GuardThresholds } from '../guardrails.ts';
+import { guardThresholdsFrom } from './guardrails.ts';
 import { KEYS, SECTIONS, keyPath, type KeySpec, type ValueKind } from './keys.ts';
 
 export const CONFIG_FILE_NAME = 'agent.yaml';
@@ -20,6 +22,7 @@ export interface AgentConfig {
     resourceGroupName?: string;
     serverName?: string;
     resourceManagerEndpoint?: string;
+    managedIdentityClientId?: string;
     clientId?: string;
     clientSecret?: string;
     tenantId?: string;
@@ -33,6 +36,8 @@ export interface AgentConfig {
     metricsListen?: string;
     debug: boolean;
   };
+  /** The guardrails' thresholds: the safe defaults, or stricter ones (looser only if allowed). */
+  guardrails: GuardThresholds;
 }
 
 export interface LoadOptions {
@@ -70,6 +75,7 @@ const EXPECTED: Record<ValueKind, string> = {
   'http-url': 'an http:// or https:// URL such as https://tuner.example.com',
   'proxy-url': 'an http:// or https:// proxy URL such as http://proxy.internal:3128',
   'positive-integer': 'a whole number greater than 0',
+  'positive-number': 'a number greater than 0, e.g. 1.5',
 };
 
 function parseUrl(s: string): URL | null {
@@ -94,6 +100,7 @@ const SCHEMAS: Record<ValueKind, z.ZodType<Value>> = {
   'http-url': z.string().refine(isHttpUrl),
   'proxy-url': z.string().refine(isHttpUrl),
   'positive-integer': z.number().int().positive(),
+  'positive-number': z.number().positive().finite(),
 };
 
 /** Environment variables are strings: turn them into the kind's type before the schema sees them. */
@@ -103,6 +110,7 @@ function fromEnv(kind: ValueKind, raw: string): Value {
     return lower === 'true' ? true : lower === 'false' ? false : raw;
   }
   if (kind === 'positive-integer' && /^\s*\d+\s*$/.test(raw)) return Number(raw);
+  if (kind === 'positive-number' && /^\s*\d+(\.\d+)?\s*$/.test(raw)) return Number(raw);
   return raw;
 }
 
@@ -262,6 +270,19 @@ export function loadConfig(options: LoadOptions): LoadResult {
     resolved.set(spec.key, parsed.data);
   }
 
+  const num = (key: string) => resolved.get(key) as number | undefined;
+  const guard = guardThresholdsFrom({
+    ...compact({
+      memoryFloorPercent: num('memory_floor_percent'),
+      memoryFloorMb: num('memory_floor_mb'),
+      runtimeFactor: num('runtime_factor'),
+      errorRateIncreasePercent: num('error_rate_increase_percent'),
+      connectionSharePercent: num('connection_share_percent'),
+    }),
+    allowLooser: (resolved.get('allow_looser') as boolean | undefined) ?? false,
+  });
+  problems.push(...guard.problems);
+
   if (problems.length > 0) throw new ConfigError(problems);
 
   const str = (key: string) => resolved.get(key) as string | undefined;
@@ -286,6 +307,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
       resourceGroupName: str('resource_group_name'),
       serverName: str('server_name'),
       resourceManagerEndpoint: str('resource_manager_endpoint'),
+      managedIdentityClientId: str('managed_identity_client_id'),
       clientId: str('CLOUDB_CLIENT_ID'),
       clientSecret: str('CLOUDB_CLIENT_SECRET'),
       tenantId: str('CLOUDB_TENANT_ID'),
@@ -301,6 +323,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
       }),
       debug: bool('debug', false),
     },
+    guardrails: guard.thresholds,
   };
   const source = [fileExists ? file : null, envSet.length > 0 ? `${envSet.length} environment variable(s)` : null]
     .filter(Boolean)

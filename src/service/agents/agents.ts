@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type {
+  AgentCheckRequest,
+  AgentCheckResponse,
   AgentStartRequest,
   AgentStartResponse,
   AgentStopRequest,
@@ -15,7 +17,7 @@ import type {
 } from '../../protocol/v1.ts';
 import type { ServiceContext } from '../app/context.ts';
 import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
-import { looksLikeApiKey, matchesAnyHash } from '../people/tokens.ts';
+import { looksLikeApiKey, matchesAnyHash, sha256Hex } from '../people/tokens.ts';
 import { afterAck, afterReport } from '../tuning/advance.ts';
 import type { AgentLease } from './store.ts';
 
@@ -38,15 +40,28 @@ function describeHolder(holder: AgentLease): string {
   return `host ${holder.hostname}, pid ${holder.pid}, agent ${holder.agentVersion}, started ${holder.startedAt.toISOString()}`;
 }
 
-/** The database whose key this is. An unknown database and a key of another database get the
- * same answer, so that the answer tells nothing about which database ids exist. */
+/**
+ * The database whose key this is. A key that is live for some other database is told so (404:
+ * check the database id), whether or not the path's database exists; a key of no database is
+ * 401. Neither answer tells which database ids exist.
+ */
 export async function authenticateAgent({ storage }: ServiceContext, databaseId: string, apiKey: string): Promise<AgentDatabase> {
   // A string that cannot be a key is refused without asking the storage.
-  const credentials = looksLikeApiKey(apiKey) ? await storage.agentCredentials(databaseId) : null;
-  if (!credentials || !matchesAnyHash(apiKey, credentials.keyHashes)) {
-    throw unauthorized(`the API key is not valid for database ${databaseId}: it is mistyped, revoked, or of another database`);
+  if (!looksLikeApiKey(apiKey)) throw unauthorized(`the API key is not valid: it is mistyped, or not an API key of the tuning service`);
+  const credentials = await storage.agentCredentials(databaseId);
+  if (credentials && matchesAnyHash(apiKey, credentials.keyHashes)) return { id: databaseId, target: credentials.target };
+  if (await storage.isLiveKeyHash(sha256Hex(apiKey))) {
+    throw notFound(
+      `the API key is live, but not a key of database ${databaseId}: check tuner.database_id against the agent setup page of the key's database`,
+    );
   }
-  return { id: databaseId, target: credentials.target };
+  throw unauthorized(`the API key is not valid for database ${databaseId}: it is mistyped or revoked`);
+}
+
+/** The preflight's question: nothing changes, no lease is taken. */
+export function checkAgent(database: AgentDatabase, request: AgentCheckRequest): AgentCheckResponse {
+  void request;
+  return { target: database.target };
 }
 
 export async function startAgent(

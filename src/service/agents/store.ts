@@ -47,6 +47,8 @@ export interface AgentStore {
   // Called once the request is authenticated by its API key.
   /** The database's target and the SHA-256 hashes (hex) of its unrevoked keys; null if unknown. */
   agentCredentials(databaseId: string): Promise<{ target: TargetKind; keyHashes: string[] } | null>;
+  /** Whether a live key with this SHA-256 hash (hex) exists, of any database. */
+  isLiveKeyHash(keyHash: string): Promise<boolean>;
   startAgent(databaseId: string, request: AgentStartRequest, newLeaseId: string, policy: LeasePolicy): Promise<StartResult>;
   /** `body` is the report's JSON, gzip-compressed (report-body.ts). */
   recordReport(databaseId: string, report: ReportRequest, body: Buffer, policy: LeasePolicy): Promise<ReportResult>;

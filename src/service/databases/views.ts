@@ -27,6 +27,8 @@ export function databaseView(db: DatabaseSummary, defaultIntervalSeconds: number
       includeQueries: agent.includeQueries,
       serverVersion: agent.system.serverVersion,
       applyBlockedReason: agent.system.applyBlockedReason,
+      /** The preflight's failed and warned lines at the agent's start; null from older agents. */
+      preflight: agent.system.preflight ?? null,
       startedAt: agent.startedAt.toISOString(),
       lastReportAt: agent.lastReportAt?.toISOString() ?? null,
       leaseExpiresAt: agent.expiresAt.toISOString(),

@@ -9,6 +9,8 @@ import {
   AgentStartRequestSchema,
   AgentStartResponseSchema,
   AgentStopRequestSchema,
+  AgentCheckRequestSchema,
+  AgentCheckResponseSchema,
   CommandAckRequestSchema,
   ErrorCodeSchema,
   ErrorResponseSchema,
@@ -190,6 +192,16 @@ const ROUTES: RouteDoc[] = [
     response: { status: 204, schema: null, note: 'No body.' },
     errors: ['400 `bad_request`', "409 `lease_expired`: the lease id is not the database's latest lease"],
   },
+  {
+    title: 'Agent check',
+    method: 'POST',
+    path: `${API_PREFIX}/databases/{databaseId}/agent/check`,
+    purpose:
+      "The preflight's call (`tuner-agent --check`): answers whether the API key and the database id are accepted, and the target the database was set up for. It takes no lease and changes nothing.",
+    request: AgentCheckRequestSchema,
+    response: { status: 200, schema: AgentCheckResponseSchema, note: 'The target the database was set up for.' },
+    errors: ['400 `bad_request`'],
+  },
 ];
 
 export function protocolDoc(): string {
@@ -232,9 +244,9 @@ to be >=0\` (at most five problems, then a count).
 | code | status | meaning |
 | --- | --- | --- |
 | \`bad_request\` | 400 (414 for an overlong path) | the body or the path is wrong; the message says where |
-| \`unauthorized\` | 401 | no API key, or not a live key of this database |
+| \`unauthorized\` | 401 | no API key, or not a live key of any database |
 | \`forbidden\` | 403 | (people's API) not allowed |
-| \`not_found\` | 404 | no such route, or no such command for this database |
+| \`not_found\` | 404 | no such route; a live API key of another database than the path's (check the database id); or no such command for this database |
 | \`agent_conflict\` | 409 | another agent holds the database's lease; the message names it |
 | \`lease_expired\` | 409 | the lease is not live (lapsed, released, or replaced): start again |
 | \`conflict\` | 409 | (people's API) the name is taken, or a limit of the account is reached |
@@ -266,7 +278,7 @@ ${route.response.note}
 ${route.response.schema ? `\n${fieldTable(route.response.schema, 'output')}\n` : ''}
 ### Errors
 
-${[...route.errors, '401 `unauthorized`, 413 `payload_too_large`, 415 `unsupported_media_type` as for every route'].map((e) => `- ${e}`).join('\n')}
+${[...route.errors, '401 `unauthorized` (a key of no database) and 404 `not_found` (a key of another database), 413 `payload_too_large`, 415 `unsupported_media_type` as for every route'].map((e) => `- ${e}`).join('\n')}
 `);
   }
   return `${parts.join('\n').trimEnd()}\n`;

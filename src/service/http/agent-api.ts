@@ -3,7 +3,13 @@
 // anything); each body is validated with the protocol's schemas; agents/agents.ts decides.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AgentStartRequestSchema, AgentStopRequestSchema, CommandAckRequestSchema, ReportRequestSchema } from '../../protocol/v1.ts';
+import {
+  AgentCheckRequestSchema,
+  AgentStartRequestSchema,
+  AgentStopRequestSchema,
+  CommandAckRequestSchema,
+  ReportRequestSchema,
+} from '../../protocol/v1.ts';
 import type { ServiceContext } from '../app/context.ts';
 import * as agents from '../agents/agents.ts';
 import { DatabaseIdSchema } from '../databases/inputs.ts';
@@ -80,6 +86,11 @@ export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): voi
     refuseUnstorableText(rawBodyOf(request)?.text ?? null, body);
     await agents.acknowledgeCommand(ctx, databaseOf(request), commandId, body, request.log);
     return reply.code(204).send();
+  });
+
+  app.post('/databases/:databaseId/agent/check', async (request, reply) => {
+    const body = parseOr400(AgentCheckRequestSchema, request.body, 'body');
+    return reply.send(agents.checkAgent(databaseOf(request), body));
   });
 
   app.post('/databases/:databaseId/agent/stop', async (request, reply) => {

@@ -26,6 +26,14 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
       return { target: first.target, keyHashes: rows.flatMap((r) => (r.key_hash === null ? [] : [r.key_hash])) };
     },
 
+    async isLiveKeyHash(keyHash) {
+      // key_hash is UNIQUE: an index lookup.
+      const row = await one(db, 'SELECT 1 AS ok FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash], {
+        name: 'live_key_hash',
+      });
+      return row !== null;
+    },
+
     startAgent: (databaseId, request, newLeaseId, policy) =>
       driver.transaction(async (tx): Promise<StartResult> => {
         // Locking the database row makes concurrent starts for one database take turns.

@@ -32,6 +32,7 @@ td.query { max-width: 520px; } td.query code { display: block; white-space: pre-
 .badge { display: inline-block; padding: 1px 9px; border-radius: 999px; font-size: 12px; font-weight: 600; white-space: nowrap; }
 .badge.ok { background: var(--ok-bg); color: var(--ok); } .badge.off { background: #eceef2; color: var(--muted); }
 .badge.warn { background: var(--warn-bg); color: var(--warn); } .badge.bad { background: var(--bad-bg); color: var(--bad); }
+ul.preflight { margin: 0; padding: 0; list-style: none; } ul.preflight li { margin: 0 0 4px; }
 .notice { border-radius: 8px; padding: 14px 16px; margin-bottom: 18px; border: 1px solid; }
 .notice.ok { background: var(--ok-bg); border-color: #b9e0c8; } .notice.bad { background: var(--bad-bg); border-color: #f0c0bb; }
 .notice.warn { background: var(--warn-bg); border-color: #f0dca8; }

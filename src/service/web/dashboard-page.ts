@@ -2,7 +2,7 @@
 // statements, the catalog knobs' current settings, the commands with their outcomes, and forms
 // to issue an apply or a revert and to set the report interval.
 import { getKnob } from '../../knobs/catalog.ts';
-import type { Command, Setting } from '../../protocol/v1.ts';
+import type { Command, Setting, SystemInfo } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
 import type { CommandRecord, DatabaseSummary, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
@@ -44,6 +44,7 @@ function agentCard(input: DashboardInput): Html {
   <dt>Machine</dt><dd>${agent.system.machine ? `${agent.system.machine.vcpus} vCPU, ${formatBytes(agent.system.machine.memoryBytes)} (${agent.system.machine.source})` : html`<span class="muted">unknown</span>`}</dd>
   <dt>Started</dt><dd>${formatTime(agent.startedAt)}</dd>
   ${agent.system.applyBlockedReason ? html`<dt>Changes</dt><dd><span class="badge bad">blocked</span> ${agent.system.applyBlockedReason}</dd>` : ''}
+  ${preflightRow(agent.system.preflight)}
 </dl>`
     : html`<p class="empty">No agent has connected yet. <a href="/databases/${database.id}/setup">Set one up</a>.</p>`;
   return html`<div class="card"><h2>Agent</h2>${body}
@@ -209,4 +210,15 @@ ${metrics ? statementsCard(metrics) : ''}
 ${commandsCard(input)}
 ${settingsCard(settings)}`,
   });
+}
+
+/** What the agent's preflight found wrong when it started (the same lines as tuner-agent --check). */
+function preflightRow(problems: SystemInfo['preflight']): Html | '' {
+  if (problems === undefined) return '';
+  if (problems.length === 0) return html`<dt>Preflight</dt><dd><span class="badge ok">passed</span></dd>`;
+  const items = problems.map(
+    (p) =>
+      html`<li><span class="badge ${p.status === 'fail' ? 'bad' : 'warn'}">${p.status === 'fail' ? 'FAIL' : 'WARN'}</span> ${p.name}: ${p.detail}${p.fix ? html` <span class="muted">fix: ${p.fix}</span>` : ''}</li>`,
+  );
+  return html`<dt>Preflight</dt><dd><ul class="preflight">${items}</ul></dd>`;
 }

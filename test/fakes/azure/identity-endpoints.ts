@@ -7,6 +7,11 @@
 //     GET  /{tenant}/v2.0/.well-known/openid-configuration   MSAL reads it first
 //     GET  /common/discovery/instance                        only if MSAL validates the authority
 //     POST /{tenant}/oauth2/v2.0/token                       client_credentials
+//   user-assigned managed identity: IMDS with `client_id`; an identity not assigned to the VM is
+//     400 "Identity not found" (https://learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token#error-handling)
+//   workload identity (AKS): the same token endpoint, client_credentials with a client_assertion
+//     (the federated token file's content) instead of a secret
+//     (https://learn.microsoft.com/entra/identity-platform/v2-oauth2-client-creds-grant-flow#second-case-access-token-request-with-a-federated-credential)
 import { randomBytes } from 'node:crypto';
 import { json, type Reply } from './http.ts';
 
@@ -16,8 +21,17 @@ export interface ServicePrincipal {
   clientSecret: string;
 }
 
+/** A user-assigned identity federated with a Kubernetes service account's token. */
+export interface WorkloadIdentity {
+  tenantId: string;
+  clientId: string;
+  /** What the webhook mounts at AZURE_FEDERATED_TOKEN_FILE. */
+  federatedToken: string;
+}
+
 export interface IssuedToken {
-  /** "managed identity (IMDS)", "managed identity (App Service)" or "service principal <id>". */
+  /** "managed identity (IMDS)", "managed identity (IMDS) user-assigned <id>", "managed identity
+   * (App Service)", "service principal <id>" or "workload identity <id>". */
   identity: string;
   resource: string;
 }
@@ -33,9 +47,18 @@ export interface TokenIssuerOptions {
   baseUrl: () => string;
   servicePrincipal: ServicePrincipal;
   identityHeader: string;
+  /** Client ids of the user-assigned identities assigned to the VM. */
+  userAssignedClientIds: readonly string[];
+  workloadIdentity: WorkloadIdentity;
 }
 
-export function createTokenIssuer({ baseUrl, servicePrincipal, identityHeader }: TokenIssuerOptions): TokenIssuer {
+export function createTokenIssuer({
+  baseUrl,
+  servicePrincipal,
+  identityHeader,
+  userAssignedClientIds,
+  workloadIdentity,
+}: TokenIssuerOptions): TokenIssuer {
   const issued = new Map<string, IssuedToken>();
   const issue = (identity: string, resource: string): string => {
     const token = `fake-${randomBytes(24).toString('base64url')}`;
@@ -85,6 +108,16 @@ export function createTokenIssuer({ baseUrl, servicePrincipal, identityHeader }:
     });
   };
 
+  const resourceOf = (form: URLSearchParams): string => {
+    const scope = form.get('scope') ?? '';
+    return (
+      scope
+        .split(' ')
+        .find((s) => s.endsWith('/.default'))
+        ?.replace(/\/\.default$/, '') ?? scope
+    );
+  };
+
   const clientCredentials = (tenant: string, body: string): Reply => {
     const form = new URLSearchParams(body);
     const sp = servicePrincipal;
@@ -97,25 +130,30 @@ export function createTokenIssuer({ baseUrl, servicePrincipal, identityHeader }:
         trace_id: crypto.randomUUID(),
         correlation_id: crypto.randomUUID(),
       });
-    if (tenant !== sp.tenantId) return refuse(400, 'invalid_request', `AADSTS90002: Tenant '${tenant}' not found.`);
+    // The tenant and the application must exist, whichever way the application proves itself.
+    const application = (expected: { tenantId: string; clientId: string }): Reply | null => {
+      if (tenant !== expected.tenantId) return refuse(400, 'invalid_request', `AADSTS90002: Tenant '${tenant}' not found.`);
+      if (form.get('client_id') !== expected.clientId)
+        return refuse(400, 'unauthorized_client', `AADSTS700016: Application with identifier '${form.get('client_id')}' was not found.`);
+      return null;
+    };
+    const tokenFor = (identity: string): Reply =>
+      json(200, { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: issue(identity, resourceOf(form)) });
     if (form.get('grant_type') !== 'client_credentials')
       return refuse(400, 'unsupported_grant_type', 'AADSTS70003: only client_credentials is served here');
-    if (form.get('client_id') !== sp.clientId)
-      return refuse(400, 'unauthorized_client', `AADSTS700016: Application with identifier '${form.get('client_id')}' was not found.`);
+    if (form.get('client_assertion_type') === 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer') {
+      const wi = workloadIdentity;
+      const unknown = application(wi);
+      if (unknown) return unknown;
+      if (form.get('client_assertion') !== wi.federatedToken)
+        return refuse(401, 'invalid_client', 'AADSTS70021: No matching federated identity record found for presented assertion.');
+      return tokenFor(`workload identity ${wi.clientId}`);
+    }
+    const unknown = application(sp);
+    if (unknown) return unknown;
     if (form.get('client_secret') !== sp.clientSecret)
       return refuse(401, 'invalid_client', 'AADSTS7000215: Invalid client secret provided.');
-    const scope = form.get('scope') ?? '';
-    const resource =
-      scope
-        .split(' ')
-        .find((s) => s.endsWith('/.default'))
-        ?.replace(/\/\.default$/, '') ?? scope;
-    return json(200, {
-      token_type: 'Bearer',
-      expires_in: 3599,
-      ext_expires_in: 3599,
-      access_token: issue(`service principal ${sp.clientId}`, resource),
-    });
+    return tokenFor(`service principal ${sp.clientId}`);
   };
 
   return {
@@ -125,7 +163,11 @@ export function createTokenIssuer({ baseUrl, servicePrincipal, identityHeader }:
       if (method === 'GET' && path === '/metadata/identity/oauth2/token') {
         if (headers['metadata'] !== 'true')
           return json(400, { error: 'invalid_request', error_description: 'Required metadata header not specified' });
-        return managedIdentity('managed identity (IMDS)', url);
+        const clientId = url.searchParams.get('client_id');
+        if (clientId === null) return managedIdentity('managed identity (IMDS)', url);
+        if (!userAssignedClientIds.includes(clientId))
+          return json(400, { error: 'invalid_request', error_description: 'Identity not found' });
+        return managedIdentity(`managed identity (IMDS) user-assigned ${clientId}`, url);
       }
       if (method === 'GET' && path === '/msi/token') {
         if (headers['x-identity-header'] !== identityHeader)

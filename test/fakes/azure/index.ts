@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import type { Cluster } from '../../../src/lab/cluster.ts';
 import { FakeFlexibleServer, type Sku } from './flexible-server.ts';
 import { armError, json, readBody, send, type Reply } from './http.ts';
-import { createTokenIssuer, type ServicePrincipal } from './identity-endpoints.ts';
+import { createTokenIssuer, type ServicePrincipal, type WorkloadIdentity } from './identity-endpoints.ts';
 import { answerMetrics, DEFAULT_METRIC_FIGURES, MONITOR_API_VERSION, type MetricFigures } from './monitor.ts';
 
 export const FLEXIBLE_SERVER_API_VERSION = '2025-08-01';
@@ -47,6 +47,9 @@ export interface FakeAzureOptions {
   extensions?: string;
   servicePrincipal?: ServicePrincipal;
   identityHeader?: string;
+  /** Client ids of user-assigned identities assigned to the VM (one by default). */
+  userAssignedClientIds?: readonly string[];
+  workloadIdentity?: WorkloadIdentity;
   /** Server name in the resource; the test points connection_url at 127.0.0.1. */
   fqdn?: string;
 }
@@ -60,6 +63,8 @@ export interface FakeAzure {
   readonly serverName: string;
   readonly servicePrincipal: ServicePrincipal;
   readonly identityHeader: string;
+  readonly userAssignedClientIds: readonly string[];
+  readonly workloadIdentity: WorkloadIdentity;
   readonly server: FakeFlexibleServer;
   readonly requests: RecordedRequest[];
   metricFigures: MetricFigures;
@@ -107,7 +112,13 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     );
   const certificate = ca.issue(['127.0.0.1', 'localhost']);
   let baseUrl = '';
-  const issuer = createTokenIssuer({ baseUrl: () => baseUrl, servicePrincipal, identityHeader });
+  const userAssignedClientIds = options.userAssignedClientIds ?? ['8a4f2c1d-3b6e-4f70-9d15-e2c7b0a9f463'];
+  const workloadIdentity = options.workloadIdentity ?? {
+    tenantId: servicePrincipal.tenantId,
+    clientId: '4c7e9a21-0d5b-4e83-b6f2-19a8c3d5e7f0',
+    federatedToken: 'eyJhbGciOiJSUzI1NiJ9.fake-projected-service-account-token.c2ln',
+  };
+  const issuer = createTokenIssuer({ baseUrl: () => baseUrl, servicePrincipal, identityHeader, userAssignedClientIds, workloadIdentity });
   const server = await FakeFlexibleServer.create({
     cluster: options.cluster,
     id: serverId,
@@ -383,6 +394,8 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     serverName,
     servicePrincipal,
     identityHeader,
+    userAssignedClientIds,
+    workloadIdentity,
     server,
     requests,
     get metricFigures() {

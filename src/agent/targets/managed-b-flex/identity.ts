@@ -1,9 +1,22 @@
-// Who the agent is on Cloud B, and where it talks to. On a VM: the VM's system-assigned managed
-// identity, no stored credentials. For local container testing: the service principal from
-// CLOUDB_CLIENT_ID / CLOUDB_CLIENT_SECRET / CLOUDB_TENANT_ID. The Resource Manager endpoint is
-// ours to configure (sovereign clouds, tests); the token authority and the managed identity
-// endpoint come from the SDK's own standard environment variables (docs/cloud-b.md).
-import { AzureAuthorityHosts, ClientSecretCredential, ManagedIdentityCredential, type TokenCredential } from '@azure/identity';
+// Who the agent is on Cloud B, and where it talks to. When several identities are present, the
+// first of these is used (docs/cloud-b.md, "Which identity"):
+//   1. the service principal of CLOUDB_CLIENT_ID / CLOUDB_CLIENT_SECRET / CLOUDB_TENANT_ID (all
+//      three set: someone chose it explicitly, typically for local container testing);
+//   2. workload identity on AKS: the token file the workload identity webhook mounts
+//      (AZURE_FEDERATED_TOKEN_FILE, with AZURE_TENANT_ID), exchanged for the federated
+//      identity's token; its client id is managed_b_flex.managed_identity_client_id, else
+//      AZURE_CLIENT_ID;
+//   3. a user-assigned managed identity: managed_b_flex.managed_identity_client_id;
+//   4. the host's system-assigned managed identity, no stored credentials.
+// The Resource Manager endpoint is ours to configure (sovereign clouds, tests); the token
+// authority and the managed identity endpoint come from the SDK's own standard variables.
+import {
+  AzureAuthorityHosts,
+  ClientSecretCredential,
+  ManagedIdentityCredential,
+  WorkloadIdentityCredential,
+  type TokenCredential,
+} from '@azure/identity';
 import type { AgentConfig } from '../../config/load.ts';
 
 export const DEFAULT_RESOURCE_MANAGER_ENDPOINT = 'https://management.azure.com';
@@ -74,6 +87,39 @@ export function createIdentity(config: AgentConfig['managedBFlex'], env: NodeJS.
       credential: new ClientSecretCredential(tenantId, clientId, clientSecret, { disableInstanceDiscovery: trustsAuthorityAsGiven(env) }),
       description: `service principal ${clientId} (tenant ${tenantId})`,
       fix: 'check CLOUDB_CLIENT_ID, CLOUDB_CLIENT_SECRET and CLOUDB_TENANT_ID against the appId, password and tenant printed when the service principal was created (tuner-agent permissions --managed-b-flex shows the command)',
+    };
+  }
+  const federatedTokenFile = env['AZURE_FEDERATED_TOKEN_FILE'];
+  if (federatedTokenFile) {
+    const workloadClientId = config.managedIdentityClientId ?? env['AZURE_CLIENT_ID'];
+    const workloadTenantId = env['AZURE_TENANT_ID'];
+    if (!workloadClientId || !workloadTenantId) {
+      throw new Error(
+        `AZURE_FEDERATED_TOKEN_FILE is set (workload identity on AKS), but ${!workloadClientId ? 'no client id (AZURE_CLIENT_ID or managed_b_flex.managed_identity_client_id)' : 'AZURE_TENANT_ID'} is: ` +
+          'label the pod azure.workload.identity/use: "true" and give its service account the azure.workload.identity/client-id annotation, so that the webhook sets all three',
+      );
+    }
+    return {
+      credential: new WorkloadIdentityCredential({
+        tenantId: workloadTenantId,
+        clientId: workloadClientId,
+        tokenFilePath: federatedTokenFile,
+        disableInstanceDiscovery: trustsAuthorityAsGiven(env),
+      }),
+      description: `workload identity ${workloadClientId} (tenant ${workloadTenantId})`,
+      fix:
+        `check that the user-assigned identity ${workloadClientId} has a federated credential for this pod's service account (az identity federated-credential list) ` +
+        "and the custom role at the flexible server's resource group (tuner-agent permissions --managed-b-flex shows the commands)",
+    };
+  }
+  if (config.managedIdentityClientId) {
+    const clientId = config.managedIdentityClientId;
+    return {
+      credential: new ManagedIdentityCredential({ clientId }),
+      description: `user-assigned managed identity ${clientId}`,
+      fix:
+        `check that the user-assigned identity with client id ${clientId} is assigned to this VM (az vm identity show) ` +
+        "and has the custom role at the flexible server's resource group (tuner-agent permissions --managed-b-flex shows the commands)",
     };
   }
   return {
