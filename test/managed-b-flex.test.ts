@@ -467,6 +467,19 @@ test('an unknown SKU: a warning, vCPUs from its name and memory on the small sid
   assert.equal(await setting('work_mem'), '4096');
 });
 
+test('a read-only server parameter: --check fails on it and --apply refuses it, nothing written (issue 13)', async () => {
+  azure.server.makeReadOnly('work_mem');
+  const dir = agentDir();
+  const check = await agent(dir, ['--check']);
+  assert.notEqual(check.code, 0, check.stdout);
+  assert.match(check.stdout, /work_mem read-only/);
+  const run = await agent(dir, ['--apply', 'work_mem=4MB']);
+  assert.notEqual(run.code, 0, run.stderr);
+  assert.match(run.stderr, /work_mem is read-only on this server/);
+  assert.deepEqual(writesTo('work_mem'), []);
+  assert.equal((await azure.server.parameter('work_mem')).source, 'system-default');
+});
+
 test('in process: machine, overrides and Azure Monitor metrics at the 1-minute grain, canonical names included', async () => {
   // This process trusts the fake's certificate as the agent process does through NODE_EXTRA_CA_CERTS.
   setDefaultCACertificates([...getCACertificates('default'), readFileSync(azure.certFile, 'utf8')]);

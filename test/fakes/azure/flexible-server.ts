@@ -36,6 +36,28 @@ export type WriteOutcome = { ok: true } | { ok: false; status: number; code: str
 const DATA_TYPES: Record<string, string> = { bool: 'Boolean', integer: 'Integer', real: 'Numeric', enum: 'Enumeration', string: 'String' };
 const PARAMETER_NAME = /^[a-z_][a-z0-9_.]*$/;
 
+// Server parameters Azure marks isReadOnly: true and refuses to write, because the service owns
+// them (https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-server-parameters,
+// "Read-only: these parameters aren't user configurable"; list them with
+// `az postgres flexible-server parameter list --query "[?isReadOnly==\`true\`]"`,
+// https://learn.microsoft.com/azure/postgresql/flexible-server/how-to-server-parameters-list-read-only).
+// A representative subset, not Azure's full list.
+const READ_ONLY = new Set([
+  'port',
+  'listen_addresses',
+  'data_directory',
+  'hba_file',
+  'ident_file',
+  'config_file',
+  'ssl_cert_file',
+  'ssl_key_file',
+  'ssl_ca_file',
+  'unix_socket_directories',
+  'archive_command',
+  'wal_level',
+  'max_wal_senders',
+]);
+
 function sameValue(a: string, b: string): boolean {
   const x = Number(a);
   const y = Number(b);
@@ -71,6 +93,7 @@ export class FakeFlexibleServer {
   readonly #virtual = new Map<string, VirtualParameter>();
   /** Parameters that turn out to need a restart: written values wait here, not applied. */
   readonly #needsRestart = new Set<string>();
+  readonly #readOnly = new Set<string>();
   readonly #pendingValues = new Map<string, string>();
   readonly #initialExtensions: string;
   readonly #initialSku: Sku;
@@ -170,7 +193,7 @@ export class FakeFlexibleServer {
         allowedValues,
         source: this.#userOverrides.has(r.name) ? 'user-override' : 'system-default',
         isDynamicConfig: r.context !== 'postmaster',
-        isReadOnly: false,
+        isReadOnly: READ_ONLY.has(r.name) || this.#readOnly.has(r.name),
         isConfigPendingRestart: pending !== undefined || r.pending_restart,
         ...(r.unit && { unit: r.unit }),
         documentationLink: `https://www.postgresql.org/docs/current/runtime-config.html#GUC-${r.name.toUpperCase().replaceAll('_', '-')}`,
@@ -213,6 +236,16 @@ export class FakeFlexibleServer {
         status: 404,
         code: 'ConfigurationNotExists',
         message: `The configuration '${name}' does not exist for server '${this.name}'.`,
+      };
+    }
+    if (READ_ONLY.has(name) || this.#readOnly.has(name)) {
+      // The exact code for a write to a read-only parameter is not in the REST reference; the
+      // service answers 400 and leaves the parameter untouched, which is what we model.
+      return {
+        ok: false,
+        status: 400,
+        code: 'InvalidParameterValue',
+        message: `The configuration '${name}' is read-only and cannot be modified on server '${this.name}'.`,
       };
     }
     const toDefault = source === 'system-default' || sameValue(value, defaultValue);
@@ -265,6 +298,11 @@ export class FakeFlexibleServer {
     this.#needsRestart.add(name);
   }
 
+  /** From now on, `name` is read-only as well (a tier or region where Azure locks it). */
+  makeReadOnly(name: string): void {
+    this.#readOnly.add(name);
+  }
+
   setExtensions(value: string): void {
     this.#virtual.get('azure.extensions')!.value = value;
   }
@@ -285,6 +323,7 @@ export class FakeFlexibleServer {
     await this.#cluster.sql('SELECT pg_reload_conf()');
     this.#userOverrides.clear();
     this.#needsRestart.clear();
+    this.#readOnly.clear();
     this.#pendingValues.clear();
     this.setExtensions(this.#initialExtensions);
     this.sku = this.#initialSku;

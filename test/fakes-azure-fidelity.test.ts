@@ -1,0 +1,59 @@
+// The fake Cloud B driven through the real Azure SDK client, checked against Azure's documented
+// behaviour (issue 13). Each case names the page it follows.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { getCACertificates, setDefaultCACertificates } from 'node:tls';
+import { after, before, test } from 'node:test';
+import { PostgreSQLManagementFlexibleServerClient } from '@azure/arm-postgresql-flexible';
+import { ClientSecretCredential } from '@azure/identity';
+import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
+import { FLEXIBLE_SERVER_API_VERSION, startFakeAzure, type FakeAzure } from './fakes/azure/index.ts';
+
+let ca: TestCa;
+let cluster: Cluster;
+let azure: FakeAzure;
+let flex: PostgreSQLManagementFlexibleServerClient;
+
+before(async () => {
+  ca = makeTestCa('fake Cloud B fidelity CA');
+  cluster = await startCluster({ tls: { ca } });
+  azure = await startFakeAzure({ cluster, fqdn: '127.0.0.1' });
+  setDefaultCACertificates([...getCACertificates('default'), readFileSync(azure.certFile, 'utf8')]);
+  const { tenantId, clientId, clientSecret } = azure.servicePrincipal;
+  const credential = new ClientSecretCredential(tenantId, clientId, clientSecret, {
+    authorityHost: azure.url,
+    disableInstanceDiscovery: true,
+  });
+  flex = new PostgreSQLManagementFlexibleServerClient(credential, azure.subscriptionId, {
+    $host: azure.url,
+    endpoint: azure.url,
+    credentialScopes: [`${azure.url}/.default`],
+    apiVersion: FLEXIBLE_SERVER_API_VERSION,
+  });
+});
+
+after(async () => {
+  await azure?.close();
+  await cluster?.destroy();
+  ca?.remove();
+});
+
+// https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-server-parameters ("Read-only")
+test('read-only server parameters: isReadOnly true, and a write is refused with nothing applied', async () => {
+  const port = await flex.configurations.get(azure.resourceGroup, azure.serverName, 'port');
+  assert.equal(port.isReadOnly, true);
+  const work = await flex.configurations.get(azure.resourceGroup, azure.serverName, 'work_mem');
+  assert.equal(work.isReadOnly, false);
+  const before = await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'port'`);
+  await assert.rejects(
+    flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'port', { value: '6543', source: 'user-override' }),
+    (err: { statusCode?: number; code?: string; message: string }) => err.statusCode === 400 && /read-only/.test(err.message),
+  );
+  const afterWrite = await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'port'`);
+  assert.deepEqual(afterWrite, before);
+  const autoConf = await cluster.sql<{ n: string }>(
+    `SELECT count(*)::text AS n FROM pg_file_settings WHERE name = 'port' AND sourcefile LIKE '%postgresql.auto.conf'`,
+  );
+  assert.equal(autoConf[0]?.n, '0');
+});
