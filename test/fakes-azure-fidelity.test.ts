@@ -57,3 +57,29 @@ test('read-only server parameters: isReadOnly true, and a write is refused with 
   );
   assert.equal(autoConf[0]?.n, '0');
 });
+
+// Azure answers a write to a static parameter with the new configured value and
+// isConfigPendingRestart true, from the write's result, a get and the list alike
+// (https://learn.microsoft.com/rest/api/postgresql/flexibleserver/configurations/get).
+test('a static parameter written: the configured value with isConfigPendingRestart, on every path', async () => {
+  const before = await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'max_prepared_transactions'`);
+  const wanted = String(Number(before[0]!.setting) + 7);
+  try {
+    const written = await flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'max_prepared_transactions', {
+      value: wanted,
+      source: 'user-override',
+    });
+    assert.deepEqual([written.value, written.isConfigPendingRestart], [wanted, true], 'the write answers with the configured value');
+    const got = await flex.configurations.get(azure.resourceGroup, azure.serverName, 'max_prepared_transactions');
+    assert.deepEqual([got.value, got.isConfigPendingRestart], [wanted, true]);
+    let listed: { value?: string; isConfigPendingRestart?: boolean } | undefined;
+    for await (const c of flex.configurations.listByServer(azure.resourceGroup, azure.serverName)) {
+      if (c.name === 'max_prepared_transactions') listed = c;
+    }
+    assert.deepEqual([listed?.value, listed?.isConfigPendingRestart], [wanted, true]);
+    const running = await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'max_prepared_transactions'`);
+    assert.deepEqual(running, before, 'the server still runs the old value until a restart');
+  } finally {
+    await azure.reset();
+  }
+});

@@ -21,6 +21,8 @@ interface SettingRow {
   max_val: string | null;
   enumvals: string[] | null;
   pending_restart: boolean;
+  /** What postgresql.auto.conf holds for it, if anything: the configured value. */
+  configured: string | null;
 }
 
 /** Server parameters the service has and PostgreSQL does not. */
@@ -124,8 +126,12 @@ export class FakeFlexibleServer {
 
   async #settings(): Promise<SettingRow[]> {
     return this.#cluster.sql<SettingRow>(
-      `SELECT name, setting, unit, vartype, context, short_desc, min_val, max_val, enumvals, pending_restart
-         FROM pg_settings WHERE context <> 'internal' ORDER BY name`,
+      `SELECT s.name, s.setting, s.unit, s.vartype, s.context, s.short_desc, s.min_val, s.max_val, s.enumvals, s.pending_restart,
+              f.setting AS configured
+         FROM pg_settings s
+         LEFT JOIN (SELECT DISTINCT ON (name) name, setting FROM pg_file_settings
+                     WHERE sourcefile LIKE '%postgresql.auto.conf' ORDER BY name, seqno DESC) f ON f.name = s.name
+        WHERE s.context <> 'internal' ORDER BY s.name`,
     );
   }
 
@@ -185,8 +191,13 @@ export class FakeFlexibleServer {
             : r.vartype === 'string'
               ? '.*'
               : `${r.min_val}-${r.max_val}`;
+      // A value waiting for a restart: Azure shows the configured value with
+      // isConfigPendingRestart true, not the running one
+      // (https://learn.microsoft.com/rest/api/postgresql/flexibleserver/configurations/get,
+      // ConfigurationProperties.value and isConfigPendingRestart).
+      const configured = r.pending_restart && r.configured !== null ? r.configured : undefined;
       return this.#configuration(r.name, {
-        value: pending ?? r.setting,
+        value: pending ?? configured ?? r.setting,
         description: r.short_desc,
         defaultValue: this.#defaults.get(r.name) ?? r.setting,
         dataType: DATA_TYPES[r.vartype] ?? 'String',
