@@ -83,3 +83,30 @@ test('a static parameter written: the configured value with isConfigPendingResta
     await azure.reset();
   }
 });
+
+// Azure refuses a value outside the configuration's allowedValues itself, with 400
+// InvalidParameterValue, before PostgreSQL sees it: no units, no synonyms, nothing out of range
+// (https://learn.microsoft.com/azure/postgresql/flexible-server/how-to-configure-server-parameters).
+test("values outside allowedValues are refused by Cloud B itself, and PostgreSQL's other spellings with them", async () => {
+  const refuse = async (name: string, value: string) =>
+    assert.rejects(
+      flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, name, { value, source: 'user-override' }),
+      (err: { statusCode?: number; code?: string; message: string }) =>
+        err.statusCode === 400 && err.code === 'InvalidParameterValue' && err.message.includes(`Invalid value given for parameter ${name}`),
+      `${name} = ${value}`,
+    );
+  await refuse('jit', 'true');
+  await refuse('checkpoint_timeout', '10min');
+  await refuse('work_mem', '16MB');
+  await refuse('checkpoint_timeout', '5');
+  const untouched = await cluster.sql<{ n: string }>(
+    `SELECT count(*)::text AS n FROM pg_file_settings WHERE name IN ('jit', 'checkpoint_timeout', 'work_mem') AND sourcefile LIKE '%postgresql.auto.conf'`,
+  );
+  assert.equal(untouched[0]?.n, '0', 'nothing reached PostgreSQL');
+  const ok = await flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'work_mem', {
+    value: '16384',
+    source: 'user-override',
+  });
+  assert.equal(ok.value, '16384');
+  await azure.reset();
+});

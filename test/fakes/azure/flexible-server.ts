@@ -60,6 +60,14 @@ const READ_ONLY = new Set([
   'max_wal_senders',
 ]);
 
+/** Azure's own check of a value against allowedValues (see write()). */
+function allowedByAzure(value: string, allowed: string): boolean {
+  if (allowed === '.*') return true;
+  const range = /^(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)-(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/i.exec(allowed);
+  if (range) return /^\s*-?\d+(\.\d+)?\s*$/.test(value) && Number(value) >= Number(range[1]) && Number(value) <= Number(range[2]);
+  return allowed.split(',').includes(value.trim().toLowerCase());
+}
+
 function sameValue(a: string, b: string): boolean {
   const x = Number(a);
   const y = Number(b);
@@ -96,6 +104,8 @@ export class FakeFlexibleServer {
   /** Parameters that turn out to need a restart: written values wait here, not applied. */
   readonly #needsRestart = new Set<string>();
   readonly #readOnly = new Set<string>();
+  /** Allowed values narrower than PostgreSQL's, set by a test. */
+  readonly #narrowed = new Map<string, string>();
   readonly #pendingValues = new Map<string, string>();
   readonly #initialExtensions: string;
   readonly #initialSku: Sku;
@@ -178,19 +188,26 @@ export class FakeFlexibleServer {
     };
   }
 
+  /** A configuration's allowedValues as Azure lists them: on,off; the enum's words; min-max in
+   * the parameter's unit; or a narrower range a test set (Azure's can be narrower than PostgreSQL's). */
+  #allowedValues(r: SettingRow): string {
+    const narrowed = this.#narrowed.get(r.name);
+    if (narrowed) return narrowed;
+    return r.vartype === 'bool'
+      ? 'on,off'
+      : r.vartype === 'enum'
+        ? (r.enumvals ?? []).join(',')
+        : r.vartype === 'string'
+          ? '.*'
+          : `${r.min_val}-${r.max_val}`;
+  }
+
   /** Every server parameter, as the configurations list returns them. */
   async configurations(): Promise<object[]> {
     const rows = await this.#settings();
     const list = rows.map((r) => {
       const pending = this.#pendingValues.get(r.name);
-      const allowedValues =
-        r.vartype === 'bool'
-          ? 'on,off'
-          : r.vartype === 'enum'
-            ? (r.enumvals ?? []).join(',')
-            : r.vartype === 'string'
-              ? '.*'
-              : `${r.min_val}-${r.max_val}`;
+      const allowedValues = this.#allowedValues(r);
       // A value waiting for a restart: Azure shows the configured value with
       // isConfigPendingRestart true, not the running one
       // (https://learn.microsoft.com/rest/api/postgresql/flexibleserver/configurations/get,
@@ -260,6 +277,22 @@ export class FakeFlexibleServer {
       };
     }
     const toDefault = source === 'system-default' || sameValue(value, defaultValue);
+    // Azure checks a value against the configuration's allowedValues itself, before PostgreSQL
+    // sees it: no units ("16MB"), no synonyms ("true" for on,off), nothing outside the range
+    // (https://learn.microsoft.com/azure/postgresql/flexible-server/how-to-configure-server-parameters,
+    // "Allowed values"; the error is 400 InvalidParameterValue).
+    if (!toDefault) {
+      const [row] = (await this.#settings()).filter((r) => r.name === name);
+      const allowed = row ? this.#allowedValues(row) : '.*';
+      if (!allowedByAzure(value, allowed)) {
+        return {
+          ok: false,
+          status: 400,
+          code: 'InvalidParameterValue',
+          message: `Invalid value given for parameter ${name}. Specify a valid parameter value (allowed values: ${allowed}).`,
+        };
+      }
+    }
     if (this.#needsRestart.has(name)) {
       const [running] = await this.#cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]);
       const wanted = toDefault ? defaultValue : value;
@@ -309,6 +342,11 @@ export class FakeFlexibleServer {
     this.#needsRestart.add(name);
   }
 
+  /** From now on, `name` allows only `allowed` ("min-max" or a comma list), as some Azure tiers narrow a range. */
+  narrowAllowedValues(name: string, allowed: string): void {
+    this.#narrowed.set(name, allowed);
+  }
+
   /** From now on, `name` is read-only as well (a tier or region where Azure locks it). */
   makeReadOnly(name: string): void {
     this.#readOnly.add(name);
@@ -335,6 +373,7 @@ export class FakeFlexibleServer {
     this.#userOverrides.clear();
     this.#needsRestart.clear();
     this.#readOnly.clear();
+    this.#narrowed.clear();
     this.#pendingValues.clear();
     this.setExtensions(this.#initialExtensions);
     this.sku = this.#initialSku;
