@@ -467,6 +467,32 @@ test('an unknown SKU: a warning, vCPUs from its name and memory on the small sid
   assert.equal(await setting('work_mem'), '4096');
 });
 
+test("a value Cloud B's own allowedValues refuse: a clear refusal naming them, nothing written (issue 13)", async () => {
+  azure.server.narrowAllowedValues('work_mem', '64-65536');
+  const run = await agent(agentDir(), ['--apply', 'random_page_cost=2', '--apply', 'work_mem=128MB']);
+  assert.notEqual(run.code, 0, run.stderr);
+  assert.match(
+    run.stderr,
+    /work_mem = 131072 is not a value Cloud B allows for it on this server \(expected a number from 64 to 65536; allowed values: 64-65536\)/,
+  );
+  assert.match(run.stderr, /nothing was written/);
+  assert.deepEqual([...writesTo('work_mem'), ...writesTo('random_page_cost')], [], show(azure.requests));
+  assert.equal(await setting('random_page_cost'), '4');
+});
+
+test('a read-only server parameter: --check fails on it and --apply refuses it, nothing written (issue 13)', async () => {
+  azure.server.makeReadOnly('work_mem');
+  const dir = agentDir();
+  const check = await agent(dir, ['--check']);
+  assert.notEqual(check.code, 0, check.stdout);
+  assert.match(check.stdout, /work_mem read-only/);
+  const run = await agent(dir, ['--apply', 'work_mem=4MB']);
+  assert.notEqual(run.code, 0, run.stderr);
+  assert.match(run.stderr, /work_mem is read-only on this server/);
+  assert.deepEqual(writesTo('work_mem'), []);
+  assert.equal((await azure.server.parameter('work_mem')).source, 'system-default');
+});
+
 test('in process: machine, overrides and Azure Monitor metrics at the 1-minute grain, canonical names included', async () => {
   // This process trusts the fake's certificate as the agent process does through NODE_EXTRA_CA_CERTS.
   setDefaultCACertificates([...getCACertificates('default'), readFileSync(azure.certFile, 'utf8')]);

@@ -78,6 +78,19 @@ async function check(connectionUrl: string, target = '--local', env: NodeJS.Proc
   return run;
 }
 
+/** A connection that is meant to fail, outside --check (which makes it a FAIL line at its step,
+ * as the last test here shows): one log line with the cause and its fix, and exit 1. */
+async function attempt(connectionUrl: string, target = '--local', env: NodeJS.ProcessEnv = {}): Promise<AgentRun> {
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-tls-'));
+  dirs.push(dir);
+  const run = await runAgent([target, '--once', '--interval', '1'], {
+    cwd: dir,
+    env: { AGENT_POSTGRESQL_CONNECTION_URL: connectionUrl, ...env },
+  });
+  transcript.push(run.stdout, run.stderr);
+  return run;
+}
+
 const encryptionLine = (run: AgentRun) => /connection encryption: (.*)/.exec(run.stdout)?.[1] ?? `(no line) ${run.stderr}`;
 
 // ---- the agent ---------------------------------------------------------------------------
@@ -118,13 +131,13 @@ test('verify-ca checks the CA and not the host name; require with sslrootcert do
     assert.notEqual(run.code, 1, run.stderr);
     assert.match(encryptionLine(run), /was verified against sslrootcert .*; its host name was not checked/, sslmode);
   }
-  const wrong = await check(url({ sslmode: 'require', sslrootcert: otherCa.certFile }));
+  const wrong = await attempt(url({ sslmode: 'require', sslrootcert: otherCa.certFile }));
   assert.equal(wrong.code, 1);
   assert.match(wrong.stderr, /not signed by a trusted CA/);
 });
 
 test('verify-full with a wrong CA fails naming the certificate and how to give the CA', async () => {
-  const run = await check(url({ sslmode: 'verify-full', sslrootcert: otherCa.certFile }));
+  const run = await attempt(url({ sslmode: 'verify-full', sslrootcert: otherCa.certFile }));
   assert.equal(run.code, 1, run.stdout);
   assert.match(
     run.stderr,
@@ -133,7 +146,7 @@ test('verify-full with a wrong CA fails naming the certificate and how to give t
 });
 
 test("verify-full with Node's store alone does not trust a private CA; postgresql.extra_ca_file adds it", async () => {
-  const run = await check(url({ sslmode: 'verify-full' }));
+  const run = await attempt(url({ sslmode: 'verify-full' }));
   assert.equal(run.code, 1);
   assert.match(run.stderr, /not signed by a trusted CA .*trusted here: Node's trust store( and NODE_EXTRA_CA_CERTS)?\)/);
   const extra = await check(url({ sslmode: 'verify-full' }), '--local', { AGENT_POSTGRESQL_EXTRA_CA_FILE: ca.certFile });
@@ -142,7 +155,7 @@ test("verify-full with Node's store alone does not trust a private CA; postgresq
 });
 
 test('verify-full with a wrong host name fails naming the names the certificate holds', async () => {
-  const run = await check(url({ sslmode: 'verify-full', sslrootcert: ca.certFile }, { host: 'localhost' }));
+  const run = await attempt(url({ sslmode: 'verify-full', sslrootcert: ca.certFile }, { host: 'localhost' }));
   assert.equal(run.code, 1, run.stdout);
   assert.match(
     run.stderr,
@@ -151,7 +164,7 @@ test('verify-full with a wrong host name fails naming the names the certificate 
 });
 
 test('sslmode=disable fails with "the server requires encryption" and the fix', async () => {
-  const run = await check(url({ sslmode: 'disable' }));
+  const run = await attempt(url({ sslmode: 'disable' }));
   assert.equal(run.code, 1, run.stdout);
   assert.match(
     run.stderr,
@@ -161,7 +174,7 @@ test('sslmode=disable fails with "the server requires encryption" and the fix', 
 
 test('a wrong password, a pg_hba.conf rejection and an unreachable host are each named, with no secret', async () => {
   const wrong = 'Wr0ng-pass-word-77';
-  const password = await check(url({}, { password: wrong }));
+  const password = await attempt(url({}, { password: wrong }));
   assert.equal(password.code, 1);
   // prefer's plain retry is refused for want of encryption; the TLS attempt's answer is the one that matters.
   assert.match(
@@ -170,7 +183,7 @@ test('a wrong password, a pg_hba.conf rejection and an unreachable host are each
   );
   assert.ok(!password.stderr.includes(wrong));
 
-  const hba = await check(url({ sslmode: 'require' }, { user: 'blocked' }));
+  const hba = await attempt(url({ sslmode: 'require' }, { user: 'blocked' }));
   assert.equal(hba.code, 1);
   assert.match(
     hba.stderr,
@@ -178,7 +191,7 @@ test('a wrong password, a pg_hba.conf rejection and an unreachable host are each
   );
 
   const port = 9; // discard: nothing listens there on loopback (the project's other tests rely on it too)
-  const unreachable = await check(url({}, { port }));
+  const unreachable = await attempt(url({}, { port }));
   assert.equal(unreachable.code, 1);
   assert.match(
     unreachable.stderr,
@@ -192,14 +205,14 @@ test("with no sslmode the cloud targets verify: a CA that is neither in the RDS 
     AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME: 'g',
     AGENT_MANAGEDB_FLEX_SERVER_NAME: 'n',
   };
-  const b = await check(url(), '--managed-b-flex', managedBFlex);
+  const b = await attempt(url(), '--managed-b-flex', managedBFlex);
   assert.equal(b.code, 1, b.stdout);
   assert.match(
     b.stderr,
     /not signed by a trusted CA \([A-Z_]+; trusted here: Node's trust store( and NODE_EXTRA_CA_CERTS)?\); fix: .*or name it in postgresql\.extra_ca_file$/m,
   );
   for (const target of ['--managed-a', '--managed-a-cluster']) {
-    const a = await check(url(), target, { AGENT_CLOUDA_REGION: 'us-east-1', AGENT_MANAGEDA_DATABASE_IDENTIFIER: 'mydb' });
+    const a = await attempt(url(), target, { AGENT_CLOUDA_REGION: 'us-east-1', AGENT_MANAGEDA_DATABASE_IDENTIFIER: 'mydb' });
     assert.equal(a.code, 1, a.stdout);
     assert.match(
       a.stderr,
@@ -245,7 +258,7 @@ test('sslcert and sslkey log in by client certificate; sslpassword unlocks the k
   assert.notEqual(ok.code, 1, ok.stderr);
   assert.match(ok.stdout, /PASS {2}connect to PostgreSQL: .* as certuser/);
   assert.match(encryptionLine(ok), /verified against sslrootcert/);
-  const wrong = await check(url({ ...query, sslpassword: 'not-the-passphrase' }, { user: 'certuser', password: '' }));
+  const wrong = await attempt(url({ ...query, sslpassword: 'not-the-passphrase' }, { user: 'certuser', password: '' }));
   assert.equal(wrong.code, 1, wrong.stdout);
   assert.match(wrong.stderr, /the client key \(sslkey\) cannot be decrypted; fix: check sslpassword in postgresql\.connection_url/);
   assert.ok(!wrong.stderr.includes('not-the-passphrase'));
@@ -337,4 +350,13 @@ test('the service takes the same URLs through TUNER_DATABASE_URL', async () => {
       return true;
     });
   }
+});
+
+test('under --check, a TLS failure is the FAIL line of its step, with the same cause and fix, and exit 3', async () => {
+  const run = await check(url({ sslmode: 'verify-full', sslrootcert: otherCa.certFile }));
+  assert.equal(run.code, 3, run.stdout + run.stderr);
+  assert.match(
+    run.stdout,
+    /FAIL {2}TLS with the database at 127\.0\.0\.1:\d+: the server's certificate is not signed by a trusted CA \([A-Z_]+; trusted here: sslrootcert .*\)\n {8}fix: give the file of the CA that signed it as sslrootcert=\/path\/to\/ca\.pem in postgresql\.connection_url/,
+  );
 });

@@ -87,6 +87,13 @@ export interface FakeInstance {
   holder: Holder;
   /** Static values in force since the last boot (the group's values then). */
   bootStatics: Map<string, string>;
+  /**
+   * Dynamic parameters written with ApplyMethod=pending-reboot: the value the instance keeps
+   * running until its next reboot (null: none set), whatever immediate changes happen meanwhile.
+   * RDS applies a pending-reboot change only at the reboot, for dynamic parameters too
+   * (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_Parameter.html, ApplyMethod).
+   */
+  heldDynamics: Map<string, string | null>;
   /** The PostgreSQL of a single instance (a cluster's is on the cluster). */
   postgres: PostgresEngine | null;
   failNextReboot: boolean;
@@ -225,6 +232,7 @@ export class FakeCloud {
       groupName: spec.group,
       holder: newHolder(),
       bootStatics: new Map(),
+      heldDynamics: new Map(),
       postgres: spec.postgres ? this.engine : null,
       failNextReboot: false,
     };
@@ -318,6 +326,18 @@ export class FakeCloud {
     if (changes.length > 20)
       throw new FakeAwsError('InvalidParameterValue', 'A maximum of 20 parameters can be modified in a single request.');
     for (const c of changes) this.#check(group, c);
+    // What each instance runs now, so that a dynamic value written pending-reboot keeps running.
+    const holders = this.#holdersOf(group);
+    const running = new Map(holders.map(({ instance }) => [instance.id, this.#desired(instance)]));
+    for (const c of changes) {
+      const dynamic = group.parameters.get(c.name)!.applyType !== 'static';
+      for (const { instance } of holders) {
+        if (!dynamic) continue;
+        if (c.method === 'pending-reboot' && !instance.heldDynamics.has(c.name)) {
+          instance.heldDynamics.set(c.name, running.get(instance.id)!.get(c.name) ?? null);
+        } else if (c.method === 'immediate') instance.heldDynamics.delete(c.name);
+      }
+    }
     for (const c of changes) {
       const p = group.parameters.get(c.name)!;
       if (c.value === undefined) delete p.userValue;
@@ -325,7 +345,7 @@ export class FakeCloud {
     }
     const immediate = changes.some((c) => c.method === 'immediate');
     const pending = changes.some((c) => c.method === 'pending-reboot');
-    for (const { holder, instance } of this.#holdersOf(group)) this.#touch(holder, instance, immediate, pending);
+    for (const { holder, instance } of holders) this.#touch(holder, instance, immediate, pending);
   }
 
   resetAll(kind: GroupKind, name: string): void {
@@ -475,6 +495,11 @@ export class FakeCloud {
       for (const p of g.parameters.values()) {
         if (seen.has(p.name)) continue;
         seen.add(p.name);
+        if (p.applyType !== 'static' && instance.heldDynamics.has(p.name)) {
+          const held = instance.heldDynamics.get(p.name);
+          if (held !== null && held !== undefined) desired.set(p.name, held);
+          continue;
+        }
         const value = p.applyType === 'static' ? instance.bootStatics.get(p.name) : this.effectiveValue(instance, p.name);
         if (value === undefined) continue;
         const resolved = isFormula(value) ? evaluateFormula(value, vars) : value;
@@ -499,6 +524,7 @@ export class FakeCloud {
    * a static value differs from what it runs. */
   async #boot(instance: FakeInstance, reboot = false): Promise<void> {
     instance.bootStatics = new Map();
+    instance.heldDynamics = new Map();
     for (const g of this.#layers(instance)) {
       for (const p of g.parameters.values()) {
         const value = p.applyType === 'static' && !instance.bootStatics.has(p.name) ? this.effectiveValue(instance, p.name) : undefined;

@@ -21,6 +21,8 @@ interface SettingRow {
   max_val: string | null;
   enumvals: string[] | null;
   pending_restart: boolean;
+  /** What postgresql.auto.conf holds for it, if anything: the configured value. */
+  configured: string | null;
 }
 
 /** Server parameters the service has and PostgreSQL does not. */
@@ -35,6 +37,36 @@ export type WriteOutcome = { ok: true } | { ok: false; status: number; code: str
 
 const DATA_TYPES: Record<string, string> = { bool: 'Boolean', integer: 'Integer', real: 'Numeric', enum: 'Enumeration', string: 'String' };
 const PARAMETER_NAME = /^[a-z_][a-z0-9_.]*$/;
+
+// Server parameters Azure marks isReadOnly: true and refuses to write, because the service owns
+// them (https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-server-parameters,
+// "Read-only: these parameters aren't user configurable"; list them with
+// `az postgres flexible-server parameter list --query "[?isReadOnly==\`true\`]"`,
+// https://learn.microsoft.com/azure/postgresql/flexible-server/how-to-server-parameters-list-read-only).
+// A representative subset, not Azure's full list.
+const READ_ONLY = new Set([
+  'port',
+  'listen_addresses',
+  'data_directory',
+  'hba_file',
+  'ident_file',
+  'config_file',
+  'ssl_cert_file',
+  'ssl_key_file',
+  'ssl_ca_file',
+  'unix_socket_directories',
+  'archive_command',
+  'wal_level',
+  'max_wal_senders',
+]);
+
+/** Azure's own check of a value against allowedValues (see write()). */
+function allowedByAzure(value: string, allowed: string): boolean {
+  if (allowed === '.*') return true;
+  const range = /^(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)-(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/i.exec(allowed);
+  if (range) return /^\s*-?\d+(\.\d+)?\s*$/.test(value) && Number(value) >= Number(range[1]) && Number(value) <= Number(range[2]);
+  return allowed.split(',').includes(value.trim().toLowerCase());
+}
 
 function sameValue(a: string, b: string): boolean {
   const x = Number(a);
@@ -71,6 +103,9 @@ export class FakeFlexibleServer {
   readonly #virtual = new Map<string, VirtualParameter>();
   /** Parameters that turn out to need a restart: written values wait here, not applied. */
   readonly #needsRestart = new Set<string>();
+  readonly #readOnly = new Set<string>();
+  /** Allowed values narrower than PostgreSQL's, set by a test. */
+  readonly #narrowed = new Map<string, string>();
   readonly #pendingValues = new Map<string, string>();
   readonly #initialExtensions: string;
   readonly #initialSku: Sku;
@@ -101,8 +136,12 @@ export class FakeFlexibleServer {
 
   async #settings(): Promise<SettingRow[]> {
     return this.#cluster.sql<SettingRow>(
-      `SELECT name, setting, unit, vartype, context, short_desc, min_val, max_val, enumvals, pending_restart
-         FROM pg_settings WHERE context <> 'internal' ORDER BY name`,
+      `SELECT s.name, s.setting, s.unit, s.vartype, s.context, s.short_desc, s.min_val, s.max_val, s.enumvals, s.pending_restart,
+              f.setting AS configured
+         FROM pg_settings s
+         LEFT JOIN (SELECT DISTINCT ON (name) name, setting FROM pg_file_settings
+                     WHERE sourcefile LIKE '%postgresql.auto.conf' ORDER BY name, seqno DESC) f ON f.name = s.name
+        WHERE s.context <> 'internal' ORDER BY s.name`,
     );
   }
 
@@ -149,28 +188,40 @@ export class FakeFlexibleServer {
     };
   }
 
+  /** A configuration's allowedValues as Azure lists them: on,off; the enum's words; min-max in
+   * the parameter's unit; or a narrower range a test set (Azure's can be narrower than PostgreSQL's). */
+  #allowedValues(r: SettingRow): string {
+    const narrowed = this.#narrowed.get(r.name);
+    if (narrowed) return narrowed;
+    return r.vartype === 'bool'
+      ? 'on,off'
+      : r.vartype === 'enum'
+        ? (r.enumvals ?? []).join(',')
+        : r.vartype === 'string'
+          ? '.*'
+          : `${r.min_val}-${r.max_val}`;
+  }
+
   /** Every server parameter, as the configurations list returns them. */
   async configurations(): Promise<object[]> {
     const rows = await this.#settings();
     const list = rows.map((r) => {
       const pending = this.#pendingValues.get(r.name);
-      const allowedValues =
-        r.vartype === 'bool'
-          ? 'on,off'
-          : r.vartype === 'enum'
-            ? (r.enumvals ?? []).join(',')
-            : r.vartype === 'string'
-              ? '.*'
-              : `${r.min_val}-${r.max_val}`;
+      const allowedValues = this.#allowedValues(r);
+      // A value waiting for a restart: Azure shows the configured value with
+      // isConfigPendingRestart true, not the running one
+      // (https://learn.microsoft.com/rest/api/postgresql/flexibleserver/configurations/get,
+      // ConfigurationProperties.value and isConfigPendingRestart).
+      const configured = r.pending_restart && r.configured !== null ? r.configured : undefined;
       return this.#configuration(r.name, {
-        value: pending ?? r.setting,
+        value: pending ?? configured ?? r.setting,
         description: r.short_desc,
         defaultValue: this.#defaults.get(r.name) ?? r.setting,
         dataType: DATA_TYPES[r.vartype] ?? 'String',
         allowedValues,
         source: this.#userOverrides.has(r.name) ? 'user-override' : 'system-default',
         isDynamicConfig: r.context !== 'postmaster',
-        isReadOnly: false,
+        isReadOnly: READ_ONLY.has(r.name) || this.#readOnly.has(r.name),
         isConfigPendingRestart: pending !== undefined || r.pending_restart,
         ...(r.unit && { unit: r.unit }),
         documentationLink: `https://www.postgresql.org/docs/current/runtime-config.html#GUC-${r.name.toUpperCase().replaceAll('_', '-')}`,
@@ -215,7 +266,33 @@ export class FakeFlexibleServer {
         message: `The configuration '${name}' does not exist for server '${this.name}'.`,
       };
     }
+    if (READ_ONLY.has(name) || this.#readOnly.has(name)) {
+      // The exact code for a write to a read-only parameter is not in the REST reference; the
+      // service answers 400 and leaves the parameter untouched, which is what we model.
+      return {
+        ok: false,
+        status: 400,
+        code: 'InvalidParameterValue',
+        message: `The configuration '${name}' is read-only and cannot be modified on server '${this.name}'.`,
+      };
+    }
     const toDefault = source === 'system-default' || sameValue(value, defaultValue);
+    // Azure checks a value against the configuration's allowedValues itself, before PostgreSQL
+    // sees it: no units ("16MB"), no synonyms ("true" for on,off), nothing outside the range
+    // (https://learn.microsoft.com/azure/postgresql/flexible-server/how-to-configure-server-parameters,
+    // "Allowed values"; the error is 400 InvalidParameterValue).
+    if (!toDefault) {
+      const [row] = (await this.#settings()).filter((r) => r.name === name);
+      const allowed = row ? this.#allowedValues(row) : '.*';
+      if (!allowedByAzure(value, allowed)) {
+        return {
+          ok: false,
+          status: 400,
+          code: 'InvalidParameterValue',
+          message: `Invalid value given for parameter ${name}. Specify a valid parameter value (allowed values: ${allowed}).`,
+        };
+      }
+    }
     if (this.#needsRestart.has(name)) {
       const [running] = await this.#cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]);
       const wanted = toDefault ? defaultValue : value;
@@ -265,6 +342,16 @@ export class FakeFlexibleServer {
     this.#needsRestart.add(name);
   }
 
+  /** From now on, `name` allows only `allowed` ("min-max" or a comma list), as some Azure tiers narrow a range. */
+  narrowAllowedValues(name: string, allowed: string): void {
+    this.#narrowed.set(name, allowed);
+  }
+
+  /** From now on, `name` is read-only as well (a tier or region where Azure locks it). */
+  makeReadOnly(name: string): void {
+    this.#readOnly.add(name);
+  }
+
   setExtensions(value: string): void {
     this.#virtual.get('azure.extensions')!.value = value;
   }
@@ -285,6 +372,8 @@ export class FakeFlexibleServer {
     await this.#cluster.sql('SELECT pg_reload_conf()');
     this.#userOverrides.clear();
     this.#needsRestart.clear();
+    this.#readOnly.clear();
+    this.#narrowed.clear();
     this.#pendingValues.clear();
     this.setExtensions(this.#initialExtensions);
     this.sku = this.#initialSku;

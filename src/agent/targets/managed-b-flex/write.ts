@@ -58,15 +58,40 @@ function alreadyAs(o: Override, p: ServerParameter): boolean {
   return o.set ? isUserOverride(p) && p.value !== undefined && sameSetting(p.value, o.value) : !isUserOverride(p);
 }
 
+/**
+ * Why Cloud B would refuse `value` against the configuration's `allowedValues` (a numeric range
+ * "min-max" in the parameter's unit, or a comma-separated list), or null. Cloud B checks values
+ * itself, narrower than PostgreSQL at times, and takes no units ("16MB") or synonyms ("true").
+ */
+export function allowedValueProblem(value: string, allowed: string | undefined): string | null {
+  if (!allowed || allowed === '.*') return null;
+  const range = /^(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)-(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/i.exec(allowed);
+  if (range) {
+    const n = Number(value);
+    return /^\s*-?\d+(\.\d+)?\s*$/.test(value) && n >= Number(range[1]) && n <= Number(range[2])
+      ? null
+      : `expected a number from ${range[1]} to ${range[2]}`;
+  }
+  const list = allowed.split(',').map((a) => a.trim().toLowerCase());
+  return list.includes(value.trim().toLowerCase()) ? null : `expected one of ${list.join(', ')}`;
+}
+
 /** Checks every entry before anything is written, so that a refusal changes nothing. */
 function checkWritable(overrides: Overrides, params: Map<string, ServerParameter>): void {
   const problems: string[] = [];
-  for (const name of Object.keys(overrides)) {
+  for (const [name, o] of Object.entries(overrides)) {
     const p = params.get(name);
     if (!p) problems.push(`${name} is not a server parameter of this server`);
     else if (p.isReadOnly) problems.push(`${name} is read-only on this server`);
     else if (p.isDynamicConfig === false)
       problems.push(`${name} is a static server parameter on this server (it takes a restart), and Cloud B is tuned reload-only`);
+    else if (o.set) {
+      const problem = allowedValueProblem(o.value, p.allowedValues);
+      if (problem)
+        problems.push(
+          `${name} = ${o.value} is not a value Cloud B allows for it on this server (${problem}; allowed values: ${p.allowedValues})`,
+        );
+    }
   }
   if (problems.length > 0) throw new Error(`nothing was written: ${problems.join('; ')}`);
 }

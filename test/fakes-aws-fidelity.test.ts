@@ -1,0 +1,69 @@
+// The fake Cloud A driven through the real AWS SDK client, checked against RDS's documented
+// behaviour (issue 13). Each case names the page it follows.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { DescribeDBInstancesCommand, ModifyDBParameterGroupCommand, RDSClient, RebootDBInstanceCommand } from '@aws-sdk/client-rds';
+import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
+import { startFakeAws, type FakeAws } from './fakes/aws/index.ts';
+import { until } from './helpers/until.ts';
+
+let ca: TestCa;
+let cluster: Cluster;
+let fake: FakeAws;
+let rds: RDSClient;
+
+before(async () => {
+  ca = makeTestCa('fake RDS fidelity CA');
+  cluster = await startCluster({ tls: { ca } });
+  fake = await startFakeAws({ postgres: cluster, timings: { applyDelayMs: 50, rebootDelayMs: 50 } });
+  fake.cloud.addGroup({ name: 'tuner-pg', values: {} });
+  await fake.cloud.addInstance({ id: 'mydb', group: 'tuner-pg', postgres: true });
+  rds = new RDSClient({
+    endpoint: fake.url,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'AKIAFIDELITY', secretAccessKey: 'fidelity' },
+  });
+});
+
+after(async () => {
+  rds?.destroy();
+  await fake?.close();
+  await cluster?.destroy();
+  ca?.remove();
+});
+
+const setting = async (name: string) =>
+  (await cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]))[0]!.setting;
+const applyStatus = async () =>
+  (await rds.send(new DescribeDBInstancesCommand({ DBInstanceIdentifier: 'mydb' }))).DBInstances?.[0]?.DBParameterGroups?.[0]
+    ?.ParameterApplyStatus;
+const modify = (name: string, value: string, method: 'immediate' | 'pending-reboot') =>
+  rds.send(
+    new ModifyDBParameterGroupCommand({
+      DBParameterGroupName: 'tuner-pg',
+      Parameters: [{ ParameterName: name, ParameterValue: value, ApplyMethod: method }],
+    }),
+  );
+
+// RDS applies a change with ApplyMethod=pending-reboot at the instance's next reboot, for a
+// dynamic parameter too; until then the instance shows pending-reboot
+// (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_Parameter.html, ApplyMethod;
+// https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_WorkingWithParamGroups.Modifying.html).
+test('a dynamic parameter written pending-reboot takes effect at the reboot, not with an unrelated immediate change', async () => {
+  const before = await setting('work_mem');
+  await modify('work_mem', '8192', 'pending-reboot');
+  await until('the instance shows pending-reboot', async () => (await applyStatus()) === 'pending-reboot', 10_000);
+  assert.equal(await setting('work_mem'), before, 'not applied before the reboot');
+
+  await modify('random_page_cost', '2', 'immediate');
+  await until('the immediate change is applied', async () => (await setting('random_page_cost')) === '2', 10_000);
+  assert.equal(await setting('work_mem'), before, 'an unrelated immediate change does not apply it');
+  assert.equal(await applyStatus(), 'pending-reboot');
+
+  await rds.send(new RebootDBInstanceCommand({ DBInstanceIdentifier: 'mydb' }));
+  // The server restarts meanwhile: a refused connection is "not yet".
+  const applied = async () => (await setting('work_mem').catch(() => null)) === '8192' && (await applyStatus()) === 'in-sync';
+  await until('applied at the reboot', applied, 30_000);
+  assert.equal(await setting('random_page_cost'), '2');
+});
