@@ -187,6 +187,32 @@ describe('catalog', () => {
     for (const m of MACHINES) assert.ok(numeric('max_worker_processes').bounds(m, 'local').max >= mpw.bounds(m, 'local').max);
   });
 
+  test('group commit and write-back knobs: durability-safe ranges, PostgreSQL and RDS only, refused outside them', () => {
+    // commit_delay only waits before a flush that still happens: no commit returns unflushed.
+    for (const name of ['commit_delay', 'commit_siblings', 'wal_writer_flush_after', 'checkpoint_flush_after', 'backend_flush_after']) {
+      assert.deepEqual(knob(name).targets, ['local', 'managed-a'], name);
+      assert.equal(knob(name).apply, 'reload', name);
+    }
+    assert.deepEqual(numeric('commit_delay').bounds(M16, 'local'), { min: 0, max: 10_000 });
+    assert.deepEqual(numeric('commit_siblings').bounds(M16, 'local'), { min: 1, max: 50 });
+    accepted(validateChange({ commit_delay: 200, commit_siblings: 5, checkpoint_flush_after: 0, backend_flush_after: 64 }, ctx()));
+    const r = refused(validateChange({ commit_delay: 100_000, commit_siblings: 0, checkpoint_flush_after: 512 }, ctx()));
+    assert.equal(r.errors.length, 3);
+    assert.match(r.errors.join('\n'), /commit_delay/);
+    // Not on Cloud B (the spec's 13), nor on Aurora (its storage layer flushes).
+    refused(validateChange({ commit_delay: 200 }, ctx({ target: 'managed-b-flex', mode: 'reload-only' })));
+    refused(validateChange({ wal_writer_flush_after: 256 }, ctx({ target: 'managed-a-cluster' })));
+  });
+
+  test('jit_above_cost and hash_mem_multiplier: log-scaled, jit_above_cost never -1 (jit = off says that)', () => {
+    assert.deepEqual(numeric('jit_above_cost').bounds(M16, 'local'), { min: 1e4, max: 1e7 });
+    assert.equal(numeric('jit_above_cost').scale, 'log');
+    assert.equal(numeric('hash_mem_multiplier').scale, 'log');
+    accepted(validateChange({ jit_above_cost: 500_000, hash_mem_multiplier: 4 }, ctx()));
+    refused(validateChange({ jit_above_cost: -1 }, ctx()));
+    refused(validateChange({ hash_mem_multiplier: 100 }, ctx()));
+  });
+
   test('effective_io_concurrency depends on storage', () => {
     const eic = numeric('effective_io_concurrency');
     assert.ok(eic.bounds({ ...M16, storage: 'hdd' }, 'local').max < eic.bounds({ ...M16, storage: 'ssd' }, 'local').max);

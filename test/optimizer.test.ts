@@ -59,11 +59,11 @@ describe('search space', () => {
     assert.equal(s.mode, 'reload-only');
     const names = s.dimensions.map((d) => d.name);
     for (const restart of ['shared_buffers', 'wal_buffers', 'max_worker_processes']) assert.ok(!names.includes(restart), restart);
-    assert.equal(names.length, 20);
+    assert.equal(names.length, 27);
     assert.equal(s.settings['max_connections']?.setting, '100');
 
     const restart = space(M16, 'restart');
-    assert.equal(restart.dimensions.length, 23);
+    assert.equal(restart.dimensions.length, 30);
     assert.deepEqual(restart.excluded, []);
 
     // Cloud B cannot restart: restart mode is reload-only there, with the spec's 13 parameters.
@@ -150,7 +150,7 @@ describe('search space', () => {
   test('settings as the agent reports them (a list, no range columns) are enough; missing constraint inputs are named', () => {
     const list = Object.values(pg15Settings()).map(({ name, setting, unit, context }) => ({ name, setting, unit, context }));
     const s = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: list });
-    assert.equal(s.dimensions.length, 23);
+    assert.equal(s.dimensions.length, 30);
     assertValid(s, randomSuggest({ space: s, history: [], seed: 1 }).config);
     const without = list.filter((r) => r.name !== 'max_connections' && r.name !== 'wal_segment_size');
     assert.throws(() => createSpace({ target: 'local', machine: M16, settings: without }), /lack max_connections, wal_segment_size/);
@@ -217,6 +217,13 @@ describe('the heuristic first suggestion', () => {
   // Everything pgtune does not set stays at its current value (clipped to the bounds).
   const unchanged = {
     jit: 'on',
+    jit_above_cost: 100000,
+    hash_mem_multiplier: 2,
+    commit_delay: 0,
+    commit_siblings: 5,
+    wal_writer_flush_after: 128,
+    checkpoint_flush_after: 32,
+    backend_flush_after: 0,
     wal_compression: 'off',
     seq_page_cost: 1,
     checkpoint_timeout: 300,

@@ -120,6 +120,19 @@ export const KNOBS: readonly Knob[] = Object.freeze([
       memoryBounds('kB', 64 * KiB, m.memoryBytes / 4),
     'memory per sort/hash operation before spilling to disk',
   ),
+  define({
+    name: 'hash_mem_multiplier',
+    type: 'real',
+    context: 'user',
+    unit: null,
+    scale: 'log',
+    targets: NOT_MANAGED_B_FLEX,
+    // Hash tables may take work_mem times this (PostgreSQL 15's default 2): a hash that spills
+    // costs more than a sort that does. The memory budget (constraints.ts) counts one work_mem
+    // per backend, not this multiple, so the range stops at 8.
+    bounds: () => ({ min: 1, max: 8 }),
+    summary: 'multiple of work_mem a hash table may use before spilling',
+  }),
   integer(
     'maintenance_work_mem',
     'user',
@@ -240,6 +253,19 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     targets: NOT_MANAGED_B_FLEX,
     summary: 'JIT compilation of expressions; often a loss for short OLTP queries',
   }),
+  define({
+    name: 'jit_above_cost',
+    type: 'real',
+    context: 'user',
+    unit: null,
+    scale: 'log',
+    targets: NOT_MANAGED_B_FLEX,
+    // The plan cost from which a query is JIT-compiled (default 100,000): mid-size analytic
+    // queries often pay more to compile than they save. From 10,000 to 10,000,000; -1 (never)
+    // is what jit = off says, so it is not a point of this range.
+    bounds: () => ({ min: 1e4, max: 1e7 }),
+    summary: 'plan cost from which a query is JIT-compiled',
+  }),
 
   // ---- Checkpoints and WAL ----
   integer(
@@ -288,6 +314,63 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     LOCAL_AND_RDS,
     () => ({ min: 10, max: 1000 }),
     'how often the WAL writer flushes asynchronous commits',
+  ),
+  integer(
+    'commit_delay',
+    'superuser',
+    null,
+    'linear',
+    LOCAL_AND_RDS,
+    () =>
+      // Microseconds a committing backend waits for others to join its WAL flush (group
+      // commit), when at least commit_siblings transactions are open. Durability is unchanged:
+      // every commit is still flushed before it returns. 0 (off, the default) to 10 ms.
+      ({ min: 0, max: 10_000 }),
+    'wait before a commit flush, so that concurrent commits share it',
+  ),
+  integer(
+    'commit_siblings',
+    'user',
+    null,
+    'linear',
+    LOCAL_AND_RDS,
+    () => ({ min: 1, max: 50 }),
+    'open transactions needed before commit_delay waits',
+  ),
+  integer(
+    'wal_writer_flush_after',
+    'sighup',
+    '8kB',
+    'linear',
+    LOCAL_AND_RDS,
+    () =>
+      // WAL the WAL writer lets pile up before it flushes (default 1 MB); 0 flushes at once.
+      // Up to 16 MB. Only asynchronous commits wait on it, and those the agent never turns on.
+      ({ min: 0, max: 2048 }),
+    'WAL written by the WAL writer before it flushes',
+  ),
+  integer(
+    'checkpoint_flush_after',
+    'sighup',
+    '8kB',
+    'linear',
+    LOCAL_AND_RDS,
+    () =>
+      // Asks the kernel to write back checkpoint writes after this much (default 256 kB);
+      // 0 leaves it to the kernel. PostgreSQL's own range, 0 to 2 MB.
+      ({ min: 0, max: 256 }),
+    'checkpoint writes after which the kernel is asked to write back',
+  ),
+  integer(
+    'backend_flush_after',
+    'user',
+    '8kB',
+    'linear',
+    LOCAL_AND_RDS,
+    () =>
+      // The same for writes by backends (default 0: off), 0 to 2 MB.
+      ({ min: 0, max: 256 }),
+    'backend writes after which the kernel is asked to write back',
   ),
   define({
     name: 'wal_compression',
