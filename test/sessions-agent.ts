@@ -116,6 +116,15 @@ export class SimulatedAgent {
     metrics.database.total = { ...metrics.database.total, xactCommit: xacts, xactRollback: 0 };
     metrics.database.databases = [{ ...metrics.database.databases[0]!, xactCommit: xacts, xactRollback: 0 }];
     metrics.derived.tps = xacts / seconds;
+    // WAL and buffer traffic in proportion to time too: the sample's figures are a minute's.
+    const perMinute = (n: number) => Math.round((n / 60) * seconds);
+    if (metrics.wal)
+      metrics.wal = {
+        ...metrics.wal,
+        records: perMinute(metrics.wal.records),
+        fpi: perMinute(metrics.wal.fpi),
+        bytes: perMinute(metrics.wal.bytes),
+      };
     return metrics;
   }
 

@@ -1,5 +1,6 @@
-// Candidate configurations: uniform random points and local perturbations of good ones, each
-// decoded to what the agent would store and kept only when it passes the constraints.
+// Candidate configurations: uniform random points (random search) and raw points of the trust
+// region (trust-region.ts), each decoded to what the agent would store and kept only when it
+// passes the constraints.
 import { isFeasible, repair } from './feasibility.ts';
 import type { Rng } from './random.ts';
 import { decode, encode } from './space.ts';
@@ -13,27 +14,6 @@ export interface Candidate {
 
 export function randomPoint(space: SearchSpace, rng: Rng): number[] {
   return space.dimensions.map((dim) => (dim.kind === 'numeric' ? rng.next() : rng.int(dim.values.length)));
-}
-
-/**
- * A neighbour of `point`: a few dimensions (three on average, at least one) move by a normal
- * step of `scale`, reflected at the edges; a categorical one takes another value. Moving a few
- * knobs at a time is what finds improvements in many dimensions.
- */
-export function perturb(space: SearchSpace, point: Point, rng: Rng, scale: number): number[] {
-  const d = space.dimensions.length;
-  const out = [...point];
-  const forced = rng.int(d);
-  space.dimensions.forEach((dim, i) => {
-    if (i !== forced && rng.next() >= 3 / d) return;
-    if (dim.kind === 'categorical') {
-      if (dim.values.length > 1) out[i] = (Math.round(out[i] as number) + 1 + rng.int(dim.values.length - 1)) % dim.values.length;
-      return;
-    }
-    const u = Math.abs((out[i] as number) + scale * rng.normal()) % 2;
-    out[i] = u > 1 ? 2 - u : u;
-  });
-  return out;
 }
 
 /**

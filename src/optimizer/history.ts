@@ -1,7 +1,7 @@
 // Reading the history the service keeps: checking its shape, grouping repeated measurements of
 // one configuration, the incumbent best, and the failed points nothing may come near again.
 import { configKey, distance, encode } from './space.ts';
-import type { Config, History, Observation, Point, SearchSpace } from './types.ts';
+import { SUGGESTION_KINDS, type Config, type History, type Observation, type Point, type SearchSpace } from './types.ts';
 
 /** Within this distance (normalized space, see `distance`) of a failed point: its region. */
 export const DEFAULT_FAILED_RADIUS = 0.15;
@@ -19,6 +19,8 @@ export function checkHistory(history: History): void {
     if (o.status === 'ok' && !(typeof o.objective === 'number' && Number.isFinite(o.objective) && o.objective > 0)) {
       throw new TypeError(`${where}.objective must be a positive number for an ok observation (got ${String(o.objective)})`);
     }
+    if (o.kind !== undefined && !SUGGESTION_KINDS.includes(o.kind))
+      throw new TypeError(`${where}.kind must be one of ${SUGGESTION_KINDS.join(', ')} when given (got ${String(o.kind)})`);
   });
 }
 

@@ -21,3 +21,6 @@ export { best, DEFAULT_FAILED_RADIUS, type BestInput, type Incumbent } from './h
 export { suggest, type SuggestInput, type SuggestOptions } from './suggest.ts';
 export { randomSuggest, type RandomSuggestInput } from './random-search.ts';
 export { createRng, type Rng } from './random.ts';
+export { diagnose, withFloors, type Diagnosis } from './diagnose.ts';
+export { signalsOf, type Spiller, type WorkloadSignals } from './signals.ts';
+export { knownBest, MAX_MOVES, movedKnobs, trustRegion, type TrustRegion } from './trust-region.ts';

@@ -24,6 +24,8 @@ export interface Observation {
   readonly noise?: number;
   /** ISO timestamp, for people; the optimizer reads the order of the history, not the time. */
   readonly measuredAt?: string;
+  /** Which kind of suggestion it was, when the caller kept it: pgtune's step is taken once. */
+  readonly kind?: SuggestionKind;
 }
 
 export type History = readonly Observation[];
@@ -70,7 +72,9 @@ export interface SearchSpace {
  */
 export type Point = readonly number[];
 
-export type SuggestionKind = 'heuristic' | 'explore';
+/** diagnosis: argued from the database's statistics; heuristic: pgtune's; explore: a step of the search. */
+export const SUGGESTION_KINDS = ['diagnosis', 'heuristic', 'explore'] as const;
+export type SuggestionKind = (typeof SUGGESTION_KINDS)[number];
 
 export interface Suggestion {
   readonly kind: SuggestionKind;

@@ -28,7 +28,7 @@ import {
   type Verdict,
   type VerifySettings,
 } from '../../measure/verify.ts';
-import { suggest, type SearchSpace, type Suggestion } from '../../optimizer/index.ts';
+import { signalsOf, suggest, type SearchSpace, type Suggestion } from '../../optimizer/index.ts';
 import type { Command } from '../../protocol/v1.ts';
 import type {
   SessionBest,
@@ -158,6 +158,7 @@ async function baselineStep(s: Step): Promise<boolean> {
     stats: roundStats(stats),
     reports: measured.reports.length,
     lowestMemoryShare: lowestMemoryShare(measured.reports),
+    signals: signalsOf(metrics),
     measuredAt: now.toISOString(),
   };
   await updateSession(s, { state: 'iterating', baseline, message: null });
@@ -498,6 +499,7 @@ async function iterationStep(s: Step): Promise<boolean> {
       history: historyOf(iterations, judgeSession(s.session, iterations)),
       seed: s.session.seed,
       iteration: trials.length,
+      ...(s.session.baseline?.signals && { signals: s.session.baseline.signals }),
     });
   } catch (err) {
     return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);

@@ -4,10 +4,10 @@
 // judged, each with its noise level. Windows that were contaminated, cancelled or are still open
 // count for nothing.
 import { drift, judge, windowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
-import { best, configKey, type Observation, type SearchSpace } from '../../optimizer/index.ts';
+import { best, configKey, type Observation, type SearchSpace, type SuggestionKind } from '../../optimizer/index.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 
-const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['heuristic', 'explore', 'remeasure']);
+const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['diagnosis', 'heuristic', 'explore', 'remeasure']);
 
 /** A trial of the search: a configuration the optimizer suggested. */
 export const isTrial = (it: TuningIterationRecord) => it.phase === 'search' && TRIAL_KINDS.has(it.kind);
@@ -61,6 +61,10 @@ export function judgeSession(session: TuningSessionRecord, iterations: readonly 
   return { baselines, drift: drift(baselines), noise, judged, baselineRatios };
 }
 
+/** The suggestion kind of a trial, for the optimizer (remeasure rows are from older sessions). */
+const kindOf = (it: TuningIterationRecord): { kind?: SuggestionKind } =>
+  it.kind === 'diagnosis' || it.kind === 'heuristic' || it.kind === 'explore' ? { kind: it.kind } : {};
+
 /** The optimizer's history: every finished trial in order, judged; a failed one with no objective. */
 export function historyOf(iterations: readonly TuningIterationRecord[], judgement: SessionJudgement): Observation[] {
   return iterations.filter(isTrial).flatMap((it): Observation[] => {
@@ -74,10 +78,12 @@ export function historyOf(iterations: readonly TuningIterationRecord[], judgemen
           status: 'ok',
           ...(j.sd !== null && { noise: j.sd }),
           ...(measuredAt && { measuredAt }),
+          ...kindOf(it),
         },
       ];
     }
-    if (it.state === 'failed') return [{ config: it.config, objective: null, status: 'failed', ...(measuredAt && { measuredAt }) }];
+    if (it.state === 'failed')
+      return [{ config: it.config, objective: null, status: 'failed', ...(measuredAt && { measuredAt }), ...kindOf(it) }];
     return [];
   });
 }

@@ -4,6 +4,7 @@ import type { Command, TargetKind, TuningMode } from '../../protocol/v1.ts';
 import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
 import type { Decision, Interval } from '../../measure/verify.ts';
+import type { WorkloadSignals } from '../../optimizer/index.ts';
 import type { CommandRecord, StoredReport } from '../databases/store.ts';
 
 /** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
@@ -44,6 +45,9 @@ export interface SessionBaseline {
   reports: number;
   /** The lowest share of memory available during the baseline (the target's metrics), if known. */
   lowestMemoryShare: number | null;
+  /** What the baseline's statistics showed, which the optimizer's diagnoses read (sessions
+   * started before the diagnoses have none). */
+  signals?: WorkloadSignals;
   measuredAt: string;
 }
 
@@ -110,11 +114,11 @@ export interface TuningSessionRecord extends TuningSessionParams {
 export type TuningIterationState = 'applying' | 'measuring' | 'ok' | 'failed' | 'cancelled' | 'contaminated';
 
 /**
- * heuristic, explore: the optimizer's trials; baseline: a window of the known-good
+ * diagnosis, heuristic, explore: the optimizer's trials; baseline: a window of the known-good
  * configuration; candidate: a window of the configuration being verified; remeasure: a best
  * measured again, in sessions from before the verification.
  */
-export type TuningIterationKind = 'heuristic' | 'explore' | 'remeasure' | 'baseline' | 'candidate';
+export type TuningIterationKind = 'diagnosis' | 'heuristic' | 'explore' | 'remeasure' | 'baseline' | 'candidate';
 
 /** One measurement window of a session: a trial, a baseline window, or half of an A/B round. */
 export interface TuningIterationRecord {

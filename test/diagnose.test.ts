@@ -1,0 +1,189 @@
+// The live search's first steps: what the baseline's statistics argue for (signals → diagnoses),
+// each with its evidence in words, tried one at a time on top of the best so far, before pgtune
+// and the trust region; and floors that keep the search from what already spills.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { pg15Settings } from './helpers/pg15-settings.ts';
+import { MIX, syntheticReport } from './helpers/synthetic-reports.ts';
+import type { Machine } from '../src/knobs/index.ts';
+import {
+  createSpace,
+  diagnose,
+  encode,
+  signalsOf,
+  suggest,
+  withFloors,
+  type Observation,
+  type WorkloadSignals,
+} from '../src/optimizer/index.ts';
+import type { MetricsReport } from '../src/protocol/report.ts';
+
+const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
+const M16: Machine = { memoryBytes: 16 * GiB, vcpus: 4 };
+const reload = createSpace({ target: 'local', mode: 'reload-only', machine: M16, settings: pg15Settings() });
+const restart = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: pg15Settings() });
+
+/** Nothing wrong: no temporary files, checkpoints by time, every block in the cache. */
+const QUIET: WorkloadSignals = {
+  seconds: 60,
+  tempBytes: 0,
+  spillers: [],
+  checkpointsTimed: 0,
+  checkpointsRequested: 0,
+  walBytes: 10 * MiB,
+  walFpi: 100,
+  walRecords: 10_000,
+  blksHit: 1_000_000,
+  blksRead: 100,
+};
+
+/** A report query spilling 40 MB per call, 30 calls a minute. */
+const SPILLING: WorkloadSignals = {
+  ...QUIET,
+  tempBytes: 30 * 40 * MiB,
+  spillers: [{ queryId: '103', calls: 30, tempBytesPerCall: 40 * MiB }],
+};
+
+describe('signals from reports', () => {
+  test('temporary files per statement, checkpoints, WAL and buffer figures, summed over the window', () => {
+    const reports: MetricsReport[] = [0, 1].map((i) => {
+      const r = syntheticReport(i * 30_000, 30, MIX, 20, 1);
+      return {
+        ...r,
+        statements: {
+          ...r.statements,
+          top: r.statements.top.map((row) => (row.queryId === '103' ? { ...row, tempBlksWritten: row.calls * 512 } : row)),
+        },
+        database: { ...r.database, total: { ...r.database.total, tempBytes: 5 * MiB, blksHit: 900, blksRead: 100 } },
+        checkpointer: {
+          source: 'pg_stat_bgwriter',
+          checkpointsTimed: 0,
+          checkpointsRequested: 1,
+          writeTimeMs: 0,
+          syncTimeMs: 0,
+          buffersCheckpoint: 0,
+          buffersClean: 0,
+          maxwrittenClean: 0,
+          buffersAlloc: 0,
+          buffersBackend: 0,
+          buffersBackendFsync: 0,
+        },
+        wal: { records: 1000, fpi: 300, bytes: 64 * MiB, buffersFull: 0, write: 0, sync: 0, writeTimeMs: 0, syncTimeMs: 0 },
+      };
+    });
+    const s = signalsOf(reports);
+    assert.equal(s.seconds, 60);
+    assert.equal(s.tempBytes, 10 * MiB);
+    assert.deepEqual(
+      s.spillers.map((x) => [x.queryId, x.tempBytesPerCall]),
+      [['103', 512 * 8192]],
+    );
+    assert.equal(s.checkpointsRequested, 2);
+    assert.deepEqual([s.walBytes, s.walFpi, s.walRecords], [128 * MiB, 600, 2000]);
+    assert.deepEqual([s.blksHit, s.blksRead], [1800, 200]);
+    // Without pg_stat_wal in one report (before PostgreSQL 14), no WAL figure at all.
+    assert.equal(signalsOf([reports[0]!, { ...reports[1]!, wal: null }]).walBytes, null);
+  });
+});
+
+describe('diagnoses', () => {
+  test('a quiet database: nothing to argue for, nothing narrowed', () => {
+    assert.deepEqual(diagnose(restart, QUIET), []);
+    assert.equal(withFloors(restart, []), restart);
+  });
+
+  test('temporary files raise work_mem to hold the largest spill in memory, with the evidence in words, and set a floor', () => {
+    const [d, ...rest] = diagnose(reload, SPILLING);
+    assert.equal(rest.length, 0);
+    assert.equal(d?.finding, 'temp-files');
+    // 40 MB on disk is about twice that in memory: 128 MB (kB in pg_settings units).
+    assert.deepEqual(d?.changes, { work_mem: 128 * 1024 });
+    assert.equal(d?.reason, '1.17GB of temporary files per minute from 1 statement (the largest spills 40MB per call): work_mem 4MB→128MB');
+    assert.deepEqual(d?.floors, { work_mem: 4096 });
+    const floored = withFloors(reload, [d]);
+    const dim = floored.dimensions.find((x) => x.name === 'work_mem');
+    assert.equal(dim?.kind === 'numeric' && dim.min, 4096);
+  });
+
+  test('a little temporary space, or small spills, are noise: no diagnosis', () => {
+    assert.deepEqual(diagnose(reload, { ...SPILLING, tempBytes: 1 * MiB }), []);
+    assert.deepEqual(diagnose(reload, { ...SPILLING, spillers: [{ queryId: '103', calls: 3000, tempBytesPerCall: 100 * 1024 }] }), []);
+  });
+
+  test('checkpoints forced by WAL volume raise max_wal_size to two intervals of WAL', () => {
+    // 20 MB/s: 6000 MB per 5-minute interval against max_wal_size 1 GB.
+    const [d] = diagnose(reload, { ...QUIET, walBytes: 60 * 20 * MiB, checkpointsRequested: 3, walFpi: 4000 });
+    assert.equal(d?.finding, 'wal-checkpoints');
+    assert.deepEqual(d?.changes, { max_wal_size: 16384 });
+    assert.match(
+      d.reason,
+      /^3 checkpoints forced by WAL volume in the baseline, 5.86GB of WAL per 5min checkpoint interval \(40 % of records full-page images\)/,
+    );
+    assert.match(d.reason, /max_wal_size 1GB→16GB$/);
+    // WAL well within max_wal_size and no requested checkpoint: nothing.
+    assert.deepEqual(diagnose(reload, { ...QUIET, walBytes: 60 * MiB }), []);
+  });
+
+  test('buffer misses on a small pool raise shared_buffers to a quarter of RAM, in restart mode only', () => {
+    const misses = { ...QUIET, blksHit: 600_000, blksRead: 400_000 };
+    const [d] = diagnose(restart, misses);
+    assert.equal(d?.finding, 'buffer-misses');
+    assert.deepEqual(d?.changes, { shared_buffers: (4 * GiB) / 8192 });
+    assert.match(
+      d.reason,
+      /^buffer cache hit ratio 60\.0 % with 6667 reads per second and shared_buffers 128MB: shared_buffers 128MB→4GB \(a restart\)$/,
+    );
+    assert.deepEqual(diagnose(reload, misses), [], 'reload-only: shared_buffers is no dimension');
+  });
+});
+
+describe('the live search starts from the diagnoses', () => {
+  const ok = (config: Observation['config'], objective: number, kind: Observation['kind']): Observation => ({
+    config,
+    objective,
+    status: 'ok',
+    kind,
+  });
+  const signals: WorkloadSignals = { ...SPILLING, walBytes: 60 * 20 * MiB, checkpointsRequested: 2 };
+
+  test('each diagnosis once, on top of the best so far, then pgtune, then steps of a few knobs', () => {
+    const first = suggest({ space: reload, history: [], seed: 1, signals });
+    assert.equal(first.kind, 'diagnosis');
+    assert.match(first.reason, /work_mem 4MB→128MB$/);
+    // Only work_mem moved: every other knob keeps its current value.
+    const moved = reload.dimensions.filter((d, i) => encode(reload, first.config)[i] !== encode(reload, {})[i]).map((d) => d.name);
+    assert.deepEqual(moved, ['work_mem']);
+
+    // It helped: the next diagnosis goes on top of it.
+    const second = suggest({ space: reload, history: [ok(first.config, 0.5, 'diagnosis')], seed: 1, signals });
+    assert.equal(second.kind, 'diagnosis');
+    assert.equal(second.config['work_mem'], 128 * 1024);
+    assert.match(second.reason, /max_wal_size 1GB→16GB$/);
+
+    // It did not help: the next one starts from the current settings again.
+    const instead = suggest({ space: reload, history: [ok(first.config, 1.2, 'diagnosis')], seed: 1, signals });
+    assert.equal(instead.config['work_mem'], 4096);
+    assert.equal(instead.config['max_wal_size'], 16384);
+
+    const history = [ok(first.config, 0.5, 'diagnosis'), ok(second.config, 0.45, 'diagnosis')];
+    const third = suggest({ space: reload, history, seed: 1, signals });
+    assert.equal(third.kind, 'heuristic');
+    // pgtune's values, but work_mem and max_wal_size as the diagnoses measured them (work_mem
+    // gives way a little to pgtune's maintenance_work_mem within the memory budget; pgtune's
+    // own work_mem here would be about 10 MB).
+    assert.ok(Number(third.config['work_mem']) > 64 * 1024, String(third.config['work_mem']));
+    assert.equal(third.config['max_wal_size'], 16384);
+    assert.equal(third.config['random_page_cost'], 1.1);
+
+    const fourth = suggest({ space: reload, history: [...history, ok(third.config, 0.6, 'heuristic')], seed: 1, signals });
+    assert.equal(fourth.kind, 'explore');
+    // Never below the work_mem that spilled.
+    assert.ok(Number(fourth.config['work_mem']) >= 4096);
+    assert.match(fourth.reason, /→/, 'the reason names what it moves');
+  });
+
+  test('no signals: pgtune first, as before', () => {
+    assert.equal(suggest({ space: reload, history: [], seed: 1 }).kind, 'heuristic');
+  });
+});
