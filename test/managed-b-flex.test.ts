@@ -409,13 +409,66 @@ test('a busy server is waited out: 409 ServerIsBusy and a ServerBusy operation f
   azure.busy('conflict', 'operation-failed');
   const run = await agent(agentDir(), ['--apply', 'work_mem=16MB']);
   assert.equal(run.code, 0, run.stderr);
-  assert.match(run.stderr, /the server is busy \(409 ServerIsBusy\); trying again in 1\.0 s \(attempt 2 of 6\)/);
-  assert.match(run.stderr, /the server is busy \(ServerBusy\); trying again in 2\.0 s \(attempt 3 of 6\)/);
+  assert.match(run.stderr, /the server is busy \(409 ServerIsBusy\); trying again in 1\.0 s \(attempt 2 of 8\)/);
+  assert.match(run.stderr, /the server is busy \(ServerBusy\); trying again in 2\.0 s \(attempt 3 of 8\)/);
   assert.deepEqual(
     writesTo('work_mem').map((r) => r.status),
     [409, 202, 202],
   );
   assert.equal(await setting('work_mem'), '16384');
+});
+
+// The value reaches the server only when its operation completes (the fake applies it then):
+// an agent that read pg_settings back before would find the old value and fail.
+test('--apply reads back only after the operation completed', async () => {
+  const run = await agent(agentDir(), ['--apply', 'work_mem=12MB']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout, /applied and read back from pg_settings: work_mem = 12288/);
+  const op = azure.operations.find((o) => o.kind === 'configuration' && o.target === 'work_mem')!;
+  const ended = Date.parse(op.endTime!);
+  const polls = armCalls().filter((r) => r.path.includes(`/azureAsyncOperation/${op.id}`));
+  assert.ok(
+    polls.some((r) => r.at < ended),
+    'the agent polled while the operation ran',
+  );
+  const finalRead = armCalls().find((r) => r.method === 'GET' && r.path.endsWith('/configurations/work_mem') && r.at >= ended);
+  assert.ok(finalRead, `the configuration was read once the operation was over\n${show(armCalls())}`);
+  assert.equal(await setting('work_mem'), '12288');
+});
+
+// Someone restarts the server from the portal just as the agent writes: the write meets 409
+// ServerIsBusy while the restart runs (PostgreSQL down meanwhile, the agent's session lost), and
+// the agent gets through once it is over, within its retry budget.
+test('a restart from the portal as the agent writes: busy answers retried until it is over, then applied', async () => {
+  azure.restartBeforeNextWrite();
+  const run = await agent(agentDir(), ['--apply', 'work_mem=20MB']);
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(run.stderr, /the server is busy \(409 ServerIsBusy\); trying again in 1\.0 s \(attempt 2 of 8\)/);
+  assert.match(run.stdout, /applied and read back from pg_settings: work_mem = 20480/);
+  const statuses = writesTo('work_mem').map((r) => r.status);
+  assert.deepEqual([statuses[0], statuses.at(-1)], [409, 202], statuses.join(' '));
+  const [restart, write] = azure.operations;
+  assert.deepEqual(
+    [restart?.kind, restart?.outcome?.status, write?.kind, write?.outcome?.status],
+    ['restart', 'Succeeded', 'configuration', 'Succeeded'],
+  );
+  assert.ok(Date.parse(write!.startTime) >= Date.parse(restart!.endTime!), 'the write went through after the restart');
+  assert.equal(await setting('work_mem'), '20480');
+});
+
+test('a parameter that already waits for a restart is refused, nothing written', async () => {
+  azure.server.needRestartFor('bgwriter_delay');
+  const before = await setting('bgwriter_delay');
+  assert.deepEqual(await azure.server.write('bgwriter_delay', '120', 'user-override'), { ok: true });
+  assert.equal((await azure.server.parameter('bgwriter_delay')).pending, true);
+  const run = await agent(agentDir(), ['--apply', 'bgwriter_delay=120ms']);
+  assert.notEqual(run.code, 0, run.stdout + run.stderr);
+  assert.match(
+    run.stderr,
+    /bgwriter_delay already waits for a server restart on this server \(isConfigPendingRestart: 120 is configured, not running\), and Cloud B is tuned reload-only/,
+  );
+  assert.deepEqual(writesTo('bgwriter_delay'), [], show(azure.requests));
+  assert.equal(await setting('bgwriter_delay'), before);
 });
 
 test('a parameter that turns out to wait for a restart: the whole change is undone and reported', async () => {
@@ -528,6 +581,33 @@ test('in process: machine, overrides and Azure Monitor metrics at the 1-minute g
     else process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = saved;
   }
   assert.ok(!lines.some((l) => l.includes(AGENT_USER_PASSWORD_FOR_TESTS)));
+});
+
+test('in process: a restart in progress is waited out before a change, PostgreSQL back included', async () => {
+  setDefaultCACertificates([...getCACertificates('default'), readFileSync(azure.certFile, 'utf8')]);
+  const saved = process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
+  process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = azure.url;
+  const { config } = loadConfig({ cwd: agentDir(), env: {}, target: 'managed-b-flex', needsService: false });
+  const db = await connectDb(cluster.agentUrl, { connection: agentConnectionContext('managed-b-flex') });
+  const lines: string[] = [];
+  const target = await createManagedBFlexTarget({ db, config, log: createLogger({ debug: true, write: (l) => lines.push(l) }) });
+  try {
+    const restarted = azure.restart();
+    assert.equal(await target.applyBlockedReason(), null);
+    const restart = azure.operations.find((o) => o.kind === 'restart');
+    assert.equal(restart?.outcome?.status, 'Succeeded', 'the restart was over before the agent went on');
+    assert.ok(
+      lines.some((l) => /the flexible server tuner-flex-1 is Restarting: waiting for it to be Ready before changing anything/.test(l)),
+      lines.join('\n'),
+    );
+    assert.equal((await db.query<{ one: number }>('SELECT 1 AS one'))[0]?.one, 1, "the agent's session works again");
+    await restarted;
+  } finally {
+    await target.close();
+    await db.close();
+    if (saved === undefined) delete process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
+    else process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = saved;
+  }
 });
 
 test('the SKU table, its estimate for a size it does not know, and the agent.yaml figures that override it', () => {

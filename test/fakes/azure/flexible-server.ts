@@ -3,6 +3,11 @@
 // applied the way the service applies it (ALTER SYSTEM, then a reload for a dynamic one), so
 // that the agent's read-back from pg_settings sees it. Resetting to the default value makes the
 // source `system-default` again, as the service reports.
+//
+// A restart takes time, and PostgreSQL is down meanwhile (state Restarting). Resource Manager's
+// reads are served by the service, not by PostgreSQL: the resource and its configurations stay
+// readable during a restart, answered from what the service last knew.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster } from '../../../src/lab/cluster.ts';
 
 export interface Sku {
@@ -109,6 +114,9 @@ export class FakeFlexibleServer {
   readonly #pendingValues = new Map<string, string>();
   readonly #initialExtensions: string;
   readonly #initialSku: Sku;
+  #version = { num: '0', version: '' };
+  /** What the service last knew of the configurations, while PostgreSQL is down for a restart. */
+  #known: object[] | undefined;
 
   private constructor(options: FakeFlexibleServerOptions) {
     this.#cluster = options.cluster;
@@ -131,6 +139,10 @@ export class FakeFlexibleServer {
   static async create(options: FakeFlexibleServerOptions): Promise<FakeFlexibleServer> {
     const server = new FakeFlexibleServer(options);
     for (const row of await server.#settings()) server.#defaults.set(row.name, row.setting);
+    const [v] = await options.cluster.sql<{ num: string; version: string }>(
+      `SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`,
+    );
+    if (v) server.#version = v;
     return server;
   }
 
@@ -146,18 +158,16 @@ export class FakeFlexibleServer {
   }
 
   /** The resource, as GET …/flexibleServers/{name} returns it (api-version 2025-08-01). */
-  async resource(): Promise<object> {
-    const [v] = await this.#cluster.sql<{ num: string; version: string }>(
-      `SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`,
-    );
-    const major = String(Math.floor(Number(v?.num ?? 0) / 10000));
+  resource(): object {
+    const v = this.#version;
+    const major = String(Math.floor(Number(v.num) / 10000));
     return {
       sku: this.sku,
       systemData: { createdAt: '2025-01-15T10:00:00.000Z' },
       properties: {
         administratorLogin: 'tuneradmin',
         version: major,
-        minorVersion: (v?.version ?? '').split(' ')[0],
+        minorVersion: v.version.split(' ')[0],
         state: this.state,
         fullyQualifiedDomainName: this.#fqdn,
         storage: { storageSizeGB: 128, autoGrow: 'Disabled', tier: 'P10', iops: 500, type: 'Premium_LRS' },
@@ -204,6 +214,10 @@ export class FakeFlexibleServer {
 
   /** Every server parameter, as the configurations list returns them. */
   async configurations(): Promise<object[]> {
+    return this.#known ?? (await this.#readConfigurations());
+  }
+
+  async #readConfigurations(): Promise<object[]> {
     const rows = await this.#settings();
     const list = rows.map((r) => {
       const pending = this.#pendingValues.get(r.name);
@@ -245,18 +259,57 @@ export class FakeFlexibleServer {
     return list.sort((a, b) => ((a as { name: string }).name < (b as { name: string }).name ? -1 : 1));
   }
 
+  /** One configuration; names are case-insensitive, as Resource Manager's are. */
   async configuration(name: string): Promise<object | undefined> {
-    return (await this.configurations()).find((c) => (c as { name: string }).name === name);
+    const wanted = name.toLowerCase();
+    return (await this.configurations()).find((c) => (c as { name: string }).name === wanted);
   }
 
-  /** Applies a written value the way the service does. */
+  /** Why the service refuses to write `value`, checked when the request comes, before any
+   * operation starts; null when it takes it. */
+  async refusal(name: string, value: string, source: string): Promise<WriteOutcome | null> {
+    const outcome = await this.#check(name.toLowerCase(), value, source);
+    return outcome.ok ? null : outcome;
+  }
+
+  /** Applies a written value the way the service does (when its operation's time has come). */
   async write(name: string, value: string, source: string): Promise<WriteOutcome> {
+    name = name.toLowerCase();
+    const checked = await this.#check(name, value, source);
+    if (!checked.ok) return checked;
     const virtual = this.#virtual.get(name);
     if (virtual) {
       virtual.value = value;
       this.#markSource(name, source === 'system-default' || sameValue(value, virtual.defaultValue));
       return { ok: true };
     }
+    const defaultValue = this.#defaults.get(name)!;
+    const toDefault = source === 'system-default' || sameValue(value, defaultValue);
+    if (this.#needsRestart.has(name)) {
+      const [running] = await this.#cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]);
+      const wanted = toDefault ? defaultValue : value;
+      if (running && sameValue(running.setting, wanted)) this.#pendingValues.delete(name);
+      else this.#pendingValues.set(name, wanted);
+      this.#markSource(name, toDefault);
+      return { ok: true };
+    }
+    try {
+      await this.#cluster.sql(toDefault ? `ALTER SYSTEM RESET ${name}` : `ALTER SYSTEM SET ${name} = ${quote(value)}`);
+      await this.#cluster.sql('SELECT pg_reload_conf()');
+    } catch (err) {
+      return {
+        ok: false,
+        status: 400,
+        code: 'InvalidParameterValue',
+        message: `Invalid value given for parameter ${name}: ${(err as Error).message}`,
+      };
+    }
+    this.#markSource(name, toDefault);
+    return { ok: true };
+  }
+
+  async #check(name: string, value: string, source: string): Promise<WriteOutcome> {
+    if (this.#virtual.has(name)) return { ok: true };
     const defaultValue = this.#defaults.get(name);
     if (defaultValue === undefined || !PARAMETER_NAME.test(name)) {
       return {
@@ -293,26 +346,6 @@ export class FakeFlexibleServer {
         };
       }
     }
-    if (this.#needsRestart.has(name)) {
-      const [running] = await this.#cluster.sql<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name]);
-      const wanted = toDefault ? defaultValue : value;
-      if (running && sameValue(running.setting, wanted)) this.#pendingValues.delete(name);
-      else this.#pendingValues.set(name, wanted);
-      this.#markSource(name, toDefault);
-      return { ok: true };
-    }
-    try {
-      await this.#cluster.sql(toDefault ? `ALTER SYSTEM RESET ${name}` : `ALTER SYSTEM SET ${name} = ${quote(value)}`);
-      await this.#cluster.sql('SELECT pg_reload_conf()');
-    } catch (err) {
-      return {
-        ok: false,
-        status: 400,
-        code: 'InvalidParameterValue',
-        message: `Invalid value given for parameter ${name}: ${(err as Error).message}`,
-      };
-    }
-    this.#markSource(name, toDefault);
     return { ok: true };
   }
 
@@ -321,16 +354,22 @@ export class FakeFlexibleServer {
     else this.#userOverrides.add(name);
   }
 
-  /** Restarts the server: values waiting for a restart take effect. */
-  async restart(): Promise<void> {
-    for (const [name, value] of this.#pendingValues) {
-      await this.#cluster.sql(`ALTER SYSTEM SET ${name} = ${quote(value)}`);
-    }
-    this.#pendingValues.clear();
+  /** Restarts the server: PostgreSQL is down for `downMs` and more (connections refused), then
+   * values waiting for a restart take effect. */
+  async restart(downMs: number): Promise<void> {
     this.state = 'Restarting';
     try {
+      for (const [name, value] of this.#pendingValues) {
+        await this.#cluster.sql(`ALTER SYSTEM SET ${name} = ${quote(value)}`);
+      }
+      this.#pendingValues.clear();
+      this.#known = await this.#readConfigurations();
+      await this.#cluster.stop();
+      await sleep(downMs);
+      // pg_ctl restart starts a stopped server.
       await this.#cluster.restart();
     } finally {
+      this.#known = undefined;
       this.state = 'Ready';
     }
   }

@@ -1,27 +1,62 @@
 // A fake Cloud B on loopback HTTPS, speaking the wire protocol the real SDKs speak:
-//   Resource Manager   GET  …/flexibleServers/{name}                            api-version 2025-08-01
+//   Resource Manager   GET  …/flexibleServers/{name}              api-version: FLEXIBLE_SERVER_API_VERSIONS
 //                      GET  …/configurations (paged, nextLink)   GET …/configurations/{name}
 //                      PUT|PATCH …/configurations/{name} → 202 + Azure-AsyncOperation + Location,
 //                        then GET …/locations/{loc}/azureAsyncOperation/{id} (InProgress, then
 //                        Succeeded or Failed) and GET …/operationResults/{id}
 //                      POST …/restart (the same long-running operation)
-//   Azure Monitor      GET  …/providers/Microsoft.Insights/metrics               api-version 2024-02-01
+//   Azure Monitor      GET  …/providers/Microsoft.Insights/metrics    api-version: MONITOR_API_VERSIONS
 //   tokens             managed identity (IMDS and App Service forms), service principal
-// It checks every bearer token (issued here, for this endpoint), refuses denied role actions
-// with 403 AuthorizationFailed, meets writes with a busy server on demand, and applies written
-// server parameters to a real throwaway PostgreSQL cluster. That cluster accepts TLS only, as
+// Paths and names are case-insensitive, as Resource Manager's are. It checks every bearer token
+// (issued here, for this endpoint), refuses denied role actions with 403 AuthorizationFailed,
+// runs one operation at a time (operations.ts: a write takes effect when its operation
+// completes; a restart takes time, PostgreSQL down meanwhile; others are refused as busy), and
+// applies written server parameters to a real throwaway PostgreSQL cluster. That cluster accepts TLS only, as
 // a flexible server with require_secure_transport = ON does; one test CA signs both its
 // certificate and the fake's HTTPS one, and NODE_EXTRA_CA_CERTS = certFile trusts both.
-import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Cluster } from '../../../src/lab/cluster.ts';
 import { FakeFlexibleServer, type Sku } from './flexible-server.ts';
 import { armError, json, readBody, send, type Reply } from './http.ts';
 import { createTokenIssuer, type ServicePrincipal, type WorkloadIdentity } from './identity-endpoints.ts';
-import { answerMetrics, DEFAULT_METRIC_FIGURES, MONITOR_API_VERSION, type MetricFigures } from './monitor.ts';
+import { answerMetrics, DEFAULT_METRIC_FIGURES, MONITOR_API_VERSIONS, type MetricFigures } from './monitor.ts';
+import { ServerOperations, type Operation, type Outcome } from './operations.ts';
 
+/** The api-version the agent and the SDK send. */
 export const FLEXIBLE_SERVER_API_VERSION = '2025-08-01';
+/** Every api-version of Microsoft.DBforPostgreSQL/flexibleServers (and its configurations) the
+ * service documents, GA and preview: https://learn.microsoft.com/azure/templates/microsoft.dbforpostgresql/allversions,
+ * and 2025-08-01 from the REST reference (https://learn.microsoft.com/rest/api/postgresql/configurations/put).
+ * Resource Manager refuses any other with 400 InvalidApiVersionParameter, listing these. */
+export const FLEXIBLE_SERVER_API_VERSIONS = [
+  '2020-02-14-preview',
+  '2021-06-01-preview',
+  '2021-06-01',
+  '2022-01-20-preview',
+  '2022-03-08-preview',
+  '2022-12-01',
+  '2023-03-01-preview',
+  '2023-06-01-preview',
+  '2023-12-01-preview',
+  '2024-03-01-preview',
+  '2024-08-01',
+  '2024-11-01-preview',
+  '2025-01-01-preview',
+  '2025-08-01',
+] as const;
+
+/** How long operations take. Small by default, so that tests stay fast; the SDK polls at the
+ * Retry-After this fake sends (1 s), polling once at once first. Real ones take seconds (a
+ * configuration) to a minute (a restart). */
+export interface Timing {
+  /** From a configuration write's 202 to its value in pg_settings and the operation Succeeded. */
+  operationMs: number;
+  /** How long PostgreSQL stays down in a restart, on top of stopping and starting it. */
+  restartDownMs: number;
+}
+export const DEFAULT_TIMING: Timing = { operationMs: 300, restartDownMs: 300 };
 
 /** How a busy server meets a configuration write: a 409 at once, or an accepted operation that fails. */
 export type BusyStyle = 'conflict' | 'operation-failed';
@@ -29,6 +64,8 @@ export type BusyStyle = 'conflict' | 'operation-failed';
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** When the answer was sent (Date.now()). */
+  at: number;
   query: Record<string, string>;
   status: number;
   /** Who the bearer token belongs to, for Resource Manager calls. */
@@ -67,6 +104,10 @@ export interface FakeAzure {
   readonly workloadIdentity: WorkloadIdentity;
   readonly server: FakeFlexibleServer;
   readonly requests: RecordedRequest[];
+  /** Every long-running operation started, in order, with its start, end and outcome. */
+  readonly operations: readonly Operation[];
+  /** How long operations take; back to DEFAULT_TIMING on reset(). */
+  timing: Timing;
   metricFigures: MetricFigures;
   /** Refuses this role action (403 AuthorizationFailed) until allowAll(). */
   deny(action: string): void;
@@ -76,17 +117,15 @@ export interface FakeAzure {
   /** The next configuration write is carried out, but its operation reports a failure: an
    * answer that cannot be trusted to say what the server holds. */
   failNextWriteAfterApplying(): void;
-  /** Clean state between tests: server reset, nothing denied or busy, requests forgotten. */
+  /** Restarts the server as a user would from the portal (the same operation as POST …/restart);
+   * resolves when the restart is over. */
+  restart(): Promise<void>;
+  /** Such a restart starts just before the next configuration write reaches the server. */
+  restartBeforeNextWrite(): void;
+  /** Clean state between tests: no operation running, server reset, nothing denied or busy,
+   * requests forgotten. */
   reset(): Promise<void>;
   close(): Promise<void>;
-}
-
-interface Operation {
-  pollsLeft: number;
-  outcome?: { status: 'Succeeded' } | { status: 'Failed'; error: { code: string; message: string } };
-  /** What operationResults returns once done. */
-  resultPath?: string;
-  startTime: string;
 }
 
 const DB = 'Microsoft.DBforPostgreSQL';
@@ -133,7 +172,9 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
   const denied = new Set<string>();
   const busyQueue: BusyStyle[] = [];
   let failAfterApplying = false;
-  const operations = new Map<string, Operation>();
+  let restartBeforeWrite = false;
+  const operations = new ServerOperations();
+  let timing: Timing = { ...DEFAULT_TIMING };
   let metricFigures: MetricFigures = { ...DEFAULT_METRIC_FIGURES };
 
   const operationUrls = (id: string) => {
@@ -144,11 +185,65 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       'Retry-After': '1',
     };
   };
+  const accepted = (op: Operation): Reply => json(202, undefined, operationUrls(op.id));
 
-  const startOperation = (op: Omit<Operation, 'startTime' | 'pollsLeft'>): Reply => {
-    const id = randomUUID();
-    operations.set(id, { ...op, pollsLeft: 1, startTime: new Date().toISOString() });
-    return json(202, undefined, operationUrls(id));
+  // While an operation runs, the server is busy: a configuration write is refused at once with
+  // 409 ServerIsBusy, the message the service sends
+  // (https://github.com/Azure/azure-postgresql/issues/134; the flexible server states
+  // https://learn.microsoft.com/rest/api/postgresql/servers/get, ServerState: Updating, Restarting).
+  const serverIsBusy = (): Reply =>
+    armError(
+      409,
+      'ServerIsBusy',
+      `Cannot complete operation while server '${serverName}' is busy processing another operation. Try again later.`,
+    );
+
+  /** A configuration write's operation: the server is Updating, and the value reaches
+   * PostgreSQL when the operation's time is up, not before. */
+  const startConfigurationWrite = (name: string, value: string, source: string, reportFailure: boolean): Operation =>
+    operations.start(
+      'configuration',
+      async (): Promise<Outcome> => {
+        server.state = 'Updating';
+        try {
+          await sleep(timing.operationMs);
+          const outcome = await server.write(name, value, source);
+          if (!outcome.ok) return { status: 'Failed', error: { code: outcome.code, message: outcome.message } };
+          if (reportFailure) {
+            return {
+              status: 'Failed',
+              error: { code: 'InternalServerError', message: 'An unexpected error occured while processing the request.' },
+            };
+          }
+          return { status: 'Succeeded', configuration: name.toLowerCase() };
+        } finally {
+          server.state = 'Ready';
+        }
+      },
+      name.toLowerCase(),
+    );
+
+  /** POST …/restart. A restart asked for while another operation runs is accepted, and its
+   * operation then fails with ServerIsNotReady: "Restart or Stop Server can only be performed on
+   * Started servers" (seen through the SDK as a failed poll, not a refused request:
+   * https://github.com/hashicorp/terraform-provider-azurerm/issues/29219, fixed by checking the
+   * server's state first, https://github.com/hashicorp/terraform-provider-azurerm/pull/29221).
+   * The restart itself takes time; PostgreSQL refuses connections meanwhile (ServerState
+   * Restarting, https://learn.microsoft.com/rest/api/postgresql/servers/get). */
+  const startRestart = (): Operation => {
+    if (operations.running) {
+      return operations.settled({
+        status: 'Failed',
+        error: {
+          code: 'ServerIsNotReady',
+          message: `Restart or Stop Server can only be performed on Started servers. Sever Name = ${serverName}, Current Server State = ${server.state}`,
+        },
+      });
+    }
+    return operations.start('restart', async () => {
+      await server.restart(timing.restartDownMs);
+      return { status: 'Succeeded' };
+    });
   };
 
   const authorizationFailed = (caller: string, action: string, scope: string): Reply =>
@@ -159,6 +254,10 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     );
 
   const writeConfiguration = async (name: string, body: string): Promise<Reply> => {
+    if (restartBeforeWrite) {
+      restartBeforeWrite = false;
+      startRestart();
+    }
     let parsed: { properties?: { value?: unknown; source?: unknown } };
     try {
       parsed = JSON.parse(body) as typeof parsed;
@@ -168,38 +267,25 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     const { value, source } = parsed.properties ?? {};
     if (typeof value !== 'string')
       return armError(400, 'InvalidParameterValue', `properties.value is required to update configuration '${name}'.`);
+    if (operations.running) return serverIsBusy();
     const style = busyQueue.shift();
-    if (style === 'conflict') {
-      return armError(
-        409,
-        'ServerIsBusy',
-        `Cannot complete operation while server '${serverName}' is busy processing another operation. Try again later.`,
-      );
-    }
+    if (style === 'conflict') return serverIsBusy();
     if (style === 'operation-failed') {
-      const id = randomUUID();
-      operations.set(id, {
-        pollsLeft: 1,
-        startTime: new Date().toISOString(),
-        outcome: {
+      // The other form of busy: accepted, then the operation fails with ServerBusy
+      // (https://github.com/Azure/bicep-registry-modules/issues/4451).
+      return accepted(
+        operations.settled({
           status: 'Failed',
           error: { code: 'ServerBusy', message: `Server '${serverName}' is busy with another operation. Please try again later.` },
-        },
-      });
-      return json(202, undefined, operationUrls(id));
+        }),
+      );
     }
-    const outcome = await server.write(name, value, typeof source === 'string' ? source : 'user-override');
-    if (!outcome.ok) return armError(outcome.status, outcome.code, outcome.message);
-    if (failAfterApplying) {
-      failAfterApplying = false;
-      return startOperation({
-        outcome: {
-          status: 'Failed',
-          error: { code: 'InternalServerError', message: 'An unexpected error occured while processing the request.' },
-        },
-      });
-    }
-    return startOperation({ outcome: { status: 'Succeeded' }, resultPath: `configurations/${name}` });
+    const writtenSource = typeof source === 'string' ? source : 'user-override';
+    const refused = await server.refusal(name, value, writtenSource);
+    if (refused && !refused.ok) return armError(refused.status, refused.code, refused.message);
+    const reportFailure = failAfterApplying;
+    failAfterApplying = false;
+    return accepted(startConfigurationWrite(name, value, writtenSource, reportFailure));
   };
 
   const listConfigurations = async (url: URL): Promise<Reply> => {
@@ -208,33 +294,29 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     const page = all.slice(offset, offset + PAGE_SIZE);
     const next =
       offset + PAGE_SIZE < all.length
-        ? `${baseUrl}${serverId}/configurations?api-version=${FLEXIBLE_SERVER_API_VERSION}&$skipToken=${offset + PAGE_SIZE}`
+        ? `${baseUrl}${serverId}/configurations?api-version=${url.searchParams.get('api-version')}&$skipToken=${offset + PAGE_SIZE}`
         : undefined;
     return json(200, { value: page, ...(next && { nextLink: next }) });
   };
 
-  const operationStatus = (id: string, results: boolean): Promise<Reply> | Reply => {
+  /** GET …/azureAsyncOperation/{id} (`results` false) or …/operationResults/{id} (true). */
+  const operationStatus = async (id: string, results: boolean): Promise<Reply> => {
     const op = operations.get(id);
     if (!op) return armError(404, 'OperationNotFound', `The operation '${id}' was not found.`);
-    const running = op.outcome === undefined || op.pollsLeft > 0;
-    if (running) {
-      op.pollsLeft--;
+    const outcome = op.outcome;
+    if (!outcome) {
       if (results) return json(202, undefined, operationUrls(id));
       return json(200, { name: id, status: 'InProgress', startTime: op.startTime }, { 'Retry-After': '1' });
     }
-    const outcome = op.outcome!;
     if (results) {
       if (outcome.status === 'Failed') return armError(400, outcome.error.code, outcome.error.message);
-      if (op.resultPath?.startsWith('configurations/')) {
-        return server.configuration(op.resultPath.slice('configurations/'.length)).then((c) => json(200, c));
-      }
-      return json(204);
+      return outcome.configuration ? json(200, await server.configuration(outcome.configuration)) : json(204);
     }
     return json(200, {
       name: id,
       status: outcome.status,
       startTime: op.startTime,
-      endTime: new Date().toISOString(),
+      endTime: op.endTime,
       ...(outcome.status === 'Failed' && { error: outcome.error }),
     });
   };
@@ -250,31 +332,15 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     ).exec(path);
     if (ops && method === 'GET') return { answer: () => operationStatus(ops[2]!, ops[1]!.toLowerCase() === 'operationresults') };
     if (!lower.startsWith(serverLower)) return null;
+    // Resource Manager's paths are case-insensitive: the segments after the server's id too.
     const rest = path.slice(serverId.length);
-    if (rest === '' && method === 'GET')
-      return { action: `${DB}/flexibleServers/read`, answer: async () => json(200, await server.resource()) };
-    if (rest === '/restart' && method === 'POST') {
-      return {
-        action: `${DB}/flexibleServers/restart/action`,
-        answer: () => {
-          const id = randomUUID();
-          const op: Operation = { pollsLeft: 1, startTime: new Date().toISOString() };
-          operations.set(id, op);
-          void server.restart().then(
-            () => {
-              op.outcome = { status: 'Succeeded' };
-            },
-            (err: unknown) => {
-              op.outcome = { status: 'Failed', error: { code: 'InternalServerError', message: String(err) } };
-            },
-          );
-          return json(202, undefined, operationUrls(id));
-        },
-      };
-    }
-    if (rest === '/configurations' && method === 'GET')
+    const restLower = rest.toLowerCase();
+    if (rest === '' && method === 'GET') return { action: `${DB}/flexibleServers/read`, answer: () => json(200, server.resource()) };
+    if (restLower === '/restart' && method === 'POST')
+      return { action: `${DB}/flexibleServers/restart/action`, answer: () => accepted(startRestart()) };
+    if (restLower === '/configurations' && method === 'GET')
       return { action: `${DB}/flexibleServers/configurations/read`, answer: () => listConfigurations(url) };
-    const one = /^\/configurations\/([^/]+)$/.exec(rest);
+    const one = /^\/configurations\/([^/]+)$/i.exec(rest);
     if (one) {
       const name = decodeURIComponent(one[1]!);
       if (method === 'GET') {
@@ -291,13 +357,13 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       if (method === 'PUT' || method === 'PATCH')
         return { action: `${DB}/flexibleServers/configurations/write`, answer: () => writeConfiguration(name, body) };
     }
-    if (rest.toLowerCase() === '/providers/microsoft.insights/metrics' && method === 'GET') {
+    if (restLower === '/providers/microsoft.insights/metrics' && method === 'GET') {
       return {
         action: 'Microsoft.Insights/metrics/read',
         answer: () => answerMetrics(url, serverId, location, metricFigures, options.cluster),
       };
     }
-    if (rest.toLowerCase() === '/providers/microsoft.insights/metricdefinitions' && method === 'GET') {
+    if (restLower === '/providers/microsoft.insights/metricdefinitions' && method === 'GET') {
       return {
         action: `${DB}/flexibleServers/providers/Microsoft.Insights/metricDefinitions/read`,
         answer: () =>
@@ -344,14 +410,14 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       };
     }
     const isMonitor = url.pathname.toLowerCase().includes('/providers/microsoft.insights/');
-    const wanted = isMonitor ? MONITOR_API_VERSION : FLEXIBLE_SERVER_API_VERSION;
+    const supported: readonly string[] = isMonitor ? MONITOR_API_VERSIONS : FLEXIBLE_SERVER_API_VERSIONS;
     const apiVersion = url.searchParams.get('api-version');
-    if (apiVersion !== wanted) {
+    if (!apiVersion || !supported.includes(apiVersion)) {
       return {
         reply: armError(
           400,
           'InvalidApiVersionParameter',
-          `The api-version '${apiVersion}' is invalid. The supported versions are '${wanted}'.`,
+          `The api-version '${apiVersion ?? ''}' is invalid. The supported versions are '${supported.join(',')}'.`,
         ),
         caller: owner.identity,
       };
@@ -374,6 +440,7 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       requests.push({
         method: req.method ?? 'GET',
         path: url.pathname,
+        at: Date.now(),
         query: Object.fromEntries(url.searchParams),
         status: result.reply.status,
         ...(result.caller && { caller: result.caller }),
@@ -398,6 +465,13 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     workloadIdentity,
     server,
     requests,
+    operations: operations.log,
+    get timing() {
+      return timing;
+    },
+    set timing(value: Timing) {
+      timing = value;
+    },
     get metricFigures() {
       return metricFigures;
     },
@@ -408,11 +482,21 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     allowAll: () => denied.clear(),
     busy: (...styles) => void busyQueue.push(...styles),
     failNextWriteAfterApplying: () => void (failAfterApplying = true),
+    async restart() {
+      const op = startRestart();
+      await operations.idle();
+      if (op.outcome?.status !== 'Succeeded') throw new Error(`fake Cloud B: the restart failed: ${JSON.stringify(op.outcome)}`);
+    },
+    restartBeforeNextWrite: () => void (restartBeforeWrite = true),
     async reset() {
+      await operations.idle();
       denied.clear();
       busyQueue.length = 0;
       failAfterApplying = false;
+      restartBeforeWrite = false;
       requests.length = 0;
+      operations.forget();
+      timing = { ...DEFAULT_TIMING };
       metricFigures = { ...DEFAULT_METRIC_FIGURES };
       await server.reset();
     },

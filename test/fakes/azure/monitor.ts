@@ -1,11 +1,21 @@
 // Azure Monitor for the fake flexible server: GET {resource}/providers/Microsoft.Insights/metrics
-// (api-version 2024-02-01) with metricnames, timespan and interval, answered with one-minute
-// points as the service does: the newest minute not published yet, older ones with values.
-// active_connections is counted on the real cluster; the others are the test's figures.
+// with metricnames, timespan, interval and aggregation, answered with one-minute points as the
+// service does: the newest minute not published yet, older ones with the aggregations asked for
+// (https://learn.microsoft.com/rest/api/monitor/metrics/list: "aggregation: the list of
+// aggregation types (comma separated) to retrieve"; without it, the metric's primary aggregation,
+// Average for these). active_connections is counted on the real cluster; the others are the
+// test's figures.
 import type { Cluster } from '../../../src/lab/cluster.ts';
 import { json, type Reply } from './http.ts';
 
-export const MONITOR_API_VERSION = '2024-02-01';
+/** Stable api-versions of Microsoft.Insights metrics (https://learn.microsoft.com/rest/api/monitor/metrics/list
+ * and its earlier versions); @azure/arm-monitor 8 sends 2024-02-01. */
+export const MONITOR_API_VERSIONS = ['2018-01-01', '2021-05-01', '2023-10-01', '2024-02-01'] as const;
+
+/** The aggregation types a point can carry (AggregationType in the reference), as the fields
+ * of a point name them. */
+const AGGREGATIONS = ['average', 'count', 'maximum', 'minimum', 'total'] as const;
+type Aggregation = (typeof AGGREGATIONS)[number];
 
 const UNITS: Record<string, string> = {
   cpu_percent: 'Percent',
@@ -36,6 +46,21 @@ function badRequest(message: string): Reply {
 
 const ONE_MINUTE = 60_000;
 
+/** The aggregations asked for (case-insensitive, comma-separated), or the unknown ones. */
+function aggregationsOf(raw: string | null): { ok: Aggregation[] } | { unknown: string[] } {
+  if (raw === null || raw.trim() === '') return { ok: ['average'] };
+  const asked = raw.split(',').map((a) => a.trim());
+  const known = (a: string): a is Aggregation => (AGGREGATIONS as readonly string[]).includes(a);
+  const unknown = asked.filter((a) => !known(a.toLowerCase()));
+  return unknown.length > 0 ? { unknown } : { ok: [...new Set(asked.map((a) => a.toLowerCase()).filter(known))] };
+}
+
+/** One minute's point holding the asked aggregations of `value` (one sample a minute). */
+function point(at: string, value: number, aggregations: readonly Aggregation[]): object {
+  const of: Record<Aggregation, number> = { average: value, maximum: value, minimum: value, total: value, count: 1 };
+  return { timeStamp: at, ...Object.fromEntries(aggregations.map((a) => [a, of[a]])) };
+}
+
 export async function answerMetrics(
   url: URL,
   resourceId: string,
@@ -57,6 +82,12 @@ export async function answerMetrics(
     );
   }
   if (interval !== 'PT1M') return badRequest(`the fake serves the PT1M grain only, got interval=${interval}`);
+  const aggregations = aggregationsOf(url.searchParams.get('aggregation'));
+  if ('unknown' in aggregations) {
+    return badRequest(
+      `Invalid aggregation type(s): ${aggregations.unknown.join(', ')}. Valid aggregation types: ${AGGREGATIONS.map((a) => a[0]!.toUpperCase() + a.slice(1)).join(', ')}`,
+    );
+  }
   const [from, to] = timespan.split('/').map((t) => Date.parse(t));
   if (from === undefined || to === undefined || !Number.isFinite(from) || !Number.isFinite(to) || from >= to) {
     return badRequest(`Invalid timespan '${timespan}': expected <start ISO 8601>/<end ISO 8601>`);
@@ -76,7 +107,7 @@ export async function answerMetrics(
       for (let t = start; t <= newest; t += ONE_MINUTE) {
         const at = new Date(t).toISOString();
         // The newest minute is not published yet.
-        data.push(t === newest ? { timeStamp: at } : { timeStamp: at, average: value(name), maximum: value(name) });
+        data.push(t === newest ? { timeStamp: at } : point(at, value(name), aggregations.ok));
       }
       return {
         id: `${resourceId}/providers/Microsoft.Insights/metrics/${name}`,

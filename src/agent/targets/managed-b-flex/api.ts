@@ -101,8 +101,11 @@ export interface RetryPolicy {
   firstDelayMs: number;
   maxDelayMs: number;
 }
-/** A configuration write takes seconds to a minute; a busy server is usually free again soon. */
-export const WRITE_RETRY: RetryPolicy = { attempts: 6, firstDelayMs: 1_000, maxDelayMs: 30_000 };
+/** A configuration write takes seconds; a busy server is free again when the operation it runs
+ * ends: a configuration's some seconds later, a restart's about a minute later (the service's
+ * activity log in https://github.com/crossplane-contrib/provider-upjet-azure/issues/811). Eight
+ * attempts wait 1+2+4+8+16+30+30 s = 91 s in all, a restart's worth. */
+export const WRITE_RETRY: RetryPolicy = { attempts: 8, firstDelayMs: 1_000, maxDelayMs: 30_000 };
 /** The SDK polls a long-running operation for as long as it runs: the agent does not wait forever. */
 const WRITE_TIMEOUT_MS = 10 * 60_000;
 

@@ -6,6 +6,7 @@
 //   API          api.ts        (clients, zod-checked answers, busy retries)
 //   machine      machine.ts + skus.ts
 //   writes       write.ts      (all or nothing, pending restart undone)
+//   readiness    ready.ts      (another's operation waited out before a change)
 //   metrics      metrics.ts    preflight  preflight.ts
 //   permissions  permissions.ts
 import type { TargetMetric } from '../../../protocol/v1.ts';
@@ -16,6 +17,7 @@ import { machineOfServer, type ServerMachine } from './machine.ts';
 import { monitorMetrics } from './metrics.ts';
 import { managedBFlexPermissionsText } from './permissions.ts';
 import { managedBFlexPreflight } from './preflight.ts';
+import { isPassingState, settledState } from './ready.ts';
 import { overrideOf, writeServerParameters } from './write.ts';
 import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from '../target.ts';
 
@@ -24,6 +26,8 @@ const SERVER_TTL_MS = 5 * 60_000;
 
 /** States in which the server cannot take a parameter change. */
 const UNAVAILABLE_STATES = new Set(['stopped', 'stopping', 'disabled', 'dropping', 'inaccessible', 'starting', 'provisioning']);
+/** How long a change waits for someone else's operation (a restart takes about a minute). */
+const READY_WAIT_MS = 3 * 60_000;
 
 export const RESTART_MODE_UNSUPPORTED =
   'postgresql.allow_restart is true, but restart mode is not supported on Cloud B: --managed-b-flex tunes only parameters that take effect on a reload, and never restarts the flexible server; ' +
@@ -76,14 +80,17 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
     },
 
     async applyBlockedReason(): Promise<string | null> {
+      let state: string;
       try {
-        const state = (await api.getServer()).state ?? '';
-        return UNAVAILABLE_STATES.has(state.toLowerCase())
-          ? `the flexible server ${b.serverName} is ${state}: its server parameters cannot be changed until it is Ready`
-          : null;
+        state = await settledState({ api, db, log, serverName: b.serverName! }, READY_WAIT_MS);
       } catch (err) {
-        return `cannot read the flexible server, so no change is made: ${errorMessage(err)}`;
+        return `cannot tell whether the flexible server can take a change, so no change is made: ${errorMessage(err)}`;
       }
+      if (isPassingState(state))
+        return `the flexible server ${b.serverName} is still ${state} after ${READY_WAIT_MS / 60_000} minutes (another operation runs on it): no change is made until it is Ready`;
+      return UNAVAILABLE_STATES.has(state.toLowerCase())
+        ? `the flexible server ${b.serverName} is ${state}: its server parameters cannot be changed until it is Ready`
+        : null;
     },
 
     async readOverrides(names: readonly string[]): Promise<Overrides> {

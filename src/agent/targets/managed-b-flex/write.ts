@@ -85,6 +85,12 @@ function checkWritable(overrides: Overrides, params: Map<string, ServerParameter
     else if (p.isReadOnly) problems.push(`${name} is read-only on this server`);
     else if (p.isDynamicConfig === false)
       problems.push(`${name} is a static server parameter on this server (it takes a restart), and Cloud B is tuned reload-only`);
+    else if (p.isConfigPendingRestart)
+      // Cloud B then reports the configured value, not the one the server runs: never to be
+      // taken as applied, nor written over as if it were.
+      problems.push(
+        `${name} already waits for a server restart on this server (isConfigPendingRestart: ${p.value ?? 'its value'} is configured, not running), and Cloud B is tuned reload-only`,
+      );
     else if (o.set) {
       const problem = allowedValueProblem(o.value, p.allowedValues);
       if (problem)
@@ -173,13 +179,22 @@ export async function writeServerParameters({ api, db, log }: WriteDeps, overrid
 
 /** Cloud B applies a dynamic parameter with a configuration reload of its own; the agent's
  * session sees it once its backend has taken that reload. Waits for that (bounded): the
- * read-back above the target then judges what it sees. */
+ * read-back above the target then judges what it sees. A session lost meanwhile (a restart
+ * someone else made while the agent waited out the busy server) is opened again. */
 async function untilVisible(db: Db, expected: Record<string, string>, log: Logger): Promise<void> {
   const names = Object.keys(expected);
   if (names.length === 0) return;
   const deadline = Date.now() + VISIBLE_TIMEOUT_MS;
   for (;;) {
-    const rows = await db.query<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [names]);
+    let rows: { name: string; setting: string }[];
+    try {
+      rows = await db.query<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [names]);
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      log.debug(`Cloud B: pg_settings not readable yet (${errorMessage(err)}): waiting for the server to take a session`);
+      await db.waitUntilReachable(Math.max(1_000, deadline - Date.now()));
+      continue;
+    }
     const lagging = rows.filter((r) => !sameSetting(r.setting, expected[r.name] ?? r.setting)).map((r) => r.name);
     if (lagging.length === 0) return;
     if (Date.now() > deadline) {
