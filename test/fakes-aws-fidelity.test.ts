@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { DescribeDBInstancesCommand, ModifyDBParameterGroupCommand, RDSClient, RebootDBInstanceCommand } from '@aws-sdk/client-rds';
+import { DescribeInstanceTypesCommand, EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { startFakeAws, type FakeAws } from './fakes/aws/index.ts';
@@ -12,6 +13,7 @@ let ca: TestCa;
 let cluster: Cluster;
 let fake: FakeAws;
 let rds: RDSClient;
+const CREDENTIALS = { accessKeyId: 'AKIAFIDELITY', secretAccessKey: 'fidelity' };
 
 before(async () => {
   ca = makeTestCa('fake RDS fidelity CA');
@@ -22,7 +24,7 @@ before(async () => {
   rds = new RDSClient({
     endpoint: fake.url,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'AKIAFIDELITY', secretAccessKey: 'fidelity' },
+    credentials: CREDENTIALS,
   });
 });
 
@@ -66,4 +68,41 @@ test('a dynamic parameter written pending-reboot takes effect at the reboot, not
   const applied = async () => (await setting('work_mem').catch(() => null)) === '8192' && (await applyStatus()) === 'in-sync';
   await until('applied at the reboot', applied, 30_000);
   assert.equal(await setting('random_page_cost'), '2');
+});
+
+// EC2 DescribeInstanceTypes for the EC2 types behind DB classes: Graviton (the `g` families) has
+// one thread per core, Intel two; vCPUs and memory as the instance type specifications give
+// them (https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html,
+// https://docs.aws.amazon.com/ec2/latest/instancetypes/mo.html,
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_VCpuInfo.html).
+test('DescribeInstanceTypes: the common DB classes, with one thread per core on Graviton', async () => {
+  const ec2 = new EC2Client({ endpoint: fake.url, region: 'us-east-1', credentials: CREDENTIALS });
+  try {
+    const expected: Record<string, [vcpus: number, cores: number, threads: number, mib: number]> = {
+      'r6g.large': [2, 2, 1, 16 * 1024],
+      'r6g.xlarge': [4, 4, 1, 32 * 1024],
+      'r7g.2xlarge': [8, 8, 1, 64 * 1024],
+      'm6g.medium': [1, 1, 1, 4 * 1024],
+      'm7g.4xlarge': [16, 16, 1, 64 * 1024],
+      't4g.micro': [2, 2, 1, 1024],
+      'm5.large': [2, 1, 2, 8 * 1024],
+      'm6i.32xlarge': [128, 64, 2, 512 * 1024],
+      'r5.24xlarge': [96, 48, 2, 768 * 1024],
+      'r6i.large': [2, 1, 2, 16 * 1024],
+      't3.medium': [2, 1, 2, 4 * 1024],
+      't3.2xlarge': [8, 4, 2, 32 * 1024],
+    };
+    const out = await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: Object.keys(expected) as _InstanceType[] }));
+    const got = Object.fromEntries(
+      (out.InstanceTypes ?? []).map((t): [string, Array<number | undefined>] => [
+        t.InstanceType ?? '',
+        [t.VCpuInfo?.DefaultVCpus, t.VCpuInfo?.DefaultCores, t.VCpuInfo?.DefaultThreadsPerCore, t.MemoryInfo?.SizeInMiB],
+      ]),
+    );
+    assert.deepEqual(got, expected);
+    const graviton = await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ['m7g.large'] }));
+    assert.deepEqual(graviton.InstanceTypes?.[0]?.ProcessorInfo?.SupportedArchitectures, ['arm64']);
+  } finally {
+    ec2.destroy();
+  }
 });

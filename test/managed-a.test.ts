@@ -720,8 +720,15 @@ test('incompatible-parameters after the reboot: the previous values go back and 
   assert.equal(await setting('shared_buffers'), sharedBuffers);
 });
 
-test('machine size without an EC2 twin: Aurora Serverless v2 by its capacity, another class by local.memory_mb/vcpus or a clear error', async () => {
+test('machine size: a Graviton class from EC2; without an EC2 twin, Aurora Serverless v2 by its capacity, another class by local.memory_mb/vcpus or a clear error', async () => {
   await newFake();
+  // db.r7g.2xlarge is EC2's r7g.2xlarge: 8 vCPUs (one thread per core), 64 GiB.
+  fake!.cloud.addGroup({ name: 'tuner-graviton' });
+  await fake!.cloud.addInstance({ id: 'graviton-db', group: 'tuner-graviton', instanceClass: 'db.r7g.2xlarge' });
+  const graviton = await (await inProcess({ identifier: 'graviton-db' })).target.machine();
+  assert.deepEqual([graviton.machine.memoryBytes, graviton.machine.vcpus], [64 * 2 ** 30, 8]);
+  assert.match(graviton.source, /EC2 DescribeInstanceTypes r7g\.2xlarge \(for db\.r7g\.2xlarge\)/);
+
   fake!.cloud.addGroup({ name: 'aurora-pg', aurora: true });
   fake!.cloud.addGroup({ name: 'aurora-cluster', kind: 'cluster' });
   await fake!.cloud.addInstance({ id: 'sls-1', group: 'aurora-pg', clusterId: 'sls', instanceClass: 'db.serverless' });

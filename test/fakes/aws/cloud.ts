@@ -4,6 +4,7 @@
 // reboot); a reboot restarts PostgreSQL; a failover moves the writer. Delays are short and set
 // by the test, as is everything that can go wrong.
 import type { PostgresEngine, TemplateParameter } from './engine.ts';
+import { INSTANCE_TYPES } from './instance-types.ts';
 
 export class FakeAwsError extends Error {
   readonly code: string;
@@ -23,15 +24,6 @@ export interface FakeTimings {
   /** How long the old status is still shown after a change or a reboot request. */
   statusLagMs: number;
 }
-
-/** EC2 instance types the fake knows (the DB classes are these with `db.` in front). */
-export const INSTANCE_TYPES: Readonly<Record<string, { vcpus: number; memoryMiB: number }>> = {
-  't3.medium': { vcpus: 2, memoryMiB: 4096 },
-  'm5.large': { vcpus: 2, memoryMiB: 8192 },
-  'm5.xlarge': { vcpus: 4, memoryMiB: 16384 },
-  'r6g.large': { vcpus: 2, memoryMiB: 16384 },
-  'r6g.xlarge': { vcpus: 4, memoryMiB: 32768 },
-};
 
 /** Parameters that exist only in Aurora's cluster parameter group, in this fake. */
 export const AURORA_CLUSTER_ONLY = new Set([
