@@ -2,7 +2,14 @@
 // behaviour (issue 13). Each case names the page it follows.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { DescribeDBInstancesCommand, ModifyDBParameterGroupCommand, RDSClient, RebootDBInstanceCommand } from '@aws-sdk/client-rds';
+import {
+  DescribeDBInstancesCommand,
+  DescribeDBParametersCommand,
+  ModifyDBParameterGroupCommand,
+  RDSClient,
+  RebootDBInstanceCommand,
+  ResetDBParameterGroupCommand,
+} from '@aws-sdk/client-rds';
 import { DescribeInstanceTypesCommand, EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
@@ -105,4 +112,64 @@ test('DescribeInstanceTypes: the common DB classes, with one thread per core on 
   } finally {
     ec2.destroy();
   }
+});
+
+// Every parameter of a modify (or of a reset of named parameters) carries its ApplyMethod
+// (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_ModifyDBParameterGroup.html,
+// https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_ResetDBParameterGroup.html);
+// the error code is the fake's choice (see rds.ts).
+test('a parameter without ApplyMethod is refused by ModifyDBParameterGroup and ResetDBParameterGroup, and nothing changes', async () => {
+  const userValues = async () =>
+    (await rds.send(new DescribeDBParametersCommand({ DBParameterGroupName: 'tuner-pg', Source: 'user' }))).Parameters?.map((p) => [
+      p.ParameterName,
+      p.ParameterValue,
+    ]);
+  const before = await userValues();
+  const refused = (err: Error) => err.name === 'InvalidParameterCombination' && /apply method/i.test(err.message);
+  await assert.rejects(
+    rds.send(
+      new ModifyDBParameterGroupCommand({
+        DBParameterGroupName: 'tuner-pg',
+        Parameters: [
+          { ParameterName: 'random_page_cost', ParameterValue: '3', ApplyMethod: 'immediate' },
+          { ParameterName: 'work_mem', ParameterValue: '4321' },
+        ],
+      }),
+    ),
+    refused,
+  );
+  await assert.rejects(
+    rds.send(
+      new ResetDBParameterGroupCommand({
+        DBParameterGroupName: 'tuner-pg',
+        ResetAllParameters: false,
+        Parameters: [{ ParameterName: 'work_mem' }],
+      }),
+    ),
+    refused,
+  );
+  assert.deepEqual(await userValues(), before);
+});
+
+// Markers are tokens RDS hands out ("a pagination token provided by a previous request",
+// https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DescribeDBParameters.html); a
+// malformed one is an invalid parameter value
+// (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/CommonErrors.html), not an empty page.
+test('DescribeDBParameters pages with the markers it hands out and refuses a malformed marker', async () => {
+  const names: string[] = [];
+  let marker: string | undefined;
+  let pages = 0;
+  do {
+    const page = await rds.send(new DescribeDBParametersCommand({ DBParameterGroupName: 'tuner-pg', MaxRecords: 20, Marker: marker }));
+    names.push(...(page.Parameters ?? []).map((p) => p.ParameterName ?? ''));
+    marker = page.Marker;
+    pages++;
+  } while (marker);
+  assert.ok(pages > 2, `${pages} pages`);
+  assert.equal(new Set(names).size, names.length, 'no parameter twice');
+  assert.ok(names.includes('work_mem') && names.includes('shared_buffers'));
+  await assert.rejects(
+    rds.send(new DescribeDBParametersCommand({ DBParameterGroupName: 'tuner-pg', Marker: 'not-a-marker' })),
+    (err: Error) => err.name === 'InvalidParameterValue',
+  );
 });

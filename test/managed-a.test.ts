@@ -360,6 +360,13 @@ test('restart mode, all 23 knobs at once: two modify calls (20 + 3), one reboot,
   assert.equal(reverted.code, 0, reverted.stderr);
   assert.match(reverted.stdout, /reverted and read back from pg_settings \(after a restart\)/);
   assert.deepEqual(batchSizes('rds:ResetDBParameterGroup'), [20, 3]);
+  // Cloud A refuses a parameter without its ApplyMethod, in a reset too.
+  const resetMethods = new Map(sentParameters('rds:ResetDBParameterGroup').map((p) => [p.name, p.method]));
+  assert.equal(resetMethods.size, 23);
+  assert.equal(resetMethods.get('shared_buffers'), 'pending-reboot');
+  assert.equal(resetMethods.get('work_mem'), 'immediate');
+  // The group's listing runs over several pages, each asked for with the marker Cloud A handed out.
+  assert.ok(fake!.callsOf('rds:DescribeDBParameters').some((c) => typeof c.input['Marker'] === 'string' && !c.error));
   assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 2);
   assert.deepEqual(userValues(group), {});
   assert.equal(await setting('shared_buffers'), original.shared_buffers);
