@@ -10,6 +10,13 @@ import {
   RebootDBInstanceCommand,
   ResetDBParameterGroupCommand,
 } from '@aws-sdk/client-rds';
+import {
+  CloudWatchClient,
+  GetMetricDataCommand,
+  GetMetricStatisticsCommand,
+  type GetMetricStatisticsCommandInput,
+} from '@aws-sdk/client-cloudwatch';
+import { GetResourceMetricsCommand, PIClient } from '@aws-sdk/client-pi';
 import { DescribeInstanceTypesCommand, EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
@@ -172,4 +179,171 @@ test('DescribeDBParameters pages with the markers it hands out and refuses a mal
     rds.send(new DescribeDBParametersCommand({ DBParameterGroupName: 'tuner-pg', Marker: 'not-a-marker' })),
     (err: Error) => err.name === 'InvalidParameterValue',
   );
+});
+
+// ---- CloudWatch and Performance Insights ------------------------------------------------------
+
+const MINUTE = 60_000;
+/** A past half hour on whole hours: its one-minute samples are all there, whatever the time now. */
+const pastHalfHour = () => {
+  const start = Math.floor((Date.now() - 2 * 60 * MINUTE) / (60 * MINUTE)) * 60 * MINUTE;
+  return { StartTime: new Date(start), EndTime: new Date(start + 30 * MINUTE), start };
+};
+const cpuOf = (id: string) => ({
+  Namespace: 'AWS/RDS',
+  MetricName: 'CPUUtilization',
+  Dimensions: [{ Name: 'DBInstanceIdentifier', Value: id }],
+});
+
+// GetMetricData takes the window [StartTime, EndTime), each query's Period (1, 5, 10, 20, 30 or
+// a multiple of 60) and Stat, newest first by default
+// (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_GetMetricData.html,
+// https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricStat.html).
+test('GetMetricData honours the window, the period and the statistic, and refuses a period CloudWatch does not take', async () => {
+  const cloudwatch = new CloudWatchClient({ endpoint: fake.url, region: 'us-east-1', credentials: CREDENTIALS });
+  try {
+    const { StartTime, EndTime, start } = pastHalfHour();
+    const query = (Id: string, Stat: string, Period: number) => ({ Id, MetricStat: { Metric: cpuOf('mydb'), Period, Stat } });
+    const out = await cloudwatch.send(
+      new GetMetricDataCommand({
+        StartTime,
+        EndTime,
+        MetricDataQueries: [query('count', 'SampleCount', 300), query('max', 'Maximum', 300), query('min', 'Minimum', 300)],
+      }),
+    );
+    const result = (id: string) => out.MetricDataResults!.find((r) => r.Id === id)!;
+    const fiveMinutes = [25, 20, 15, 10, 5, 0].map((m) => start + m * MINUTE);
+    assert.deepEqual(
+      result('count').Timestamps?.map((t) => t.getTime()),
+      fiveMinutes,
+      'one point per five minutes of the window, newest first',
+    );
+    assert.deepEqual(result('count').Values, [5, 5, 5, 5, 5, 5], 'five one-minute samples in each');
+    assert.deepEqual(result('max').Values, Array(6).fill(12.5));
+    assert.ok(result('min').Values!.every((v) => v < 12.5));
+
+    const latest = await cloudwatch.send(
+      new GetMetricDataCommand({
+        StartTime: new Date(Date.now() - 10 * MINUTE),
+        EndTime: new Date(),
+        ScanBy: 'TimestampAscending',
+        MetricDataQueries: [query('cpu', 'Average', 60)],
+      }),
+    );
+    const cpu = latest.MetricDataResults![0]!;
+    assert.ok(cpu.Values!.length >= 9 && cpu.Values!.length <= 10, `${cpu.Values!.length} one-minute points in ten minutes`);
+    assert.equal(cpu.Values!.at(-1), 12.5, 'ascending: the newest last');
+
+    for (const Period of [45, 0, 90]) {
+      await assert.rejects(
+        cloudwatch.send(new GetMetricDataCommand({ StartTime, EndTime, MetricDataQueries: [query('cpu', 'Average', Period)] })),
+        (err: Error) => err.name === 'InvalidParameterValueException',
+        `Period ${Period}`,
+      );
+    }
+  } finally {
+    cloudwatch.destroy();
+  }
+});
+
+// GetMetricStatistics: Statistics or ExtendedStatistics (not both), at most 1,440 data points, the
+// data points in no particular order
+// (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_GetMetricStatistics.html).
+test('GetMetricStatistics is served with its documented checks: one of Statistics or ExtendedStatistics, at most 1,440 data points', async () => {
+  const cloudwatch = new CloudWatchClient({ endpoint: fake.url, region: 'us-east-1', credentials: CREDENTIALS });
+  try {
+    const { StartTime, EndTime, start } = pastHalfHour();
+    const out = await cloudwatch.send(
+      new GetMetricStatisticsCommand({ ...cpuOf('mydb'), StartTime, EndTime, Period: 600, Statistics: ['SampleCount', 'Maximum'] }),
+    );
+    assert.equal(out.Label, 'CPUUtilization');
+    const points = [...(out.Datapoints ?? [])].sort((a, b) => a.Timestamp!.getTime() - b.Timestamp!.getTime());
+    assert.deepEqual(
+      points.map((p) => [p.Timestamp!.getTime() - start, p.SampleCount, p.Maximum, p.Unit]),
+      [0, 10, 20].map((m) => [m * MINUTE, 10, 12.5, 'Percent']),
+    );
+    const p50 = await cloudwatch.send(
+      new GetMetricStatisticsCommand({ ...cpuOf('mydb'), StartTime, EndTime, Period: 1800, ExtendedStatistics: ['p50'] }),
+    );
+    assert.equal(p50.Datapoints?.length, 1);
+    assert.ok([12.5, 11.25].includes(p50.Datapoints[0]!.ExtendedStatistics!['p50']!));
+
+    const refused = async (input: Partial<GetMetricStatisticsCommandInput>, name: string) =>
+      assert.rejects(
+        cloudwatch.send(
+          new GetMetricStatisticsCommand({ ...cpuOf('mydb'), StartTime, EndTime, Period: 60, Statistics: ['Average'], ...input }),
+        ),
+        (err: Error) => err.name === name,
+      );
+    await refused({ StartTime: new Date(EndTime.getTime() - 1441 * MINUTE) }, 'InvalidParameterCombinationException');
+    await refused({ ExtendedStatistics: ['p99'] }, 'InvalidParameterCombinationException');
+    await refused({ Statistics: undefined }, 'MissingRequiredParameterException');
+    await refused({ Period: 61 }, 'InvalidParameterValueException');
+    await refused({ StartTime: EndTime, EndTime: StartTime }, 'InvalidParameterValueException');
+    // 1,440 one-minute points exactly is allowed.
+    await cloudwatch.send(
+      new GetMetricStatisticsCommand({
+        ...cpuOf('mydb'),
+        StartTime: new Date(EndTime.getTime() - 1440 * MINUTE),
+        EndTime,
+        Period: 60,
+        Statistics: ['Average'],
+      }),
+    );
+  } finally {
+    cloudwatch.destroy();
+  }
+});
+
+// GetResourceMetrics: PeriodInSeconds is 1, 60, 300, 3600 or 86400; an invalid argument is an
+// InvalidArgumentException
+// (https://docs.aws.amazon.com/performance-insights/latest/APIReference/API_GetResourceMetrics.html).
+test('Performance Insights takes only the documented periods, and answers points over the window', async () => {
+  fake.cloud.addGroup({ name: 'tuner-pi' });
+  const instance = await fake.cloud.addInstance({ id: 'pi-db', group: 'tuner-pi', performanceInsights: true });
+  const pi = new PIClient({ endpoint: fake.url, region: 'us-east-1', credentials: CREDENTIALS });
+  try {
+    const { StartTime, EndTime, start } = pastHalfHour();
+    const ask = (PeriodInSeconds: number) =>
+      pi.send(
+        new GetResourceMetricsCommand({
+          ServiceType: 'RDS',
+          Identifier: instance.resourceId,
+          StartTime,
+          EndTime,
+          PeriodInSeconds,
+          MetricQueries: [{ Metric: 'db.load.avg' }],
+        }),
+      );
+    const out = await ask(300);
+    assert.deepEqual(
+      out.MetricList?.[0]?.DataPoints?.map((p) => p.Timestamp!.getTime() - start),
+      [0, 5, 10, 15, 20, 25].map((m) => m * MINUTE),
+    );
+    for (const period of [120, 30, 0]) {
+      await assert.rejects(ask(period), (err: Error) => err.name === 'InvalidArgumentException', `PeriodInSeconds ${period}`);
+    }
+  } finally {
+    pi.destroy();
+  }
+});
+
+// A body that is not JSON is a 400 SerializationException, in JSON, as the awsJson1_1 protocol
+// of Performance Insights answers errors (https://smithy.io/2.0/aws/protocols/aws-json-1_1-protocol.html).
+test('Performance Insights: a malformed body is a 400 JSON SerializationException', async () => {
+  const response = await fetch(fake.url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-amz-json-1.1',
+      'x-amz-target': 'PerformanceInsightsv20180227.GetResourceMetrics',
+      'x-amz-date': '20260101T000000Z',
+      authorization: `AWS4-HMAC-SHA256 Credential=${CREDENTIALS.accessKeyId}/20260101/us-east-1/pi/aws4_request, SignedHeaders=host, Signature=00`,
+    },
+    body: '{"ServiceType": "RDS", "Identifier": ',
+  });
+  assert.equal(response.status, 400);
+  assert.match(response.headers.get('content-type') ?? '', /^application\/x-amz-json-1\.1/);
+  assert.equal(response.headers.get('x-amzn-errortype'), 'SerializationException');
+  const error = (await response.json()) as { __type?: string };
+  assert.equal(error.__type, 'SerializationException');
 });

@@ -664,6 +664,14 @@ test('metrics: canonical names from CloudWatch and the instance type, provider s
   assert.equal(byName.get('pi:os.memory.free.avg')?.unit, 'kB');
   const cw = fake!.callsOf('cloudwatch:GetMetricData')[0]!;
   assert.equal(cw.protocol, 'json-1.0', 'the installed CloudWatch client speaks awsJson1_0');
+  // CloudWatch answers every one-minute point of the agent's window: the agent takes the newest.
+  const cpuAt = Date.parse(byName.get('cpu_percent')!.at);
+  assert.ok(Date.now() - cpuAt <= 2 * 60_000, `the newest point, not ${byName.get('cpu_percent')!.at}`);
+  assert.ok(Date.now() - Date.parse(byName.get('pi:db.load.avg')!.at) <= 2 * 60_000);
+  assert.ok(
+    fake!.callsOf('pi:GetResourceMetrics').every((c) => !c.error),
+    'Performance Insights takes the period the agent asks for',
+  );
 
   // A denied source is left out, never fatal.
   fake!.deny('pi:GetResourceMetrics');
