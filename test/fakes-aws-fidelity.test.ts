@@ -75,7 +75,8 @@ test('a dynamic parameter written pending-reboot takes effect at the reboot, not
   await modify('random_page_cost', '2', 'immediate');
   await until('the immediate change is applied', async () => (await setting('random_page_cost')) === '2', 10_000);
   assert.equal(await setting('work_mem'), before, 'an unrelated immediate change does not apply it');
-  assert.equal(await applyStatus(), 'pending-reboot');
+  await until('pending-reboot again once it is applied', async () => (await applyStatus()) === 'pending-reboot', 10_000);
+  assert.equal(await setting('work_mem'), before);
 
   await rds.send(new RebootDBInstanceCommand({ DBInstanceIdentifier: 'mydb' }));
   // The server restarts meanwhile: a refused connection is "not yet".
@@ -346,4 +347,19 @@ test('Performance Insights: a malformed body is a 400 JSON SerializationExceptio
   assert.equal(response.headers.get('x-amzn-errortype'), 'SerializationException');
   const error = (await response.json()) as { __type?: string };
   assert.equal(error.__type, 'SerializationException');
+});
+
+// Right after a change RDS still shows the old ParameterApplyStatus for a moment, then
+// `applying`, then `in-sync` once the value runs (the statuses of
+// https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DBParameterGroupStatus.html): a
+// client that takes the first in-sync for done reads the old value.
+test('after a change the old in-sync shows for a moment, then applying, then in-sync with the value running', async () => {
+  assert.ok(fake.cloud.timings.statusLagMs > 0, 'the fake lags by default');
+  const before = await setting('random_page_cost');
+  await modify('random_page_cost', '3.5', 'immediate');
+  assert.equal(await applyStatus(), 'in-sync', 'the old status first');
+  assert.equal(await setting('random_page_cost'), before, 'and the old value with it');
+  await until('applying', async () => (await applyStatus()) === 'applying', 10_000, 10);
+  await until('in-sync again', async () => (await applyStatus()) === 'in-sync', 10_000, 10);
+  assert.equal(await setting('random_page_cost'), '3.5');
 });

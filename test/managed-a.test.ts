@@ -694,6 +694,34 @@ test('waits do not end early: the old in-sync status shown for a while after a c
   assert.deepEqual(userValues(group), { effective_cache_size: '{DBInstanceClassMemory/16384}' });
 });
 
+test("with the fake's default status lag, a formula and a static value in restart mode run when the write returns", async () => {
+  await newFake();
+  assert.ok(fake!.cloud.timings.statusLagMs > 0, 'Cloud A shows the old status for a moment after a change');
+  const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });
+  await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
+  const { target, db } = await inProcess({ identifier: 'mydb', allowRestart: true });
+  const was = await setting('max_worker_processes');
+  const wanted = String(Number(was) + 2);
+  const result = await target.writeOverrides(
+    { effective_cache_size: { set: true, value: '{DBInstanceClassMemory/8192}' }, max_worker_processes: { set: true, value: wanted } },
+    { allowRestart: true },
+  );
+  assert.deepEqual(result, { restarted: true });
+  // Read at once, as the agent's read-back does: 8 GiB / 8192 = 1048576 pages, and the static value after one reboot.
+  const rows = await db.query<{ name: string; setting: string }>(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('effective_cache_size', 'max_worker_processes') ORDER BY name`,
+  );
+  assert.deepEqual(
+    rows.map((r) => [r.name, r.setting]),
+    [
+      ['effective_cache_size', '1048576'],
+      ['max_worker_processes', wanted],
+    ],
+  );
+  assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 1);
+  assert.deepEqual(userValues(group), { effective_cache_size: '{DBInstanceClassMemory/8192}', max_worker_processes: wanted });
+});
+
 test('static parameters: refused by the target itself in reload-only mode; never rebooted over changes someone else left pending', async () => {
   await newFake();
   const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });

@@ -25,6 +25,15 @@ export interface FakeTimings {
   statusLagMs: number;
 }
 
+/**
+ * Cloud A's delays, scaled down for tests. The lag is on by default because RDS has it: right
+ * after ModifyDBParameterGroup, DescribeDBInstances still shows the group `in-sync` for a moment
+ * before `applying` (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DBParameterGroupStatus.html
+ * lists the statuses; the moment is what RDS shows, not a documented figure); a client must not
+ * take that first `in-sync` for the change applied. It is no longer than `applying` lasts, as on RDS.
+ */
+export const DEFAULT_TIMINGS: FakeTimings = { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 150 };
+
 /** Parameters that exist only in Aurora's cluster parameter group, in this fake. */
 export const AURORA_CLUSTER_ONLY = new Set([
   'jit',

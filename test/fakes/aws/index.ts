@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { TestCa } from '../../../src/lab/tls.ts';
 import type { Cluster } from '../../../src/lab/cluster.ts';
-import { FakeAwsError, FakeCloud, type FakeTimings } from './cloud.ts';
+import { DEFAULT_TIMINGS, FakeAwsError, FakeCloud, type FakeTimings } from './cloud.ts';
 import { handleEc2 } from './ec2.ts';
 import { PostgresEngine } from './engine.ts';
 import { handleCloudWatch, handlePerformanceInsights } from './monitoring.ts';
@@ -320,7 +320,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
   if (!options.postgres.ca)
     throw new Error('fake Cloud A: its PostgreSQL accepts TLS only, as rds.force_ssl = 1 does: start the cluster with tls: { ca }');
   const engine = await PostgresEngine.open(options.postgres);
-  const cloud = new FakeCloud(engine, { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 0, ...options.timings });
+  const cloud = new FakeCloud(engine, { ...DEFAULT_TIMINGS, ...options.timings });
   const fake = new FakeAws(cloud, options.accessKeyId, options.https);
   await fake.listen();
   return fake;
