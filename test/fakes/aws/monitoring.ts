@@ -152,7 +152,8 @@ const GetMetricDataInput = z.object({
  * GetMetricData (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_GetMetricData.html):
  * the window [StartTime, EndTime), each query's Period and Stat; newest first unless ScanBy says
  * otherwise; queries with ReturnData false are left out. StartTime equal to or after EndTime is
- * a ValidationError, as CloudWatch answers it.
+ * a ValidationError, as CloudWatch answers it ("The parameter StartTime must not equal parameter
+ * EndTime", quoted in https://github.com/elastic/beats/issues/32687).
  */
 function getMetricData(cloud: FakeCloud, body: unknown): object {
   const parsed = GetMetricDataInput.safeParse(body);
@@ -203,7 +204,7 @@ const GetMetricStatisticsInput = z.object({
   ExtendedStatistics: z.array(z.string().regex(PERCENTILE)).min(1).max(10).optional(),
   Unit: z.string().optional(),
 });
-/** At most this many data points a call (GetMetricStatistics' page, as below). */
+/** The most data points GetMetricStatistics answers in one call. */
 const MAX_DATAPOINTS = 1440;
 
 /**
@@ -211,8 +212,10 @@ const MAX_DATAPOINTS = 1440;
  * Namespace, MetricName, StartTime, EndTime and Period are required (MissingParameter); either
  * Statistics or ExtendedStatistics, not both; at most 1,440 data points, more is refused with
  * InvalidParameterCombination ("You have requested up to N datapoints, which exceeds the limit of
- * 1440", as CloudWatch words it); data points "are not returned in chronological order": the fake
- * answers them newest first, so that a client taking the last as the latest is caught.
+ * 1440", as CloudWatch words it, quoted in
+ * https://github.com/cloud-custodian/cloud-custodian/issues/7683); data points "are not returned
+ * in chronological order": the fake answers them newest first, so that a client taking the last
+ * as the latest is caught.
  */
 function getMetricStatistics(cloud: FakeCloud, body: Record<string, unknown>): object {
   for (const name of ['Namespace', 'MetricName', 'StartTime', 'EndTime', 'Period']) {
