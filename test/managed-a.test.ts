@@ -360,6 +360,13 @@ test('restart mode, all 23 knobs at once: two modify calls (20 + 3), one reboot,
   assert.equal(reverted.code, 0, reverted.stderr);
   assert.match(reverted.stdout, /reverted and read back from pg_settings \(after a restart\)/);
   assert.deepEqual(batchSizes('rds:ResetDBParameterGroup'), [20, 3]);
+  // Cloud A refuses a parameter without its ApplyMethod, in a reset too.
+  const resetMethods = new Map(sentParameters('rds:ResetDBParameterGroup').map((p) => [p.name, p.method]));
+  assert.equal(resetMethods.size, 23);
+  assert.equal(resetMethods.get('shared_buffers'), 'pending-reboot');
+  assert.equal(resetMethods.get('work_mem'), 'immediate');
+  // The group's listing runs over several pages, each asked for with the marker Cloud A handed out.
+  assert.ok(fake!.callsOf('rds:DescribeDBParameters').some((c) => typeof c.input['Marker'] === 'string' && !c.error));
   assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 2);
   assert.deepEqual(userValues(group), {});
   assert.equal(await setting('shared_buffers'), original.shared_buffers);
@@ -657,6 +664,14 @@ test('metrics: canonical names from CloudWatch and the instance type, provider s
   assert.equal(byName.get('pi:os.memory.free.avg')?.unit, 'kB');
   const cw = fake!.callsOf('cloudwatch:GetMetricData')[0]!;
   assert.equal(cw.protocol, 'json-1.0', 'the installed CloudWatch client speaks awsJson1_0');
+  // CloudWatch answers every one-minute point of the agent's window: the agent takes the newest.
+  const cpuAt = Date.parse(byName.get('cpu_percent')!.at);
+  assert.ok(Date.now() - cpuAt <= 2 * 60_000, `the newest point, not ${byName.get('cpu_percent')!.at}`);
+  assert.ok(Date.now() - Date.parse(byName.get('pi:db.load.avg')!.at) <= 2 * 60_000);
+  assert.ok(
+    fake!.callsOf('pi:GetResourceMetrics').every((c) => !c.error),
+    'Performance Insights takes the period the agent asks for',
+  );
 
   // A denied source is left out, never fatal.
   fake!.deny('pi:GetResourceMetrics');
@@ -677,6 +692,34 @@ test('waits do not end early: the old in-sync status shown for a while after a c
   const [row] = await db.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'effective_cache_size'`);
   assert.equal(row!.setting, '524288');
   assert.deepEqual(userValues(group), { effective_cache_size: '{DBInstanceClassMemory/16384}' });
+});
+
+test("with the fake's default status lag, a formula and a static value in restart mode run when the write returns", async () => {
+  await newFake();
+  assert.ok(fake!.cloud.timings.statusLagMs > 0, 'Cloud A shows the old status for a moment after a change');
+  const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });
+  await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
+  const { target, db } = await inProcess({ identifier: 'mydb', allowRestart: true });
+  const was = await setting('max_worker_processes');
+  const wanted = String(Number(was) + 2);
+  const result = await target.writeOverrides(
+    { effective_cache_size: { set: true, value: '{DBInstanceClassMemory/8192}' }, max_worker_processes: { set: true, value: wanted } },
+    { allowRestart: true },
+  );
+  assert.deepEqual(result, { restarted: true });
+  // Read at once, as the agent's read-back does: 8 GiB / 8192 = 1048576 pages, and the static value after one reboot.
+  const rows = await db.query<{ name: string; setting: string }>(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('effective_cache_size', 'max_worker_processes') ORDER BY name`,
+  );
+  assert.deepEqual(
+    rows.map((r) => [r.name, r.setting]),
+    [
+      ['effective_cache_size', '1048576'],
+      ['max_worker_processes', wanted],
+    ],
+  );
+  assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 1);
+  assert.deepEqual(userValues(group), { effective_cache_size: '{DBInstanceClassMemory/8192}', max_worker_processes: wanted });
 });
 
 test('static parameters: refused by the target itself in reload-only mode; never rebooted over changes someone else left pending', async () => {
@@ -720,8 +763,15 @@ test('incompatible-parameters after the reboot: the previous values go back and 
   assert.equal(await setting('shared_buffers'), sharedBuffers);
 });
 
-test('machine size without an EC2 twin: Aurora Serverless v2 by its capacity, another class by local.memory_mb/vcpus or a clear error', async () => {
+test('machine size: a Graviton class from EC2; without an EC2 twin, Aurora Serverless v2 by its capacity, another class by local.memory_mb/vcpus or a clear error', async () => {
   await newFake();
+  // db.r7g.2xlarge is EC2's r7g.2xlarge: 8 vCPUs (one thread per core), 64 GiB.
+  fake!.cloud.addGroup({ name: 'tuner-graviton' });
+  await fake!.cloud.addInstance({ id: 'graviton-db', group: 'tuner-graviton', instanceClass: 'db.r7g.2xlarge' });
+  const graviton = await (await inProcess({ identifier: 'graviton-db' })).target.machine();
+  assert.deepEqual([graviton.machine.memoryBytes, graviton.machine.vcpus], [64 * 2 ** 30, 8]);
+  assert.match(graviton.source, /EC2 DescribeInstanceTypes r7g\.2xlarge \(for db\.r7g\.2xlarge\)/);
+
   fake!.cloud.addGroup({ name: 'aurora-pg', aurora: true });
   fake!.cloud.addGroup({ name: 'aurora-cluster', kind: 'cluster' });
   await fake!.cloud.addInstance({ id: 'sls-1', group: 'aurora-pg', clusterId: 'sls', instanceClass: 'db.serverless' });

@@ -4,6 +4,7 @@
 // reboot); a reboot restarts PostgreSQL; a failover moves the writer. Delays are short and set
 // by the test, as is everything that can go wrong.
 import type { PostgresEngine, TemplateParameter } from './engine.ts';
+import { INSTANCE_TYPES } from './instance-types.ts';
 
 export class FakeAwsError extends Error {
   readonly code: string;
@@ -24,14 +25,14 @@ export interface FakeTimings {
   statusLagMs: number;
 }
 
-/** EC2 instance types the fake knows (the DB classes are these with `db.` in front). */
-export const INSTANCE_TYPES: Readonly<Record<string, { vcpus: number; memoryMiB: number }>> = {
-  't3.medium': { vcpus: 2, memoryMiB: 4096 },
-  'm5.large': { vcpus: 2, memoryMiB: 8192 },
-  'm5.xlarge': { vcpus: 4, memoryMiB: 16384 },
-  'r6g.large': { vcpus: 2, memoryMiB: 16384 },
-  'r6g.xlarge': { vcpus: 4, memoryMiB: 32768 },
-};
+/**
+ * Cloud A's delays, scaled down for tests. The lag is on by default because RDS has it: right
+ * after ModifyDBParameterGroup, DescribeDBInstances still shows the group `in-sync` for a moment
+ * before `applying` (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DBParameterGroupStatus.html
+ * lists the statuses; the moment is what RDS shows, not a documented figure); a client must not
+ * take that first `in-sync` for the change applied. It is no longer than `applying` lasts, as on RDS.
+ */
+export const DEFAULT_TIMINGS: FakeTimings = { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 150 };
 
 /** Parameters that exist only in Aurora's cluster parameter group, in this fake. */
 export const AURORA_CLUSTER_ONLY = new Set([

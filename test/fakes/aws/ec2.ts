@@ -1,5 +1,8 @@
-// EC2 DescribeInstanceTypes, answering in EC2's XML (lower-case element names, `item` members).
-import { FakeAwsError, INSTANCE_TYPES } from './cloud.ts';
+// EC2 DescribeInstanceTypes, answering in EC2's XML (lower-case element names, `item` members),
+// with the figures of instance-types.ts
+// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html).
+import { FakeAwsError } from './cloud.ts';
+import { INSTANCE_TYPES } from './instance-types.ts';
 import type { Form, XmlObject } from './wire-query.ts';
 
 export function handleEc2(action: string, form: Form): XmlObject {
@@ -12,16 +15,16 @@ export function handleEc2(action: string, form: Form): XmlObject {
   }
   return {
     instanceTypeSet: {
-      item: asked.map((t) => ({
-        instanceType: t,
-        currentGeneration: true,
-        vCpuInfo: {
-          defaultVCpus: INSTANCE_TYPES[t]!.vcpus,
-          defaultCores: Math.max(1, INSTANCE_TYPES[t]!.vcpus / 2),
-          defaultThreadsPerCore: 2,
-        },
-        memoryInfo: { sizeInMiB: INSTANCE_TYPES[t]!.memoryMiB },
-      })),
+      item: asked.map((t) => {
+        const type = INSTANCE_TYPES[t]!;
+        return {
+          instanceType: t,
+          currentGeneration: true,
+          processorInfo: { supportedArchitectures: { item: [type.architecture] } },
+          vCpuInfo: { defaultVCpus: type.vcpus, defaultCores: type.cores, defaultThreadsPerCore: type.threadsPerCore },
+          memoryInfo: { sizeInMiB: type.memoryMiB },
+        };
+      }),
     },
   };
 }

@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { TestCa } from '../../../src/lab/tls.ts';
 import type { Cluster } from '../../../src/lab/cluster.ts';
-import { FakeAwsError, FakeCloud, type FakeTimings } from './cloud.ts';
+import { DEFAULT_TIMINGS, FakeAwsError, FakeCloud, type FakeTimings } from './cloud.ts';
 import { handleEc2 } from './ec2.ts';
 import { PostgresEngine } from './engine.ts';
 import { handleCloudWatch, handlePerformanceInsights } from './monitoring.ts';
@@ -83,6 +83,8 @@ interface Parsed {
   protocol: 'query' | RpcProtocol;
   input: Record<string, unknown>;
   form?: Map<string, string>;
+  /** A body the protocol cannot read: refused once the call is recorded and signed. */
+  unreadable?: FakeAwsError;
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -92,6 +94,27 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+/**
+ * The body of an RPC call as an object, or why it cannot be read: a body that is not JSON (or
+ * CBOR), or not an object, is a 400 SerializationException in the call's own protocol, as the
+ * JSON protocols of AWS answer it (https://smithy.io/2.0/aws/protocols/aws-json-1_1-protocol.html,
+ * errors: the `__type` of the body and the x-amzn-errortype header name the error).
+ */
+function rpcInput(protocol: RpcProtocol, body: Buffer): Pick<Parsed, 'input' | 'unreadable'> {
+  let value: unknown;
+  try {
+    value = decodeRpcBody(protocol, body);
+  } catch (err) {
+    return {
+      input: {},
+      unreadable: new FakeAwsError('SerializationException', `The request body cannot be read: ${(err as Error).message}`),
+    };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { input: {}, unreadable: new FakeAwsError('SerializationException', 'The request body must be an object.') };
+  return { input: value as Record<string, unknown> };
 }
 
 function parseRequest(req: IncomingMessage, body: Buffer): Parsed {
@@ -110,13 +133,13 @@ function parseRequest(req: IncomingMessage, body: Buffer): Parsed {
     const service = RPC_TARGETS[prefix];
     if (!service) throw new FakeAwsError('UnknownOperationException', `unknown target ${target}`);
     const protocol: RpcProtocol = type.includes('1.0') ? 'json-1.0' : 'json-1.1';
-    return { service, operation, protocol, input: decodeRpcBody(protocol, body) as Record<string, unknown> };
+    return { service, operation, protocol, ...rpcInput(protocol, body) };
   }
   const cbor = /^\/service\/([^/]+)\/operation\/([^/?]+)/.exec(req.url ?? '');
   if (req.headers['smithy-protocol'] === 'rpc-v2-cbor' && cbor) {
     const service = RPC_TARGETS[cbor[1]!];
     if (!service) throw new FakeAwsError('UnknownOperationException', `unknown service ${cbor[1]}`);
-    return { service, operation: cbor[2]!, protocol: 'rpc-v2-cbor', input: decodeRpcBody('rpc-v2-cbor', body) as Record<string, unknown> };
+    return { service, operation: cbor[2]!, protocol: 'rpc-v2-cbor', ...rpcInput('rpc-v2-cbor', body) };
   }
   throw new FakeAwsError('UnknownOperationException', `cannot tell the protocol of ${req.method} ${req.url} (${type})`);
 }
@@ -269,6 +292,7 @@ export class FakeAws {
         const [code, status] = BAD_KEY[parsed.service];
         throw new FakeAwsError(code, 'The security token included in the request is invalid.', status);
       }
+      if (parsed.unreadable) throw parsed.unreadable;
       const fault = this.#faults.find((f) => f.action === action && f.times > 0);
       let failAfter: FakeAwsError | undefined;
       if (fault) {
@@ -296,7 +320,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
   if (!options.postgres.ca)
     throw new Error('fake Cloud A: its PostgreSQL accepts TLS only, as rds.force_ssl = 1 does: start the cluster with tls: { ca }');
   const engine = await PostgresEngine.open(options.postgres);
-  const cloud = new FakeCloud(engine, { applyDelayMs: 150, rebootDelayMs: 100, statusLagMs: 0, ...options.timings });
+  const cloud = new FakeCloud(engine, { ...DEFAULT_TIMINGS, ...options.timings });
   const fake = new FakeAws(cloud, options.accessKeyId, options.https);
   await fake.listen();
   return fake;

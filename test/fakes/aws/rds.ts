@@ -9,13 +9,28 @@ function required(form: Form, key: string): string {
   return value;
 }
 
+// Markers are opaque to the caller, as RDS's are; one the fake did not hand out is refused with
+// InvalidParameterValue, RDS's error for "an invalid or out-of-range value" of a parameter
+// (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DescribeDBParameters.html,
+// Marker: "a pagination token provided by a previous request";
+// https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/CommonErrors.html).
+const MARKER = /^fake-rds-marker:(\d+)$/;
+const markerFor = (offset: number) => Buffer.from(`fake-rds-marker:${offset}`).toString('base64url');
+
+function markerOffset(marker: string, total: number): number {
+  const offset = Number(MARKER.exec(Buffer.from(marker, 'base64url').toString('utf8'))?.[1] ?? NaN);
+  if (!Number.isInteger(offset) || offset > total) throw new FakeAwsError('InvalidParameterValue', `Invalid marker: ${marker}`);
+  return offset;
+}
+
 function page<T>(form: Form, items: readonly T[]): { items: T[]; marker: string | undefined } {
   const max = form.has('MaxRecords') ? Number(form.get('MaxRecords')) : 100;
   if (!Number.isInteger(max) || max < 20 || max > 100)
     throw new FakeAwsError('InvalidParameterValue', 'MaxRecords must be between 20 and 100.');
-  const start = form.has('Marker') ? Number(form.get('Marker')) : 0;
+  const marker = form.get('Marker');
+  const start = marker === undefined ? 0 : markerOffset(marker, items.length);
   const end = start + max;
-  return { items: items.slice(start, end), marker: end < items.length ? String(end) : undefined };
+  return { items: items.slice(start, end), marker: end < items.length ? markerFor(end) : undefined };
 }
 
 function instanceXml(cloud: FakeCloud, i: FakeInstance): XmlObject {
@@ -58,12 +73,25 @@ function parametersXml(group: FakeGroup, form: Form): XmlObject {
   return { Parameters: { Parameter: items }, Marker: marker };
 }
 
+/**
+ * The parameters of a modify or reset call. Each needs its ApplyMethod: "at least one parameter
+ * name, value, and application method must be supplied" (ModifyDBParameterGroup), "to reset
+ * specific parameters, provide a list of ParameterName and ApplyMethod" (ResetDBParameterGroup)
+ * (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_ModifyDBParameterGroup.html,
+ * https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_ResetDBParameterGroup.html).
+ * RDS documents the requirement, not the error code of a parameter sent without it: the fake
+ * answers InvalidParameterCombination, the code RDS gives an apply method that does not fit
+ * its parameter ("cannot use immediate apply method for static parameter").
+ */
 function changes(form: Form, reset: boolean): ParameterChange[] {
   return formList(form, 'Parameters.Parameter').map((p) => {
-    if (!p['ParameterName']) throw new FakeAwsError('InvalidParameterValue', 'ParameterName is required');
+    const name = p['ParameterName'];
+    if (!name) throw new FakeAwsError('InvalidParameterValue', 'ParameterName is required');
     if (!reset && p['ParameterValue'] === undefined)
-      throw new FakeAwsError('InvalidParameterValue', `ParameterValue is required for ${p['ParameterName']}`);
-    return { name: p['ParameterName'], value: reset ? undefined : p['ParameterValue'], method: p['ApplyMethod'] ?? 'pending-reboot' };
+      throw new FakeAwsError('InvalidParameterValue', `ParameterValue is required for ${name}`);
+    const method = p['ApplyMethod'];
+    if (!method) throw new FakeAwsError('InvalidParameterCombination', `An apply method must be specified for parameter ${name}`);
+    return { name, value: reset ? undefined : p['ParameterValue'], method };
   });
 }
 
