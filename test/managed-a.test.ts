@@ -153,6 +153,13 @@ const ALL_KNOBS: Record<string, string> = {
   bgwriter_delay: '100ms',
   bgwriter_lru_maxpages: '200',
   bgwriter_lru_multiplier: '3',
+  hash_mem_multiplier: '3',
+  jit_above_cost: '500000',
+  commit_delay: '100',
+  commit_siblings: '8',
+  wal_writer_flush_after: '2MB',
+  checkpoint_flush_after: '128kB',
+  backend_flush_after: '64kB',
 };
 const applyArgs = (change: Record<string, string>) => Object.entries(change).flatMap(([k, v]) => ['--apply', `${k}=${v}`]);
 
@@ -328,7 +335,7 @@ test('a group shared with other instances: a warning that names them', async () 
   );
 });
 
-test('restart mode, all 23 knobs at once: two modify calls (20 + 3), one reboot, every value in pg_settings; --revert reboots back', async () => {
+test('restart mode, all 30 knobs at once: two modify calls (20 + 10), one reboot, every value in pg_settings; --revert reboots back', async () => {
   const names = catalogFor('managed-a', 'restart').map((k) => k.name);
   assert.deepEqual(Object.keys(ALL_KNOBS).sort(), [...names].sort(), 'the change covers the whole catalog');
   assert.ok(names.length > 20);
@@ -345,7 +352,7 @@ test('restart mode, all 23 knobs at once: two modify calls (20 + 3), one reboot,
   const applied = await agent(dir, ['--managed-a', ...applyArgs(ALL_KNOBS)]);
   assert.equal(applied.code, 0, applied.stderr);
   assert.match(applied.stdout, /applied and read back from pg_settings \(after a restart\): shared_buffers = 20480, work_mem = 8192/);
-  assert.deepEqual(batchSizes('rds:ModifyDBParameterGroup'), [20, 3]);
+  assert.deepEqual(batchSizes('rds:ModifyDBParameterGroup'), [20, 10]);
   assert.equal(fake!.callsOf('rds:RebootDBInstance').length, 1);
   const methods = new Map(sentParameters('rds:ModifyDBParameterGroup').map((p) => [p.name, p.method]));
   for (const name of ['shared_buffers', 'wal_buffers', 'max_worker_processes']) assert.equal(methods.get(name), 'pending-reboot', name);
@@ -354,15 +361,15 @@ test('restart mode, all 23 knobs at once: two modify calls (20 + 3), one reboot,
   assert.equal(await setting('wal_buffers'), '1024');
   assert.equal(await setting('max_worker_processes'), '10');
   assert.equal(await setting('checkpoint_timeout'), '600');
-  assert.equal(Object.keys(userValues(group)).length, 23);
+  assert.equal(Object.keys(userValues(group)).length, 30);
 
   const reverted = await agent(dir, ['--managed-a', '--revert']);
   assert.equal(reverted.code, 0, reverted.stderr);
   assert.match(reverted.stdout, /reverted and read back from pg_settings \(after a restart\)/);
-  assert.deepEqual(batchSizes('rds:ResetDBParameterGroup'), [20, 3]);
+  assert.deepEqual(batchSizes('rds:ResetDBParameterGroup'), [20, 10]);
   // Cloud A refuses a parameter without its ApplyMethod, in a reset too.
   const resetMethods = new Map(sentParameters('rds:ResetDBParameterGroup').map((p) => [p.name, p.method]));
-  assert.equal(resetMethods.size, 23);
+  assert.equal(resetMethods.size, 30);
   assert.equal(resetMethods.get('shared_buffers'), 'pending-reboot');
   assert.equal(resetMethods.get('work_mem'), 'immediate');
   // The group's listing runs over several pages, each asked for with the marker Cloud A handed out.

@@ -16,6 +16,8 @@ import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts'
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
 import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/index.ts';
 import { createIdentity } from '../src/agent/targets/managed-b-flex/identity.ts';
+import { catalogSettings } from '../src/agent/system.ts';
+import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
@@ -560,6 +562,19 @@ test('in process: machine, overrides and Azure Monitor metrics at the 1-minute g
     assert.deepEqual(machine, { vcpus: 4, memoryBytes: 16 * GiB, storage: 'ssd', storageBytes: 128 * GiB });
     assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: false } });
     assert.equal(await target.applyBlockedReason(), null);
+
+    // A read-only parameter is reported as such, and the session's search space leaves it out:
+    // the service never proposes it (issue 13).
+    azure.server.makeReadOnly('work_mem');
+    const settings = await catalogSettings(db, target);
+    assert.match(
+      settings.find((s) => s.name === 'work_mem')?.unwritable ?? '',
+      /^read-only on the flexible server tuner-flex-1 \(resource group /,
+    );
+    assert.equal(settings.find((s) => s.name === 'random_page_cost')?.unwritable, undefined);
+    const space = buildSpace(sessionSpaceInput({ target: 'managed-b-flex', mode: 'reload-only', machine, settings, maxConnections: 100 }));
+    assert.ok(!space.dimensions.some((d) => d.name === 'work_mem'));
+    assert.match(space.excluded.find((e) => e.name === 'work_mem')?.reason ?? '', /^read-only on the flexible server tuner-flex-1/);
 
     azure.metricFigures = { ...azure.metricFigures, cpu_percent: 37.5, memory_percent: 25 };
     const metrics = await target.metrics();

@@ -150,6 +150,16 @@ describe('search space', () => {
     assert.match(strict.excluded.find((e) => e.name === 'work_mem')?.reason ?? '', /needs a restart/);
   });
 
+  test('a knob the target will not write (read-only, not modifiable) is no dimension: excluded with the reason the agent gave', () => {
+    const list = Object.values(pg15Settings()).map((r) =>
+      r.name === 'work_mem' ? { ...r, unwritable: 'read-only on the flexible server x' } : r,
+    );
+    const s = createSpace({ target: 'local', machine: M16, settings: list });
+    assert.ok(!s.dimensions.some((d) => d.name === 'work_mem'));
+    assert.deepEqual(s.excluded, [{ name: 'work_mem', reason: 'read-only on the flexible server x' }]);
+    for (let seed = 0; seed < 5; seed++) assert.ok(!('work_mem' in suggest({ space: s, history: [], seed }).config));
+  });
+
   test('settings as the agent reports them (a list, no range columns) are enough; missing constraint inputs are named', () => {
     const list = Object.values(pg15Settings()).map(({ name, setting, unit, context }) => ({ name, setting, unit, context }));
     const s = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: list });
@@ -424,7 +434,10 @@ describe('determinism', () => {
       const config = randomSuggest({ space: s, history: [], seed: `h${i}` }).config;
       return i === 3 ? { config, objective: null, status: 'failed' } : { config, objective: 0.6 + rng.next(), status: 'ok' };
     });
-    const withHeuristic: Observation[] = [{ config: heuristicConfig(s) as Config, objective: 1.5, status: 'ok', kind: 'heuristic' }, ...history];
+    const withHeuristic: Observation[] = [
+      { config: heuristicConfig(s) as Config, objective: 1.5, status: 'ok', kind: 'heuristic' },
+      ...history,
+    ];
     const a = suggest({ space: s, history: withHeuristic, seed: 42, iteration: 9 });
     assert.equal(a.kind, 'explore');
     assert.match(a.reason, /expected improvement/);

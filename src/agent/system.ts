@@ -1,17 +1,22 @@
 // What the agent tells the service about its database: version, machine, and the catalog's
 // parameters as the server has them. Shaped by the protocol, so both sides agree on it.
-import { catalogFor } from '../knobs/index.ts';
+import { catalogFor, CONSTRAINT_INPUTS } from '../knobs/index.ts';
 import type { Setting, SystemInfo } from '../protocol/v1.ts';
 import type { Db } from './db.ts';
 import { readSettings } from './settings.ts';
 import type { Target } from './targets/target.ts';
 
-/** The catalog's parameters (every mode, so the service sees what restart mode would tune). */
+/** The catalog's parameters (every mode, so the service sees what restart mode would tune), and
+ * the settings its constraints read, which a target may not tune (Cloud B's memory budget reads
+ * shared_buffers): the service checks its suggestions against them as the agent will. */
 export async function catalogSettings(db: Db, target: Target): Promise<Setting[]> {
   const settings = await readSettings(db);
-  return catalogFor(target.kind, 'restart').flatMap((k) => {
-    const row = settings[k.name];
+  const knobs = catalogFor(target.kind, 'restart').map((k) => k.name);
+  const unwritable = await target.unwritable(knobs);
+  return [...new Set([...knobs, ...CONSTRAINT_INPUTS])].flatMap((name) => {
+    const row = settings[name];
     if (!row) return [];
+    const why = unwritable.get(name);
     return [
       {
         name: row.name,
@@ -20,6 +25,7 @@ export async function catalogSettings(db: Db, target: Target): Promise<Setting[]
         context: row.context,
         source: row.source ?? null,
         pendingRestart: row.pending_restart === true,
+        ...(why && { unwritable: why }),
       },
     ];
   });

@@ -175,6 +175,13 @@ export const ORDERINGS: readonly Ordering[] = [
   { lower: 'shared_buffers', upper: 'effective_cache_size', why: 'the cache the planner assumes includes shared_buffers' },
 ];
 
+/** Every setting the constraints read: the agent reports them beside its knobs, so that a space
+ * can be checked on a target that tunes only some of them (Cloud B tunes work_mem, but the memory
+ * budget reads shared_buffers too). */
+export const CONSTRAINT_INPUTS: readonly string[] = [
+  ...new Set([...MEMORY_INPUTS, ...ORDERINGS.flatMap((o) => [o.lower, o.upper]), 'wal_segment_size']),
+];
+
 function describe(input: ConstraintInput, name: string): string {
   const q = input.proposed.get(name) as Quantity;
   const v = formatQuantity(q.value, q.unit);

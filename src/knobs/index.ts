@@ -45,6 +45,7 @@ export {
 } from './values.ts';
 export {
   checkConstraints,
+  CONSTRAINT_INPUTS,
   MEMORY_BUDGET_SHARE,
   memoryBudget,
   ORDERINGS,

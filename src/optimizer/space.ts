@@ -25,8 +25,10 @@ import {
 import { currentQuantities } from './quantities.ts';
 import type { Config, Dimension, NumericDimension, Point, SearchSpace } from './types.ts';
 
-/** A setting as the agent reports it: pg_settings columns, the range columns optional. */
-export type SettingInput = Pick<PgSettingRow, 'name' | 'setting' | 'unit' | 'context'> & Partial<PgSettingRow>;
+/** A setting as the agent reports it: pg_settings columns, the range columns optional, and why
+ * the target will not write it, if it will not. */
+export type SettingInput = Pick<PgSettingRow, 'name' | 'setting' | 'unit' | 'context'> &
+  Partial<PgSettingRow> & { readonly unwritable?: string | undefined };
 
 export interface SpaceInput {
   readonly target: TargetKind;
@@ -58,6 +60,12 @@ function completeRows(input: SpaceInput['settings']): Record<string, PgSettingRo
     };
   }
   return rows;
+}
+
+/** Knobs the target will not write, with the reason the agent gave. */
+function unwritableOf(input: SpaceInput['settings']): Map<string, string> {
+  const list = Array.isArray(input) ? (input as readonly SettingInput[]) : Object.values(input as Record<string, SettingInput | undefined>);
+  return new Map(list.flatMap((s) => (s?.unwritable ? [[s.name, s.unwritable] as const] : [])));
 }
 
 const bound = (text: string | null): number => (text === null || text.trim() === '' ? NaN : Number(text));
@@ -130,8 +138,10 @@ export function createSpace(input: SpaceInput): SearchSpace {
   const settings = completeRows(input.settings);
   const dimensions: Dimension[] = [];
   const excluded: Array<{ name: string; reason: string }> = [];
+  const unwritable = unwritableOf(input.settings);
   for (const knob of catalogFor(input.target, mode)) {
-    const dim = dimensionFor(knob, settings[knob.name], input, mode);
+    const why = unwritable.get(knob.name);
+    const dim = why ?? dimensionFor(knob, settings[knob.name], input, mode);
     if (typeof dim === 'string') excluded.push({ name: knob.name, reason: dim });
     else dimensions.push(dim);
   }

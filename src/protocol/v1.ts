@@ -50,6 +50,10 @@ export const SettingSchema = z.strictObject({
   context: z.string().max(40),
   source: z.string().max(60).nullable(),
   pendingRestart: z.boolean(),
+  /** Why the target's management interface will not write it (read-only on Cloud B, not
+   * modifiable in the parameter group on Cloud A), so the service never proposes it; absent when
+   * it can, and from agents older than this field. */
+  unwritable: z.string().min(1).max(300).optional(),
 });
 
 export const SystemInfoSchema = z.strictObject({

@@ -49,6 +49,9 @@ export interface Target {
   metrics(): Promise<TargetMetric[]>;
   /** Target-specific prerequisites (apply rights, management access). */
   preflight(): Promise<PreflightCheck[]>;
+  /** Parameters among `names` the management interface will not write, with why (read-only,
+   * not modifiable): reported with the settings so the service never proposes them. */
+  unwritable(names: readonly string[]): Promise<Map<string, string>>;
   close(): Promise<void>;
 }
 

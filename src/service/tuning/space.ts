@@ -25,7 +25,13 @@ export function sessionSpaceInput(input: {
   settings: readonly Setting[];
   maxConnections: number;
 }): SessionSpaceInput {
-  const settings = input.settings.map((s) => ({ name: s.name, setting: s.setting, unit: s.unit, context: s.context }));
+  const settings = input.settings.map((s) => ({
+    name: s.name,
+    setting: s.setting,
+    unit: s.unit,
+    context: s.context,
+    ...(s.unwritable && { unwritable: s.unwritable }),
+  }));
   const have = new Set(settings.map((s) => s.name));
   const context = [
     { name: 'max_connections', setting: String(input.maxConnections), unit: null, context: 'postmaster' },

@@ -26,7 +26,8 @@ export interface SessionSpaceInput {
   target: TargetKind;
   mode: TuningMode;
   machine: { memoryBytes: number; vcpus: number };
-  settings: Array<{ name: string; setting: string; unit: string | null; context: string }>;
+  /** As the agent reported them; `unwritable` says why the target will not write one. */
+  settings: Array<{ name: string; setting: string; unit: string | null; context: string; unwritable?: string }>;
 }
 
 export interface SessionWindow {

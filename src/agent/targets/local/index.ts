@@ -181,6 +181,9 @@ export function createLocalTarget({ db, config }: Pick<TargetDeps, 'db' | 'confi
       return { restarted: false };
     },
 
+    /** ALTER SYSTEM writes every catalog knob; the catalog's own checks refuse the rest. */
+    unwritable: () => Promise.resolve(new Map<string, string>()),
+
     async preflight(): Promise<PreflightCheck[]> {
       const checks: PreflightCheck[] = [];
       const [role] = await db.query<{ user: string; superuser: boolean; version: number }>(

@@ -6,7 +6,7 @@ import { errorMessage } from '../../log.ts';
 import { ParameterApplier } from './apply.ts';
 import { createAwsClients } from './aws.ts';
 import { ParameterGroups, groupLabel } from './groups.ts';
-import { readLayerValues } from './layers.ts';
+import { readLayerValues, route } from './layers.ts';
 import { MachineSizer } from './machine.ts';
 import { MetricsReader } from './metrics.ts';
 import { managedAPreflight } from './preflight.ts';
@@ -154,6 +154,18 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
         () => undefined,
       );
       return metricsReader.read(now.instance, memory);
+    },
+
+    async unwritable(names: readonly string[]): Promise<Map<string, string>> {
+      const found = new Map<string, string>();
+      try {
+        for (const [name, { group, meta }] of await route(groups, await placement(), names))
+          if (meta && !meta.modifiable) found.set(name, `not modifiable in ${groupLabel(group)} (IsModifiable is false)`);
+      } catch (err) {
+        // The apply path checks again (apply.ts), so an unread group only costs a refused trial.
+        log.debug(`Cloud A: could not tell which parameters the group lets change: ${errorMessage(err)}`);
+      }
+      return found;
     },
 
     preflight(): Promise<PreflightCheck[]> {

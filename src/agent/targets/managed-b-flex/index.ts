@@ -119,6 +119,18 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
 
     preflight: () => managedBFlexPreflight({ api, config, machine: machineOf }),
 
+    async unwritable(names: readonly string[]): Promise<Map<string, string>> {
+      const found = new Map<string, string>();
+      try {
+        const params = await api.listParameters();
+        for (const name of names) if (params.get(name)?.isReadOnly) found.set(name, `read-only on the ${api.server}`);
+      } catch (err) {
+        // The write path checks again (write.ts), so an unread list only costs a refused trial.
+        log.debug(`Cloud B: could not tell which server parameters are read-only: ${errorMessage(err)}`);
+      }
+      return found;
+    },
+
     close: () => Promise.resolve(),
   };
 }
