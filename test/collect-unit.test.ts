@@ -164,6 +164,7 @@ function entry(spec: EntrySpec): StatementEntry {
     blkReadTimeMs: 0,
     blkWriteTimeMs: 0,
     walBytes: 0,
+    jitTimeMs: 0,
     statsSince: spec.since ?? null,
   };
   if (spec.text !== undefined) e.text = spec.text;

@@ -130,6 +130,24 @@ describe('pg_stat_statements 1.10 on PostgreSQL 15', () => {
     assert.ok(report.interval.seconds > 0);
   });
 
+  test('JIT compilation time per statement: a query compiled every call has it, a point lookup none', async (t) => {
+    const [jit] = await cluster.sql<{ available: boolean }>('SELECT pg_jit_available() AS available');
+    if (!jit?.available) return t.skip('this server has no JIT provider (llvmjit)');
+    const collector = createCollector(db, { includeQueries: false });
+    const compiled = `SELECT sum(amount + id) FROM ${TABLE} WHERE amount > $1`;
+    const s1 = await collector.collect();
+    await workload(async (c) => {
+      await c.query('SET jit_above_cost = 0');
+      for (let i = 0; i < 4; i++) await c.query(compiled, [i]);
+      await c.query('RESET jit_above_cost');
+      await c.query(POINT_QUERY, [1]);
+    });
+    const report = validate(buildMetricsReport(diffSnapshots(s1, await collector.collect()), { includeQueries: false }));
+    const byId = new Map(report.statements.top.map((s) => [s.queryId, s]));
+    assert.ok((byId.get(await queryIdOf(compiled))?.jitTimeMs ?? 0) > 0, 'compiled: some JIT time');
+    assert.equal(byId.get(await queryIdOf(POINT_QUERY))?.jitTimeMs, 0, 'a point lookup is never compiled');
+  });
+
   test("the agent's own statements never show up", async () => {
     const collector = createCollector(db, { includeQueries: true });
     let last: Snapshot | undefined;

@@ -82,6 +82,19 @@ describe('signals from reports', () => {
     assert.equal(s.checkpointsRequested, 2);
     assert.deepEqual([s.walBytes, s.walFpi, s.walRecords], [128 * MiB, 600, 2000]);
     assert.deepEqual([s.blksHit, s.blksRead], [1800, 200]);
+    // JIT figures: none in these reports' rows (agents before the field), so no figure at all.
+    assert.equal(s.jitMs, null);
+    const withJit = reports.map((r) => ({
+      ...r,
+      statements: {
+        ...r.statements,
+        top: r.statements.top.map((row) => ({ ...row, jitTimeMs: row.queryId === '103' ? 50 : 0 })),
+        other: { ...r.statements.other, jitTimeMs: 0 },
+      },
+    }));
+    const j = signalsOf(withJit);
+    assert.deepEqual([j.jitMs, j.jitStatements], [100, 1]);
+    assert.ok(j.execMs! > 0);
     // Without pg_stat_wal in one report (before PostgreSQL 14), no WAL figure at all.
     assert.equal(signalsOf([reports[0]!, { ...reports[1]!, wal: null }]).walBytes, null);
   });
@@ -109,6 +122,17 @@ describe('diagnoses', () => {
   test('a little temporary space, or small spills, are noise: no diagnosis', () => {
     assert.deepEqual(diagnose(reload, { ...SPILLING, tempBytes: 1 * MiB }), []);
     assert.deepEqual(diagnose(reload, { ...SPILLING, spillers: [{ queryId: '103', calls: 3000, tempBytesPerCall: 100 * 1024 }] }), []);
+  });
+
+  test('JIT compilation that takes a tenth of the statements time or more turns jit off', () => {
+    const [d] = diagnose(reload, { ...QUIET, execMs: 20_000, jitMs: 4_600, jitStatements: 3 });
+    assert.equal(d?.finding, 'jit-compilation');
+    assert.deepEqual(d?.changes, { jit: 'off' });
+    assert.equal(d?.reason, "JIT compilation took 23 % of the statements' execution time (4.6 s of 20.0 s, 3 statements): jit on→off");
+    assert.deepEqual(diagnose(reload, { ...QUIET, execMs: 20_000, jitMs: 1_000, jitStatements: 3 }), [], 'five per cent: left alone');
+    assert.deepEqual(diagnose(reload, { ...QUIET, execMs: 20_000, jitMs: null }), [], 'no JIT figures (before 1.10)');
+    const off = createSpace({ target: 'local', machine: M16, settings: pg15Settings({ jit: { setting: 'off' } }) });
+    assert.deepEqual(diagnose(off, { ...QUIET, execMs: 20_000, jitMs: 4_600 }), [], 'already off');
   });
 
   test('checkpoints forced by WAL volume raise max_wal_size to two intervals of WAL', () => {

@@ -1,6 +1,7 @@
 // The first steps on a live database are argued from its own statistics, as a DBA would argue
-// them, not drawn at random: temporary files say work_mem is short, checkpoints forced by WAL
-// volume say max_wal_size is, reads that miss a small buffer cache say shared_buffers is. Each
+// them, not drawn at random: temporary files say work_mem is short, JIT compilation that eats
+// the statements' time says jit does not pay, checkpoints forced by WAL volume say max_wal_size
+// is short, reads that miss a small buffer cache say shared_buffers is. Each
 // diagnosis moves one or two knobs, says why in words the dashboard shows, and sets a floor
 // under what it raised: a value below the one that already spills is not worth a trial.
 import { describeValue, getKnob, formatQuantity, type KnobValue } from '../knobs/index.ts';
@@ -10,7 +11,7 @@ import type { Config, NumericDimension, SearchSpace } from './types.ts';
 
 export interface Diagnosis {
   /** What was found, for tests and logs. */
-  readonly finding: 'temp-files' | 'wal-checkpoints' | 'buffer-misses';
+  readonly finding: 'temp-files' | 'jit-compilation' | 'wal-checkpoints' | 'buffer-misses';
   /** The knobs it changes, and to what (pg_settings units). */
   readonly changes: Readonly<Config>;
   /** One sentence for the dashboard: the evidence, then the change. */
@@ -34,6 +35,9 @@ const WAL_SHARE_FORCING_CHECKPOINTS = 0.5;
 /** Buffer cache: a hit ratio below this, with at least this many reads per second. */
 const HIT_RATIO = 0.98;
 const READS_PER_SECOND = 200;
+/** JIT compilation above this share of the statements' execution time costs more than it can
+ * save: the queries it compiles are too short to win it back. */
+const JIT_SHARE = 0.1;
 /** pgtune's share of RAM for shared_buffers. */
 const SHARED_BUFFERS_SHARE = 0.25;
 
@@ -88,6 +92,22 @@ function tempFiles(space: SearchSpace, s: WorkloadSignals): Diagnosis | undefine
   };
 }
 
+function jitCompilation(space: SearchSpace, s: WorkloadSignals): Diagnosis | undefined {
+  const dim = space.dimensions.find((d) => d.name === 'jit');
+  if (dim?.kind !== 'categorical' || currentValue(space, dim) !== 'on' || !s.jitMs || !s.execMs) return undefined;
+  const share = s.jitMs / s.execMs;
+  if (share < JIT_SHARE) return undefined;
+  const statements = `${s.jitStatements ?? 0} statement${s.jitStatements === 1 ? '' : 's'}`;
+  return {
+    finding: 'jit-compilation',
+    changes: { jit: 'off' },
+    reason:
+      `JIT compilation took ${Math.round(100 * share)} % of the statements' execution time (${(s.jitMs / 1000).toFixed(1)} s of ${(s.execMs / 1000).toFixed(1)} s, ${statements}): ` +
+      `jit on→off`,
+    floors: {},
+  };
+}
+
 function walCheckpoints(space: SearchSpace, s: WorkloadSignals): Diagnosis | undefined {
   const current = now(space, 'max_wal_size');
   if (current === undefined || s.walBytes === null || s.seconds <= 0) return undefined;
@@ -135,7 +155,7 @@ function bufferMisses(space: SearchSpace, s: WorkloadSignals): Diagnosis | undef
 /** What the baseline's signals argue for, strongest first, each from the server's current
  * settings. The session tries each once, on top of its best configuration so far. */
 export function diagnose(space: SearchSpace, signals: WorkloadSignals): Diagnosis[] {
-  return [tempFiles, walCheckpoints, bufferMisses].flatMap((rule) => rule(space, signals) ?? []);
+  return [tempFiles, jitCompilation, walCheckpoints, bufferMisses].flatMap((rule) => rule(space, signals) ?? []);
 }
 
 /** The space with the diagnoses' floors: values under them are no longer points of it. */

@@ -29,6 +29,12 @@ export interface WorkloadSignals {
   /** Shared buffer hits and reads, all databases. */
   readonly blksHit: number;
   readonly blksRead: number;
+  /** Statements' execution time, and the JIT compilation time within it (null before
+   * pg_stat_statements 1.10); absent from signals kept before these figures. */
+  readonly execMs?: number;
+  readonly jitMs?: number | null;
+  /** Statements that spent time compiling JIT code. */
+  readonly jitStatements?: number;
 }
 
 const MAX_SPILLERS = 5;
@@ -54,6 +60,11 @@ export function signalsOf(reports: readonly MetricsReport[]): WorkloadSignals {
     .sort((a, b) => b.tempBytesPerCall * b.calls - a.tempBytesPerCall * a.calls)
     .slice(0, MAX_SPILLERS);
   const sum = (f: (r: MetricsReport) => number) => reports.reduce((s, r) => s + f(r), 0);
+  const rows = reports.flatMap((r) => [...r.statements.top, r.statements.other]);
+  const jitMs = sumNullable(rows.map((row) => row.jitTimeMs));
+  const jitStatements = new Set(
+    reports.flatMap((r) => r.statements.top.filter((row) => (row.jitTimeMs ?? 0) > 0).map((row) => row.queryId)),
+  );
   return {
     seconds: sum((r) => r.interval.seconds),
     tempBytes: sum((r) => r.database.total.tempBytes),
@@ -65,5 +76,8 @@ export function signalsOf(reports: readonly MetricsReport[]): WorkloadSignals {
     walRecords: sumNullable(reports.map((r) => r.wal?.records)),
     blksHit: sum((r) => r.database.total.blksHit),
     blksRead: sum((r) => r.database.total.blksRead),
+    execMs: rows.reduce((s, row) => s + row.totalExecTimeMs, 0),
+    jitMs,
+    jitStatements: jitStatements.size,
   };
 }

@@ -52,6 +52,9 @@ const statementCountersShape = {
   blkWriteTimeMs: millis,
   /** Null before pg_stat_statements 1.8. */
   walBytes: count.nullable(),
+  /** JIT compilation time (generation, inlining, optimization, emission); null before
+   * pg_stat_statements 1.10, absent from agents older than this field. */
+  jitTimeMs: millis.nullable().optional(),
 };
 
 export const StatementRowSchema = z.strictObject({

@@ -117,6 +117,9 @@ export function pick(
   throw new Error(`no column for ${alias}: expected one of ${candidates.join(', ')}`);
 }
 
+/** JIT compilation time, in its four parts (pg_stat_statements 1.10+). */
+const JIT_TIME_COLUMNS = ['jit_generation_time', 'jit_inlining_time', 'jit_optimization_time', 'jit_emission_time'] as const;
+
 /** The output columns of the counters query, in the form statements.ts parses. */
 function statementColumnList(shape: PgssShape): string[] {
   const c = shape.columns;
@@ -139,6 +142,7 @@ function statementColumnList(shape: PgssShape): string[] {
     pick(c, 'blk_read_time', ['shared_blk_read_time', 'blk_read_time'], '0::float8'),
     pick(c, 'blk_write_time', ['shared_blk_write_time', 'blk_write_time'], '0::float8'),
     pick(c, 'wal_bytes', ['wal_bytes'], 'NULL::numeric'),
+    JIT_TIME_COLUMNS.every((name) => c.has(name)) ? `(${JIT_TIME_COLUMNS.join(' + ')}) AS jit_time` : 'NULL::float8 AS jit_time',
     pick(c, 'stats_since', ['stats_since'], 'NULL::timestamptz'),
   ];
 }

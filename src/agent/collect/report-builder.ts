@@ -51,6 +51,7 @@ function countersRow(c: StatementCounters) {
     blkReadTimeMs: ms(c.blkReadTimeMs),
     blkWriteTimeMs: ms(c.blkWriteTimeMs),
     walBytes: c.walBytes,
+    jitTimeMs: msOrNull(c.jitTimeMs),
   };
 }
 
@@ -68,11 +69,16 @@ function addNullable(a: number | null, b: number | null): number | null {
 export interface NullableCounters {
   planning: boolean;
   walBytes: boolean;
+  jit: boolean;
 }
 
 export function nullableCountersOf(statements: readonly StatementDelta[]): NullableCounters {
   const first = statements[0];
-  return { planning: first !== undefined && first.plans !== null, walBytes: first !== undefined && first.walBytes !== null };
+  return {
+    planning: first !== undefined && first.plans !== null,
+    walBytes: first !== undefined && first.walBytes !== null,
+    jit: first !== undefined && first.jitTimeMs !== null,
+  };
 }
 
 /** The sum of `rest`; a nullable counter is null when the version lacks it, 0 for no statements. */
@@ -92,6 +98,7 @@ export function sumStatements(rest: readonly StatementDelta[], has: NullableCoun
     blkReadTimeMs: 0,
     blkWriteTimeMs: 0,
     walBytes: has.walBytes ? 0 : null,
+    jitTimeMs: has.jit ? 0 : null,
   };
   for (const s of rest) {
     sum.calls += s.calls;
@@ -108,6 +115,7 @@ export function sumStatements(rest: readonly StatementDelta[], has: NullableCoun
     sum.blkReadTimeMs += s.blkReadTimeMs;
     sum.blkWriteTimeMs += s.blkWriteTimeMs;
     sum.walBytes = addNullable(sum.walBytes, s.walBytes);
+    sum.jitTimeMs = addNullable(sum.jitTimeMs, s.jitTimeMs);
   }
   return { statements: rest.length, ...countersRow(sum) };
 }

@@ -35,6 +35,7 @@ export function parseStatementRow(row: Row): StatementEntry {
     blkReadTimeMs: toCount(row['blk_read_time'], 'blk_read_time'),
     blkWriteTimeMs: toCount(row['blk_write_time'], 'blk_write_time'),
     walBytes: toCountOrNull(row['wal_bytes'], 'wal_bytes'),
+    jitTimeMs: toCountOrNull(row['jit_time'], 'jit_time'),
     statsSince: toIsoOrNull(row['stats_since'], 'stats_since'),
   };
 }

@@ -23,6 +23,9 @@ export interface StatementCounters {
   blkReadTimeMs: number;
   blkWriteTimeMs: number;
   walBytes: number | null;
+  /** Time spent compiling the statement's JIT code (generation, inlining, optimization,
+   * emission); null before pg_stat_statements 1.10. */
+  jitTimeMs: number | null;
 }
 
 /** The fields above, for loops that treat every counter alike. */
@@ -41,6 +44,7 @@ export const STATEMENT_COUNTER_FIELDS = [
   'blkReadTimeMs',
   'blkWriteTimeMs',
   'walBytes',
+  'jitTimeMs',
 ] as const satisfies readonly (keyof StatementCounters)[];
 
 /** pg_stat_statements' own entry key: (userid, dbid, queryid, toplevel). */
