@@ -1,19 +1,25 @@
-// bench/tuning: does our tuner find faster configurations than the alternatives, in few iterations?
-// In one run, against throwaway clusters and identical pgbench load for each:
+// bench/tuning: does our tuner find the headroom a workload has, as well as the alternatives, in
+// few iterations, at little cost to the database's users? In one run, against throwaway
+// clusters and the same load for each, with the same budget:
 //   defaults   the configuration the cluster starts with
 //   pgtune     pgtune's published formulas (src/optimizer/pgtune.ts), for the knobs of the mode
-//   random     random search with the same budget and constraints
-//   tuner      our optimizer (pgtune heuristic first, then Bayesian optimization)
-// on two workloads (pgbench tpcb-like; an analytic mix of sorts, hash aggregates and joins) in
-// reload-only and restart mode. Each configuration is applied through the agent's own apply path
-// (catalog checks, journal, read-back). Final configurations are re-measured interleaved (A/B/C/D,
-// rotating order) and reported with their noise. Ratios only; nothing here asserts a speed.
+//   random     random search (every knob at once: an offline method, never used on a live database)
+//   tuner      our live search: diagnoses from the baseline's statistics, pgtune, then a trust region
+//   oracle     the best configuration a long search found (bench/oracles/<workload>.json, made
+//              with --oracle), when there is one
+// on the lab workloads with headroom (src/lab/workloads.ts) and a control where nothing matters.
+// Each configuration is applied through the agent's own apply path (catalog checks, journal,
+// read-back). Every figure printed is verified: the final configurations are re-measured in
+// interleaved rounds against the defaults (each round in a rotating order), and each gain is the
+// paired interval of those rounds (src/measure/verify.ts). Ratios only; nothing here asserts a speed.
 //
-//   node bench/tuning.ts           full run (about 80 minutes on 2 cores)
-//   node bench/tuning.ts --short   CI's short mode: tiny budget, proves the harness end to end
-//   --workload tpcb-like|analytic, --mode reload-only|restart: one part of the run
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+//   node bench/tuning.ts            full run (about 25 minutes a workload on 2 cores)
+//   node bench/tuning.ts --short    CI's short mode: tiny budget, proves the harness end to end
+//   --workload NAME                 one workload (work-mem, write-heavy, read-heavy, tpcb-like, select-1)
+//   --oracle                        also run the long search and write its best to bench/oracles/
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { applyChange, restore, type ApplyContext } from '../src/agent/apply.ts';
@@ -24,103 +30,135 @@ import { Journal } from '../src/agent/journal.ts';
 import { createLogger } from '../src/agent/log.ts';
 import { readSettings } from '../src/agent/settings.ts';
 import { createLocalTarget, localGrantsSql } from '../src/agent/targets/local/index.ts';
-import type { TuningMode } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
-import { pgbench, pgbenchInit, type PgbenchResult } from '../src/lab/pgbench.ts';
-import { queryMix, relativeObjective, windowStats, type QueryMix, type WindowStats } from '../src/measure/objective.ts';
+import { pgbench, type PgbenchResult } from '../src/lab/pgbench.ts';
+import { workloadByName, type Workload } from '../src/lab/workloads.ts';
+import { queryMix, windowStats, type QueryMix, type WindowStats } from '../src/measure/objective.ts';
+import { pairedInterval, verdict, type Interval, type RoundFigures } from '../src/measure/verify.ts';
 import {
   best,
   createSpace,
   pgtune,
   randomSuggest,
+  signalsOf,
   suggest,
   type Config,
   type History,
   type Observation,
   type SearchSpace,
+  type Suggestion,
+  type WorkloadSignals,
 } from '../src/optimizer/index.ts';
+import type { MetricsReport } from '../src/protocol/report.ts';
 
-const { values: flags } = parseArgs({ options: { short: { type: 'boolean' }, mode: { type: 'string' }, workload: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: { short: { type: 'boolean' }, workload: { type: 'string' }, oracle: { type: 'boolean' } },
+});
 const SHORT = flags.short === true;
 const PLAN = SHORT
-  ? {
-      scale: 2,
-      warmupSeconds: 1,
-      windowSeconds: 3,
-      iterations: 3,
-      longIterations: 3,
-      repeats: 2,
-      clients: 2,
-      modes: ['reload-only'] as TuningMode[],
-    }
+  ? { warmupSeconds: 1, windowSeconds: 3, noiseWindows: 2, budget: 3, oracleBudget: 4, rounds: 2, workloads: ['work-mem', 'select-1'] }
   : {
-      scale: 20,
-      warmupSeconds: 4,
-      windowSeconds: 15,
-      iterations: 15,
-      longIterations: 30,
-      repeats: 3,
-      clients: 4,
-      modes: ['reload-only', 'restart'] as TuningMode[],
+      warmupSeconds: 5,
+      windowSeconds: 20,
+      noiseWindows: 4,
+      budget: 15,
+      oracleBudget: 60,
+      rounds: 4,
+      workloads: ['work-mem', 'write-heavy', 'read-heavy', 'tpcb-like', 'select-1'],
     };
-const SEED = 20261122;
-if (flags.mode !== undefined && flags.mode !== 'reload-only' && flags.mode !== 'restart')
-  throw new Error(`--mode: expected reload-only or restart, got ${flags.mode}`);
-const MODES: TuningMode[] = flags.mode ? [flags.mode] : PLAN.modes;
-
-/** Sorts, hash aggregates, joins and a parallel-friendly scan: work_mem, planner costs, parallelism. */
-const ANALYTIC_SCRIPT = `\\set a random(1, 90000 * :scale)
-SELECT bid, count(*), sum(abalance) FROM pgbench_accounts WHERE aid BETWEEN :a AND :a + 40000 GROUP BY bid;
-SELECT aid, abalance FROM pgbench_accounts WHERE aid BETWEEN :a AND :a + 60000 ORDER BY abalance DESC, aid LIMIT 20;
-SELECT a.bid, count(DISTINCT a.abalance) FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid WHERE a.aid BETWEEN :a AND :a + 30000 GROUP BY a.bid;
-SELECT count(*) FROM pgbench_accounts WHERE abalance <> 0 OR filler LIKE '%z%';
-`;
-
-interface Workload {
-  name: string;
-  args: (seconds: number) => string[];
-}
+/** A baseline window after this many trials, as the tuning session does: each trial is judged
+ * against the baseline measured nearest before it. */
+const BASELINE_EVERY = 3;
+const SEED = 20261125;
+const ORACLES = join(import.meta.dirname, 'oracles');
+/** The session's rule for a recommendation: the whole interval clears a 5 % gain. */
+const VERIFY = { minRounds: 2, maxRounds: 50, minEffect: 0.05, confidence: 0.95 };
 
 interface Measured {
   stats: WindowStats;
   pgbench: PgbenchResult;
+  reports: MetricsReport[];
 }
 
 interface Harness {
   cluster: Cluster;
   db: Db;
   ctx: ApplyContext;
-  mode: TuningMode;
+  workload: Workload;
   space: SearchSpace;
-  baselineMix: QueryMix;
-  baseline: WindowStats;
+  script: string;
+  /** CPUs for the server and for the load generator, when pinned. */
+  pin: { server: string; load: string } | null;
+  mix: QueryMix | null;
 }
 
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits));
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const cv = (xs: number[]) => {
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** Coefficient of variation of window-to-window figures. */
+const cv = (xs: readonly number[]) => {
   const m = mean(xs);
-  return xs.length < 2 || m === 0 ? 0 : Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1)) / m;
+  return xs.length < 2 || m === 0 ? NaN : Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1)) / m;
 };
+const percent = (ratio: number) => `${ratio <= 1 ? '−' : '+'}${fmt(Math.abs(ratio - 1) * 100, 0)} %`;
+const describeInterval = (i: Interval | null) => (i ? `${percent(i.estimate)} (95 % CI ${percent(i.low)} to ${percent(i.high)})` : '—');
+
+/** The postmaster's pid, from its pid file. */
+function postmasterPid(cluster: Cluster): string {
+  return readFileSync(join(cluster.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]!.trim();
+}
+
+const CPUS = availableParallelism();
+
+/** Pins the server's processes (the postmaster, so every backend forked from now on, and its
+ * background processes) to `cpus`, or frees them. */
+function pinServer(cluster: Cluster, cpus: string | null): void {
+  const pid = postmasterPid(cluster);
+  const children = execFileSync('ps', ['--ppid', pid, '-o', 'pid='])
+    .toString()
+    .split('\n')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const p of [pid, ...children]) {
+    try {
+      execFileSync('taskset', ['-p', '-c', cpus ?? `0-${CPUS - 1}`, p], { stdio: 'ignore' });
+    } catch {
+      // A backend that ended meanwhile.
+    }
+  }
+}
 
 /**
  * Warm up, then measure one window: pgbench's own figures and the agent's statistics. In restart
- * mode every measurement starts from a restart, the baseline's too: a configuration that needed
+ * mode every measurement starts from a restart, the defaults' too: a configuration that needed
  * one would otherwise be measured on cold buffers against a baseline measured on warm ones.
  */
-async function measure(
-  h: Pick<Harness, 'cluster' | 'db' | 'mode'>,
-  workload: Workload,
-  mix: QueryMix | null,
-): Promise<Measured & { mix: QueryMix }> {
-  if (h.mode === 'restart') await h.cluster.restart();
-  await pgbench(h.cluster, workload.args(PLAN.warmupSeconds));
+async function measure(h: Harness): Promise<Measured> {
+  if (h.workload.mode === 'restart') await h.cluster.restart();
+  pinServer(h.cluster, h.pin?.server ?? null);
+  const run = (seconds: number) =>
+    pgbench(
+      h.cluster,
+      [
+        '-n',
+        '-f',
+        h.script,
+        ...Object.entries(h.workload.variables ?? {}).flatMap(([name, value]) => ['-D', `${name}=${value}`]),
+        '-T',
+        String(seconds),
+        '-c',
+        String(h.workload.clients),
+        '-j',
+        String(Math.min(h.workload.clients, 2)),
+      ],
+      h.pin ? { cpus: h.pin.load } : {},
+    );
+  await run(PLAN.warmupSeconds);
   const collector = createCollector(h.db, { includeQueries: false });
   const before = await collector.collect();
-  const result = await pgbench(h.cluster, workload.args(PLAN.windowSeconds));
+  const result = await run(PLAN.windowSeconds);
   const report = buildMetricsReport(diffSnapshots(before, await collector.collect()), { includeQueries: false, topN: 500 });
-  const windowMix = mix ?? queryMix([report]);
-  return { stats: windowStats([report], windowMix), pgbench: result, mix: windowMix };
+  h.mix ??= queryMix([report]);
+  return { stats: windowStats([report], h.mix), pgbench: result, reports: [report] };
 }
 
 /** Applies `config` through the agent's own path; null when the agent refuses or fails it. */
@@ -131,47 +169,130 @@ async function applyConfig(h: Harness, config: Config): Promise<string | null> {
   return outcome.status === 'applied' ? null : outcome.errors.join('; ');
 }
 
-async function evaluate(h: Harness, workload: Workload, config: Config): Promise<Observation & { tps: number | null }> {
-  const refused = await applyConfig(h, config);
-  if (refused) return { config, objective: null, status: 'failed', tps: null };
-  const m = await measure(h, workload, h.baselineMix);
-  return { config, objective: relativeObjective(m.stats, h.baseline), status: 'ok', tps: m.pgbench.tps };
+const runtimeOf = (m: Measured) => m.stats.weightedRuntimeMs ?? NaN;
+
+/** Windows of the defaults, to measure the noise; pinned and unpinned alternate when asked. */
+async function noise(h: Harness, pins: ReadonlyArray<Harness['pin']>): Promise<Map<string, Measured[]>> {
+  await applyConfig(h, {});
+  const windows = new Map<string, Measured[]>(pins.map((p) => [p ? 'pinned' : 'unpinned', []]));
+  for (let i = 0; i < PLAN.noiseWindows; i++) {
+    for (const pin of i % 2 === 0 ? pins : [...pins].reverse()) {
+      h.pin = pin;
+      windows.get(pin ? 'pinned' : 'unpinned')!.push(await measure(h));
+    }
+  }
+  return windows;
 }
 
-/** A search with a given suggestion function; prints one line per iteration. */
-async function search(
-  h: Harness,
-  workload: Workload,
-  label: string,
-  iterations: number,
-  next: (history: History, iteration: number) => Config,
-): Promise<{ history: History; bestSoFar: number[] }> {
+interface SearchResult {
+  history: Observation[];
+  bestSoFar: number[];
+  suggestions: Suggestion[];
+  /** Σ over trials of how much slower than the baseline each ran (a failed trial counts 1). */
+  cost: number;
+}
+
+/** A search with a given suggestion function, each trial judged against the baseline window
+ * measured nearest before it; prints one line per trial. */
+async function search(h: Harness, label: string, budget: number, next: (history: History, i: number) => Suggestion): Promise<SearchResult> {
   const history: Observation[] = [];
   const bestSoFar: number[] = [];
-  for (let i = 0; i < iterations; i++) {
-    const observation = await evaluate(h, workload, next(history, i));
-    history.push({ config: observation.config, objective: observation.objective, status: observation.status });
-    const incumbent = best({ space: h.space, history });
-    bestSoFar.push(incumbent?.objective ?? 1);
+  const suggestions: Suggestion[] = [];
+  let baseline = NaN;
+  let cost = 0;
+  for (let i = 0; i < budget; i++) {
+    if (i % BASELINE_EVERY === 0) {
+      await applyConfig(h, {});
+      baseline = runtimeOf(await measure(h));
+    }
+    const suggestion = next(history, i);
+    suggestions.push(suggestion);
+    const refused = await applyConfig(h, suggestion.config);
+    const m = refused ? null : await measure(h);
+    const objective = m ? runtimeOf(m) / baseline : null;
+    const ok = objective !== null && Number.isFinite(objective) && objective > 0;
+    history.push(
+      ok
+        ? { config: suggestion.config, objective, status: 'ok', kind: suggestion.kind }
+        : { config: suggestion.config, objective: null, status: 'failed', kind: suggestion.kind },
+    );
+    cost += ok ? Math.max(0, objective - 1) : 1;
+    bestSoFar.push(best({ space: h.space, history })?.objective ?? 1);
     console.log(
-      `  ${label.padEnd(6)} #${String(i + 1).padStart(2)}  objective ${fmt(observation.objective)}  tps ${fmt(observation.tps, 0).padStart(6)}  best-so-far ${fmt(bestSoFar.at(-1))}`,
+      `  ${label.padEnd(6)} #${String(i + 1).padStart(2)}  objective ${fmt(objective)}  tps ${fmt(m?.pgbench.tps, 0).padStart(6)}  best-so-far ${fmt(bestSoFar.at(-1))}  ${suggestion.kind}: ${suggestion.reason.slice(0, 110)}`,
     );
   }
-  return { history, bestSoFar };
+  return { history, bestSoFar, suggestions, cost };
 }
 
-function iterationsTo90(bestSoFar: number[]): number | null {
-  const final = bestSoFar.at(-1) ?? 1;
-  const gain = 1 - final;
-  if (gain <= 0) return null;
-  const index = bestSoFar.findIndex((b) => 1 - b >= 0.9 * gain);
-  return index + 1;
+function oraclePath(workload: Workload): string {
+  return join(ORACLES, `${workload.name}.json`);
 }
 
-async function runCombination(workload: Workload, mode: TuningMode): Promise<void> {
-  console.log(
-    `\n== ${workload.name}, ${mode}: scale ${PLAN.scale}, ${PLAN.clients} clients, ${PLAN.iterations} iterations × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window)`,
+function readOracle(workload: Workload): Config | null {
+  const file = oraclePath(workload);
+  if (!existsSync(file)) return null;
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as { config?: Config };
+  return parsed.config ?? null;
+}
+
+interface Verified {
+  runtime: Interval | null;
+  throughput: Interval | null;
+  recommended: boolean;
+}
+
+/** The final configurations against the defaults in interleaved rounds (rotating order). */
+async function verifyFinals(h: Harness, finals: ReadonlyArray<[string, Config]>): Promise<Map<string, Verified>> {
+  const rounds = new Map<string, RoundFigures[]>(finals.map(([name]) => [name, []]));
+  const figures = (m: Measured) => ({ runtimeMs: runtimeOf(m), throughput: m.pgbench.tps });
+  for (let r = 0; r < PLAN.rounds; r++) {
+    const order: Array<[string, Config]> = [['defaults', {}], ...finals];
+    const rotated = [...order.slice(r % order.length), ...order.slice(0, r % order.length)];
+    const measured = new Map<string, Measured>();
+    for (const [name, config] of rotated) {
+      const refused = await applyConfig(h, config);
+      if (refused) console.log(`  ${name}: refused by the agent (${refused})`);
+      else measured.set(name, await measure(h));
+    }
+    const defaults = measured.get('defaults');
+    for (const [name] of finals) {
+      const m = measured.get(name);
+      if (defaults && m) rounds.get(name)!.push({ baseline: figures(defaults), candidate: figures(m) });
+    }
+  }
+  await applyConfig(h, {});
+  return new Map(
+    finals.map(([name]) => {
+      const r = rounds.get(name)!;
+      const v = verdict(r, VERIFY);
+      return [
+        name,
+        {
+          runtime: v.runtime,
+          throughput: pairedInterval(
+            r.map((x) => Math.log(x.candidate.throughput / x.baseline.throughput)),
+            VERIFY.confidence,
+          ),
+          recommended: v.decision === 'recommend',
+        },
+      ];
+    }),
   );
+}
+
+/** The first iteration whose best-so-far reaches `share` of `gain` (a runtime reduction), or null. */
+function iterationsTo(bestSoFar: readonly number[], gain: number, share: number): number | null {
+  if (!(gain > 0)) return null;
+  const index = bestSoFar.findIndex((b) => 1 - b >= share * gain);
+  return index < 0 ? null : index + 1;
+}
+
+async function runWorkload(workload: Workload): Promise<void> {
+  console.log(
+    `\n== ${workload.name}, ${workload.mode}: ${workload.clients} clients, budget ${PLAN.budget} trials × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window)`,
+  );
+  console.log(`   ${workload.description}`);
   const cluster = await startCluster({ durable: true });
   const dir = mkdtempSync(join(tmpdir(), 'tuner-bench-'));
   let db: Db | undefined;
@@ -180,11 +301,13 @@ async function runCombination(workload: Workload, mode: TuningMode): Promise<voi
       .split('\n')
       .filter((l) => l.startsWith('GRANT')))
       await cluster.sql(sql);
-    await pgbenchInit(cluster, PLAN.scale);
+    await workload.setup(cluster);
+    const script = join(dir, `${workload.name}.sql`);
+    writeFileSync(script, workload.script);
     db = await connectDb(cluster.agentUrl);
     const env = {
       AGENT_POSTGRESQL_CONNECTION_URL: cluster.agentUrl,
-      AGENT_POSTGRESQL_ALLOW_RESTART: String(mode === 'restart'),
+      AGENT_POSTGRESQL_ALLOW_RESTART: String(workload.mode === 'restart'),
       AGENT_LOCAL_RESTART_COMMAND: cluster.restartCommand,
     };
     const { config } = loadConfig({ cwd: dir, env, target: 'local', needsService: false });
@@ -197,29 +320,47 @@ async function runCombination(workload: Workload, mode: TuningMode): Promise<voi
       log: createLogger({ write: () => undefined }),
     };
     const machine = (await target.machine()).machine;
-    const space = createSpace({ target: 'local', mode, machine, settings: await readSettings(db) });
+    const space = createSpace({ target: 'local', mode: workload.mode, machine, settings: await readSettings(db) });
+    const h: Harness = { cluster, db, ctx, workload, space, script, pin: null, mix: null };
 
-    const first = await measure({ cluster, db, mode }, workload, null);
-    const h: Harness = { cluster, db, ctx, mode, space, baselineMix: first.mix, baseline: first.stats };
-    console.log(`  defaults: weighted runtime ${fmt(h.baseline.weightedRuntimeMs)} ms, tps ${fmt(first.pgbench.tps, 0)}`);
+    // Noise: the defaults' windows with the server and the load generator on the same cores,
+    // then pinned apart, interleaved; the quieter way measures everything after.
+    const pinned = CPUS >= 2 ? { server: `0-${CPUS - 2}`, load: String(CPUS - 1) } : null;
+    const windows = await noise(h, pinned ? [null, pinned] : [null]);
+    const cvOf = (name: string) => cv((windows.get(name) ?? []).map(runtimeOf));
+    const tpsCvOf = (name: string) => cv((windows.get(name) ?? []).map((m) => m.pgbench.tps));
+    console.log(
+      `  noise, window to window (cv of runtime / tps over ${PLAN.noiseWindows} windows each): unpinned ${fmt(cvOf('unpinned'), 3)} / ${fmt(tpsCvOf('unpinned'), 3)}` +
+        (pinned
+          ? `; server on CPU ${pinned.server}, load on CPU ${pinned.load}: ${fmt(cvOf('pinned'), 3)} / ${fmt(tpsCvOf('pinned'), 3)}`
+          : ''),
+    );
+    h.pin = pinned && cvOf('pinned') < cvOf('unpinned') ? pinned : null;
+    console.log(`  measuring ${h.pin ? 'pinned' : 'unpinned'} from here on (the lower cv)`);
+    const baseline = (windows.get(h.pin ? 'pinned' : 'unpinned') ?? [])[0]!;
+    const signals: WorkloadSignals = signalsOf(baseline.reports);
+    console.log(
+      `  defaults: weighted runtime ${fmt(runtimeOf(baseline))} ms, tps ${fmt(baseline.pgbench.tps, 0)}; temp ${fmt(signals.tempBytes / 2 ** 20, 0)} MB, checkpoints requested ${signals.checkpointsRequested}, hit ratio ${fmt(signals.blksHit / Math.max(1, signals.blksHit + signals.blksRead), 3)}`,
+    );
 
-    const random = await search(
-      h,
-      workload,
-      'random',
-      PLAN.iterations,
-      (history, i) => randomSuggest({ space, history, seed: SEED + i }).config,
-    );
-    // The tuner goes on past the budget: its best at the budget is compared with what a long
-    // search finds. Its final configuration is its best within the budget, as random search's.
-    const long = await search(
-      h,
-      workload,
-      'tuner',
-      PLAN.longIterations,
-      (history, i) => suggest({ space, history, seed: SEED, iteration: i }).config,
-    );
-    const tuner = { history: long.history.slice(0, PLAN.iterations), bestSoFar: long.bestSoFar.slice(0, PLAN.iterations) };
+    const random = await search(h, 'random', PLAN.budget, (history, i) => randomSuggest({ space, history, seed: SEED + i }));
+    const tuner = await search(h, 'tuner', PLAN.budget, (history, i) => suggest({ space, history, seed: SEED, iteration: i, signals }));
+
+    if (flags.oracle) {
+      // The long search: the tuner's own, from the best of everything measured above.
+      const long = await search(h, 'oracle', PLAN.oracleBudget, (history, i) =>
+        suggest({ space, history: [...tuner.history, ...random.history, ...history], seed: SEED + 1, iteration: i, signals }),
+      );
+      const found = best({ space, history: [...tuner.history, ...random.history, ...long.history] });
+      if (found) {
+        mkdirSync(ORACLES, { recursive: true });
+        writeFileSync(
+          oraclePath(workload),
+          `${JSON.stringify({ workload: workload.name, mode: workload.mode, objective: found.objective, iterations: PLAN.oracleBudget, config: found.config }, null, 2)}\n`,
+        );
+        console.log(`  oracle written to ${oraclePath(workload)} (objective ${fmt(found.objective)})`);
+      }
+    }
 
     const dims = new Set(space.dimensions.map((d) => d.name));
     const recommended = pgtune({
@@ -227,58 +368,39 @@ async function runCombination(workload: Workload, mode: TuningMode): Promise<voi
       vcpus: machine.vcpus,
       maxConnections: Number(space.settings['max_connections']?.setting),
     });
-    const pgtuneConfig: Config = Object.fromEntries(Object.entries(recommended).filter(([name, v]) => dims.has(name) && v !== undefined));
-    const finals: [string, Config][] = [
-      ['defaults', {}],
-      ['pgtune', pgtuneConfig],
+    const finals: Array<[string, Config]> = [
+      ['pgtune', Object.fromEntries(Object.entries(recommended).filter(([name, v]) => dims.has(name) && v !== undefined))],
       ['random', best({ space, history: random.history })?.config ?? {}],
       ['tuner', best({ space, history: tuner.history })?.config ?? {}],
     ];
-    const runs = new Map<string, Measured[]>(finals.map(([name]) => [name, []]));
-    for (let r = 0; r < PLAN.repeats; r++) {
-      // Rotate the order each round, so that drift (caches, checkpoints) is spread over all.
-      for (let k = 0; k < finals.length; k++) {
-        const [name, cfg] = finals[(k + r) % finals.length]!;
-        const refused = await applyConfig(h, cfg);
-        if (refused) {
-          console.log(`  ${name}: refused by the agent (${refused})`);
-          continue;
-        }
-        runs.get(name)!.push(await measure(h, workload, h.baselineMix));
-      }
-    }
-    await restore(ctx, 'baseline', 'done');
+    const oracle = readOracle(workload);
+    if (oracle) finals.push(['oracle', oracle]);
+    const verified = await verifyFinals(h, finals);
 
-    console.log(`  final configurations, re-measured interleaved ${PLAN.repeats}×:`);
-    console.log('    config     runtime ms  (cv)     tps  (cv)    runtime vs defaults  tps vs defaults');
-    const base = runs.get('defaults')!;
-    const baseRuntime = mean(base.map((m) => m.stats.weightedRuntimeMs ?? NaN));
-    const baseTps = mean(base.map((m) => m.pgbench.tps));
+    console.log(`  verified against the defaults in ${PLAN.rounds} interleaved rounds (runtime: lower is better; tps: higher is better):`);
+    const gainOf = (name: string) => {
+      const r = verified.get(name)?.runtime;
+      return r ? 1 - r.estimate : NaN;
+    };
+    const oracleGain = oracle ? gainOf('oracle') : NaN;
     for (const [name] of finals) {
-      const ms = runs.get(name)!;
-      if (ms.length === 0) continue;
-      const runtimes = ms.map((m) => m.stats.weightedRuntimeMs ?? NaN);
-      const tps = ms.map((m) => m.pgbench.tps);
+      const v = verified.get(name)!;
+      const speedup = v.runtime ? 1 / v.runtime.estimate : NaN;
+      const share =
+        Number.isFinite(oracleGain) && oracleGain > 0 ? `, ${fmt((100 * gainOf(name)) / oracleGain, 0)} % of the oracle's gain` : '';
       console.log(
-        `    ${name.padEnd(9)} ${fmt(mean(runtimes)).padStart(9)} (${fmt(cv(runtimes), 2)}) ${fmt(mean(tps), 0).padStart(7)} (${fmt(cv(tps), 2)})    ${fmt(baseRuntime / mean(runtimes), 2)}× faster      ${fmt(mean(tps) / baseTps, 2)}×`,
+        `    ${name.padEnd(8)} runtime ${describeInterval(v.runtime)} = ${fmt(speedup, 2)}× faster; tps ${describeInterval(v.throughput)}; ${v.recommended ? 'recommended' : 'not recommended'} by the session's rule${share}`,
       );
     }
-    console.log(`  best-so-far (objective, 1.0 = defaults) random: ${random.bestSoFar.map((b) => fmt(b, 2)).join(' ')}`);
-    console.log(`  best-so-far (objective, 1.0 = defaults) tuner:  ${tuner.bestSoFar.map((b) => fmt(b, 2)).join(' ')}`);
+    console.log(`  users' cost of the search (Σ slowdown over trials): random ${fmt(random.cost, 2)}, tuner ${fmt(tuner.cost, 2)}`);
+    const goal = Number.isFinite(oracleGain) ? oracleGain : Math.max(gainOf('tuner'), gainOf('random'), gainOf('pgtune'));
     console.log(
-      `  iterations to 90 % of the final gain: random ${iterationsTo90(random.bestSoFar) ?? '—'}, tuner ${iterationsTo90(tuner.bestSoFar) ?? '—'}`,
+      `  iteration reaching 90 % of ${Number.isFinite(oracleGain) ? "the oracle's" : 'the best verified'} gain (${fmt(goal * 100, 0)} %): tuner ${iterationsTo(tuner.bestSoFar, goal, 0.9) ?? '—'}, random ${iterationsTo(random.bestSoFar, goal, 0.9) ?? '—'}`,
     );
-    if (PLAN.longIterations > PLAN.iterations) {
-      // Bests as the optimizer judges them: the mean over a configuration's measurements. The
-      // lowest single window would mostly measure the noise (a lucky window is not re-measured).
-      const atBudget = tuner.bestSoFar.at(-1) ?? 1;
-      const longBest = best({ space, history: [...long.history, ...random.history] })?.objective ?? 1;
-      const luckiest = Math.min(...[...long.history, ...random.history].map((o) => o.objective ?? Infinity));
-      console.log(
-        `  tuner's best at iteration ${PLAN.iterations}: ${fmt(atBudget)}; best in this run (tuner's ${PLAN.longIterations}-iteration search and random search): ${fmt(longBest)};` +
-          ` runtime ${fmt((atBudget / longBest - 1) * 100, 1)} % above it (goal ≤ 3 %); the luckiest single window: ${fmt(luckiest)}`,
-      );
-    }
+    const tunerGain = gainOf('tuner');
+    console.log(
+      `  goals: tuner ≥ pgtune ${tunerGain >= gainOf('pgtune') ? 'yes' : 'no'}; ≥ random ${tunerGain >= gainOf('random') ? 'yes' : 'no'}; ≥ 1.3× the defaults ${1 / (1 - tunerGain) >= 1.3 ? 'yes' : 'no'}; tuner recommends ${verified.get('tuner')?.recommended ? 'its best' : 'nothing'}`,
+    );
   } finally {
     await db?.close();
     await cluster.destroy();
@@ -286,20 +408,4 @@ async function runCombination(workload: Workload, mode: TuningMode): Promise<voi
   }
 }
 
-const scriptDir = mkdtempSync(join(tmpdir(), 'tuner-bench-scripts-'));
-const analyticScript = join(scriptDir, 'analytic.sql');
-writeFileSync(analyticScript, ANALYTIC_SCRIPT);
-const WORKLOADS: Workload[] = [
-  { name: 'tpcb-like', args: (s) => ['-T', String(s), '-c', String(PLAN.clients), '-j', String(Math.min(PLAN.clients, 2))] },
-  {
-    name: 'analytic',
-    args: (s) => ['-T', String(s), '-c', String(Math.max(1, PLAN.clients / 2)), '-s', String(PLAN.scale), '-f', analyticScript],
-  },
-];
-try {
-  for (const workload of WORKLOADS.filter((w) => !flags.workload || w.name === flags.workload)) {
-    for (const mode of MODES) await runCombination(workload, mode);
-  }
-} finally {
-  rmSync(scriptDir, { recursive: true, force: true });
-}
+for (const name of flags.workload ? [flags.workload] : PLAN.workloads) await runWorkload(workloadByName(name));

@@ -42,6 +42,7 @@ interface IterationView {
   baselineRatio: number | null;
   bestSoFar: number | null;
   diff: ChangeView[];
+  reason: string;
   failure: string | null;
 }
 interface SessionView {
@@ -63,7 +64,9 @@ function windowLine(it: IterationView): string {
     return `${what.padEnd(13)} runtime ${it.baselineRatio?.toFixed(3) ?? '—'} × the first baseline window's (the drift)`;
   const interval = it.objectiveInterval ? ` (${it.objectiveInterval.low.toFixed(2)}–${it.objectiveInterval.high.toFixed(2)})` : '';
   const best = it.phase === 'search' ? `; best so far ${it.bestSoFar?.toFixed(3) ?? '—'}, not verified  [${changes(it.diff)}]` : '';
-  return `${what.padEnd(13)} objective ${it.objective?.toFixed(3) ?? '—'}${interval} × baseline${best}`;
+  // Why the optimizer chose it, as the dashboard shows it.
+  const why = it.phase === 'search' ? `\n${''.padStart(4)}why: ${it.reason}` : '';
+  return `${what.padEnd(13)} objective ${it.objective?.toFixed(3) ?? '—'}${interval} × baseline${best}${why}`;
 }
 
 /** The demo's last line: the verified figure, or the honest "no significant improvement". */

@@ -24,8 +24,14 @@ test('npm run demo -- --short runs a tuning session to its verified result and c
   console.log(`demo --short: ${((Date.now() - started) / 1000).toFixed(0)} s`);
   assert.match(stdout, /^agent connected/m, stdout);
   assert.match(stdout, /^baseline: weighted query runtime \d+\.\d+ ms, \d+ transactions\/s$/m, stdout);
-  const trials = stdout.match(/^# ?\d+ (heuristic|explore) +(objective \d+\.\d+|failed: |cancelled: |contaminated: )/gm) ?? [];
-  assert.equal(trials.length - (stdout.match(/^# ?\d+ (heuristic|explore) +contaminated: /gm) ?? []).length, 1, stdout);
+  const trials = stdout.match(/^# ?\d+ (diagnosis|heuristic|explore) +(objective \d+\.\d+|failed: |cancelled: |contaminated: )/gm) ?? [];
+  assert.equal(trials.length - (stdout.match(/^# ?\d+ (diagnosis|heuristic|explore) +contaminated: /gm) ?? []).length, 1, stdout);
+  // The work-mem workload spills to temporary files: the first trial is argued from that, and says so.
+  assert.match(
+    stdout,
+    /^# ?1 diagnosis .*\n {4}why: [\d.]+[kMG]?B of temporary files per minute from \d+ statements? \(the largest spills [\d.]+[kMG]?B per call\): work_mem 4MB→\d+MB/m,
+    stdout,
+  );
   assert.match(stdout, /^# ?\d+ A\/B 1 baseline +runtime/m, stdout);
   assert.match(stdout, /^# ?\d+ A\/B 1 candidate +objective \d+\.\d+/m, stdout);
   assert.match(stdout, /^== result: session done/m, stdout);

@@ -39,9 +39,12 @@ export async function pgbenchInit(cluster: Cluster, scale: number): Promise<void
   await run(pgbenchOf(cluster), ['-i', '-q', '-s', String(scale), '--foreign-keys', ...connection(cluster)], { timeout: 600_000 });
 }
 
-/** Runs pgbench with `args` (for example `-T 10 -c 4 -j 2`, or `-f script.sql`) and parses its summary. */
-export async function pgbench(cluster: Cluster, args: string[]): Promise<PgbenchResult> {
-  const { stdout } = await run(pgbenchOf(cluster), [...args, ...connection(cluster)], { timeout: 3_600_000, maxBuffer: 16 * 1024 * 1024 });
+/** Runs pgbench with `args` (for example `-T 10 -c 4 -j 2`, or `-f script.sql`) and parses its
+ * summary; with `cpus` ("1", "2-3"), pinned to those CPUs (taskset), away from the server's. */
+export async function pgbench(cluster: Cluster, args: string[], options: { cpus?: string } = {}): Promise<PgbenchResult> {
+  const command = [pgbenchOf(cluster), ...args, ...connection(cluster)];
+  const [file, ...rest] = options.cpus === undefined ? command : ['taskset', '-c', options.cpus, ...command];
+  const { stdout } = await run(file!, rest, { timeout: 3_600_000, maxBuffer: 16 * 1024 * 1024 });
   const number = (pattern: RegExp) => {
     const m = pattern.exec(stdout);
     return m ? Number(m[1]) : NaN;

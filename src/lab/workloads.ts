@@ -1,7 +1,10 @@
 // The load-generating workloads the demo, the tests and the benchmarks share: each makes the
 // tables it reads on a throwaway cluster and runs a pgbench script against it, under pgbench
 // when the machine has it, else under the built-in driver (src/lab/load-driver.ts). One where no
-// knob can matter, one where work_mem clearly does, and a TPC-B-like one as pgbench runs.
+// knob can matter (the control), one where work_mem clearly does, a TPC-B-like one as pgbench
+// runs, a write-heavy one with many clients and checkpoint pressure, and a read-heavy one whose
+// working set is larger than the default shared_buffers. docs/benchmarks.md says, for each,
+// what makes the defaults wrong and which statistic shows it.
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +18,10 @@ export interface Workload {
   description: string;
   /** Creates and fills the tables it reads. */
   setup(cluster: Cluster): Promise<void>;
+  /** Clients that make its load (the benchmark's default). */
+  clients: number;
+  /** The mode whose knobs can find its headroom. */
+  mode: 'reload-only' | 'restart';
   /** One transaction, in pgbench's script language (the subset the built-in driver runs too). */
   script: string;
   /** Variables the script reads (`-D name=value` to pgbench). */
@@ -31,6 +38,8 @@ const SELECT_1: Workload = {
     await cluster.sql('ANALYZE lab_points');
   },
   script: '\\set id random(1, 1000)\nSELECT 1;\nSELECT v FROM lab_points WHERE id = :id;\n',
+  clients: 2,
+  mode: 'reload-only',
 };
 
 /**
@@ -60,46 +69,94 @@ const WORK_MEM: Workload = {
     'SELECT count(*) FROM lab_kv WHERE id < :id;',
     '',
   ].join('\n'),
+  clients: 2,
+  mode: 'reload-only',
 };
 
 const TPCB_SCALE = 10;
 
+/** pgbench's four tables at `s` (100,000 accounts per unit), made in SQL so that no pgbench is needed. */
+async function pgbenchTables(cluster: Cluster, s: number): Promise<void> {
+  await cluster.sql('CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int, filler char(88)) WITH (fillfactor = 100)');
+  await cluster.sql('CREATE TABLE pgbench_tellers (tid int PRIMARY KEY, bid int, tbalance int, filler char(84)) WITH (fillfactor = 100)');
+  await cluster.sql('CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84)) WITH (fillfactor = 100)');
+  await cluster.sql('CREATE TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime timestamp, filler char(22))');
+  await cluster.sql(`INSERT INTO pgbench_branches SELECT b, 0 FROM generate_series(1, ${s}) b`);
+  await cluster.sql(`INSERT INTO pgbench_tellers SELECT t, (t - 1) / 10 + 1, 0 FROM generate_series(1, ${10 * s}) t`);
+  await cluster.sql(`INSERT INTO pgbench_accounts SELECT a, (a - 1) / 100000 + 1, 0, '' FROM generate_series(1, ${100_000 * s}) a`);
+  await cluster.sql('VACUUM ANALYZE');
+}
+
+const TPCB_SCRIPT = [
+  '\\set aid random(1, 100000 * :scale)',
+  '\\set bid random(1, 1 * :scale)',
+  '\\set tid random(1, 10 * :scale)',
+  '\\set delta random(-5000, 5000)',
+  'BEGIN;',
+  'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;',
+  'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;',
+  'UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;',
+  'UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;',
+  'INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);',
+  'END;',
+  '',
+].join('\n');
+
 /** TPC-B-like transactions (pgbench's tables at scale 10): bound by commits, little for the knobs
- * to win. The tables are made here in SQL, so that no pgbench is needed. */
+ * to win. */
 const TPCB_LIKE: Workload = {
   name: 'tpcb-like',
   description: "TPC-B-like transactions on pgbench's tables at scale 10: bound by commits, so tuning wins little",
-  async setup(cluster) {
-    const s = TPCB_SCALE;
-    await cluster.sql('CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int, filler char(88)) WITH (fillfactor = 100)');
-    await cluster.sql('CREATE TABLE pgbench_tellers (tid int PRIMARY KEY, bid int, tbalance int, filler char(84)) WITH (fillfactor = 100)');
-    await cluster.sql(
-      'CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84)) WITH (fillfactor = 100)',
-    );
-    await cluster.sql('CREATE TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime timestamp, filler char(22))');
-    await cluster.sql(`INSERT INTO pgbench_branches SELECT b, 0 FROM generate_series(1, ${s}) b`);
-    await cluster.sql(`INSERT INTO pgbench_tellers SELECT t, (t - 1) / 10 + 1, 0 FROM generate_series(1, ${10 * s}) t`);
-    await cluster.sql(`INSERT INTO pgbench_accounts SELECT a, (a - 1) / 100000 + 1, 0, '' FROM generate_series(1, ${100_000 * s}) a`);
-    await cluster.sql('VACUUM ANALYZE');
-  },
+  setup: (cluster) => pgbenchTables(cluster, TPCB_SCALE),
   variables: { scale: TPCB_SCALE },
-  script: [
-    '\\set aid random(1, 100000 * :scale)',
-    '\\set bid random(1, 1 * :scale)',
-    '\\set tid random(1, 10 * :scale)',
-    '\\set delta random(-5000, 5000)',
-    'BEGIN;',
-    'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;',
-    'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;',
-    'UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;',
-    'UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;',
-    'INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);',
-    'END;',
-    '',
-  ].join('\n'),
+  script: TPCB_SCRIPT,
+  clients: 4,
+  mode: 'reload-only',
 };
 
-export const WORKLOADS = { 'select-1': SELECT_1, 'work-mem': WORK_MEM, 'tpcb-like': TPCB_LIKE } as const satisfies Record<string, Workload>;
+/**
+ * The same transactions from 16 clients: every commit waits for its own WAL flush, and WAL
+ * comes fast enough that max_wal_size (1 GB) forces checkpoints before checkpoint_timeout, each
+ * followed by a burst of full-page images. Shown by pg_stat_bgwriter.checkpoints_req and
+ * pg_stat_wal.wal_fpi; max_wal_size, checkpoint_timeout and commit_delay/commit_siblings (group
+ * commit, durability unchanged) are the knobs.
+ */
+const WRITE_HEAVY: Workload = {
+  name: 'write-heavy',
+  description:
+    'TPC-B-like transactions from 16 clients: commit flushes and checkpoints forced by WAL volume, with full-page images after each',
+  setup: (cluster) => pgbenchTables(cluster, TPCB_SCALE),
+  variables: { scale: TPCB_SCALE },
+  script: TPCB_SCRIPT,
+  clients: 16,
+  mode: 'reload-only',
+};
+
+const READ_SCALE = 40;
+
+/**
+ * Point reads spread over pgbench_accounts at scale 40 (about 520 MB): four times the default
+ * shared_buffers (128 MB), well within RAM, so most reads miss the buffer cache and are served by
+ * the kernel's page cache through a system call and a copy. Shown by the hit ratio of
+ * pg_stat_database (blks_hit against blks_read); shared_buffers, in restart mode, is the knob.
+ */
+const READ_HEAVY: Workload = {
+  name: 'read-heavy',
+  description: 'point reads over a table four times the default shared_buffers, within RAM: shared_buffers (a restart) is the gain',
+  setup: (cluster) => pgbenchTables(cluster, READ_SCALE),
+  variables: { scale: READ_SCALE },
+  script: ['\\set aid random(1, 100000 * :scale)', 'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;', ''].join('\n'),
+  clients: 4,
+  mode: 'restart',
+};
+
+export const WORKLOADS = {
+  'select-1': SELECT_1,
+  'work-mem': WORK_MEM,
+  'tpcb-like': TPCB_LIKE,
+  'write-heavy': WRITE_HEAVY,
+  'read-heavy': READ_HEAVY,
+} as const satisfies Record<string, Workload>;
 export type WorkloadName = keyof typeof WORKLOADS;
 
 export function workloadByName(name: string): Workload {

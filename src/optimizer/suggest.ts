@@ -23,7 +23,7 @@ import type { PgtuneWorkload } from './pgtune.ts';
 import { createRng, type Rng } from './random.ts';
 import { allowed, firstValid, type Filter } from './selection.ts';
 import type { WorkloadSignals } from './signals.ts';
-import { decode, encode } from './space.ts';
+import { currentValue, decode, encode } from './space.ts';
 import { knownBest, REGION, regionCandidates, trustRegion, type TrustRegion } from './trust-region.ts';
 import type { Config, History, Point, SearchSpace, Suggestion } from './types.ts';
 
@@ -82,22 +82,32 @@ function diagnosisStep(
     if (tried(space, history, d)) continue;
     const config = repair(space, { ...decode(space, encode(space, base)), ...d.changes });
     const candidate = { config, point: encode(space, config) };
-    if (isFeasible(space, config) && allowed(space, filter, candidate) && firstValid(space, [candidate]))
-      return { kind: 'diagnosis', config, reason: d.reason };
+    if (isFeasible(space, config) && allowed(space, filter, candidate) && firstValid(space, [candidate])) {
+      // A full configuration of the space holds every knob within the agent's bounds for this
+      // machine: a current value outside them moves too, and the reason says so.
+      const alsoMoved = describeMoves(space, encode(space, {}), config, new Set([...Object.keys(d.changes), ...Object.keys(base)]), true);
+      return {
+        kind: 'diagnosis',
+        config,
+        reason: alsoMoved ? `${d.reason} (within the bounds for this machine also ${alsoMoved})` : d.reason,
+      };
+    }
   }
   return undefined;
 }
 
-/** "work_mem 4MB→8MB, jit on→off": what a step changes from the best so far. */
-function describeMoves(space: SearchSpace, from: Point, config: Readonly<Config>): string {
+/** "work_mem 4MB→8MB, jit on→off": what a step changes from `from` (a point of the space), or with
+ * `fromCurrent` from the server's current values themselves; knobs in `except` left out. */
+function describeMoves(space: SearchSpace, from: Point, config: Readonly<Config>, except = new Set<string>(), fromCurrent = false): string {
   const base = decode(space, from);
   const moves = space.dimensions.flatMap((dim) => {
-    const [a, b] = [base[dim.name], config[dim.name]];
+    if (except.has(dim.name)) return [];
+    const [a, b] = [fromCurrent ? currentValue(space, dim) : base[dim.name], config[dim.name]];
     if (a === undefined || b === undefined || a === b) return [];
     const knob = getKnob(dim.name);
     return [knob ? `${dim.name} ${describeValue(knob, a)}→${describeValue(knob, b)}` : `${dim.name} ${a}→${b}`];
   });
-  return moves.length > 0 ? moves.join(', ') : 'no change';
+  return moves.join(', ');
 }
 
 /** A step of the region chosen by the model, or at random inside it while there is no model. */
@@ -154,7 +164,7 @@ export function suggest(input: SuggestInput): Suggestion {
   // A region with nothing left to try (measured, or next to a failure) widens, up to its limit.
   for (let halfWidth = region.halfWidth; ; halfWidth = Math.min(REGION.max, 2 * halfWidth)) {
     const step = regionStep(space, model, { ...region, halfWidth }, diagnosed, rng, filter, s.candidates);
-    if (step) return { ...step, reason: `${describeMoves(space, region.center, step.config)}: ${step.reason}` };
+    if (step) return { ...step, reason: `${describeMoves(space, region.center, step.config) || 'no change'}: ${step.reason}` };
     if (halfWidth >= REGION.max) break;
   }
   throw new Error('no feasible configuration: every candidate breaks a constraint or lies in a failed region');
