@@ -13,7 +13,7 @@
 // interleaved rounds against the defaults (each round in a rotating order), and each gain is the
 // paired interval of those rounds (src/measure/verify.ts). Ratios only; nothing here asserts a speed.
 //
-//   node bench/tuning.ts            full run (about 25 minutes a workload on 2 cores)
+//   node bench/tuning.ts            full run (about 20 minutes a workload on 2 cores)
 //   node bench/tuning.ts --short    CI's short mode: tiny budget, proves the harness end to end
 //   --workload NAME                 one workload (work-mem, write-heavy, read-heavy, tpcb-like, select-1)
 //   --oracle                        also run the long search and write its best to bench/oracles/
@@ -58,8 +58,8 @@ const SHORT = flags.short === true;
 const PLAN = SHORT
   ? { warmupSeconds: 1, windowSeconds: 3, noiseWindows: 2, budget: 3, oracleBudget: 4, rounds: 2, workloads: ['work-mem', 'select-1'] }
   : {
-      warmupSeconds: 5,
-      windowSeconds: 20,
+      warmupSeconds: 4,
+      windowSeconds: 15,
       noiseWindows: 4,
       budget: 15,
       oracleBudget: 60,
@@ -397,9 +397,16 @@ async function runWorkload(workload: Workload): Promise<void> {
     console.log(
       `  iteration reaching 90 % of ${Number.isFinite(oracleGain) ? "the oracle's" : 'the best verified'} gain (${fmt(goal * 100, 0)} %): tuner ${iterationsTo(tuner.bestSoFar, goal, 0.9) ?? '—'}, random ${iterationsTo(random.bestSoFar, goal, 0.9) ?? '—'}`,
     );
-    const tunerGain = gainOf('tuner');
+    /** Whether the tuner's verified gain is at least `other`'s: "yes", "tie" when the estimates
+     * differ but the intervals overlap (the rounds cannot tell them apart), else "no". */
+    const atLeast = (other: string) => {
+      const [t, o] = [verified.get('tuner')?.runtime, verified.get(other)?.runtime];
+      if (!t || !o) return 'unknown';
+      return t.estimate <= o.estimate ? 'yes' : t.low <= o.high ? 'tie (within the intervals)' : 'no';
+    };
+    const speedup = 1 / (1 - gainOf('tuner'));
     console.log(
-      `  goals: tuner ≥ pgtune ${tunerGain >= gainOf('pgtune') ? 'yes' : 'no'}; ≥ random ${tunerGain >= gainOf('random') ? 'yes' : 'no'}; ≥ 1.3× the defaults ${1 / (1 - tunerGain) >= 1.3 ? 'yes' : 'no'}; tuner recommends ${verified.get('tuner')?.recommended ? 'its best' : 'nothing'}`,
+      `  goals: tuner ≥ pgtune ${atLeast('pgtune')}; ≥ random ${atLeast('random')}; ≥ 1.3× the defaults ${speedup >= 1.3 ? 'yes' : 'no'} (${fmt(speedup, 2)}×); tuner recommends ${verified.get('tuner')?.recommended ? 'its best' : 'nothing'}`,
     );
   } finally {
     await db?.close();
