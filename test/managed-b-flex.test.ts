@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { after, before, beforeEach, test } from 'node:test';
 import { loadConfig } from '../src/agent/config/load.ts';
-import { connectDb } from '../src/agent/db.ts';
+import { connectDb, type Db } from '../src/agent/db.ts';
 import { createLogger } from '../src/agent/log.ts';
 import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts';
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
@@ -19,6 +19,7 @@ import { createIdentity } from '../src/agent/targets/managed-b-flex/identity.ts'
 import { catalogSettings } from '../src/agent/system.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
+import type { Target } from '../src/agent/targets/target.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { TargetMetricSchema } from '../src/protocol/v1.ts';
@@ -548,7 +549,8 @@ test('a read-only server parameter: --check fails on it and --apply refuses it, 
   assert.equal((await azure.server.parameter('work_mem')).source, 'system-default');
 });
 
-test('in process: machine, overrides and Azure Monitor metrics at the 1-minute grain, canonical names included', async () => {
+/** The Cloud B target in this process, against the fake, with its log lines; closed after `run`. */
+async function inProcess(run: (target: Target, db: Db, lines: string[]) => Promise<void>): Promise<string[]> {
   // This process trusts the fake's certificate as the agent process does through NODE_EXTRA_CA_CERTS.
   setDefaultCACertificates([...getCACertificates('default'), readFileSync(azure.certFile, 'utf8')]);
   const saved = process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
@@ -558,6 +560,18 @@ test('in process: machine, overrides and Azure Monitor metrics at the 1-minute g
   const lines: string[] = [];
   const target = await createManagedBFlexTarget({ db, config, log: createLogger({ debug: true, write: (l) => lines.push(l) }) });
   try {
+    await run(target, db, lines);
+  } finally {
+    await target.close();
+    await db.close();
+    if (saved === undefined) delete process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
+    else process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = saved;
+  }
+  return lines;
+}
+
+test('in process: machine, overrides and Azure Monitor metrics at the 1-minute grain, canonical names included', async () => {
+  const lines = await inProcess(async (target, db) => {
     const { machine } = await target.machine();
     assert.deepEqual(machine, { vcpus: 4, memoryBytes: 16 * GiB, storage: 'ssd', storageBytes: 128 * GiB });
     assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: false } });
@@ -589,24 +603,12 @@ test('in process: machine, overrides and Azure Monitor metrics at the 1-minute g
     // The newest minute is not published yet: the value is the minute before.
     const at = Date.parse(byName.get('cpu_percent')!.at);
     assert.ok(Date.now() - at >= 60_000 && Date.now() - at < 180_000, byName.get('cpu_percent')!.at);
-  } finally {
-    await target.close();
-    await db.close();
-    if (saved === undefined) delete process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
-    else process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = saved;
-  }
+  });
   assert.ok(!lines.some((l) => l.includes(AGENT_USER_PASSWORD_FOR_TESTS)));
 });
 
 test('in process: a restart in progress is waited out before a change, PostgreSQL back included', async () => {
-  setDefaultCACertificates([...getCACertificates('default'), readFileSync(azure.certFile, 'utf8')]);
-  const saved = process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
-  process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = azure.url;
-  const { config } = loadConfig({ cwd: agentDir(), env: {}, target: 'managed-b-flex', needsService: false });
-  const db = await connectDb(cluster.agentUrl, { connection: agentConnectionContext('managed-b-flex') });
-  const lines: string[] = [];
-  const target = await createManagedBFlexTarget({ db, config, log: createLogger({ debug: true, write: (l) => lines.push(l) }) });
-  try {
+  await inProcess(async (target, db, lines) => {
     const restarted = azure.restart();
     assert.equal(await target.applyBlockedReason(), null);
     const restart = azure.operations.find((o) => o.kind === 'restart');
@@ -617,12 +619,7 @@ test('in process: a restart in progress is waited out before a change, PostgreSQ
     );
     assert.equal((await db.query<{ one: number }>('SELECT 1 AS one'))[0]?.one, 1, "the agent's session works again");
     await restarted;
-  } finally {
-    await target.close();
-    await db.close();
-    if (saved === undefined) delete process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
-    else process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = saved;
-  }
+  });
 });
 
 test('the SKU table, its estimate for a size it does not know, and the agent.yaml figures that override it', () => {
