@@ -50,6 +50,7 @@ import {
   type WorkloadSignals,
 } from '../src/optimizer/index.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
+import { configDiff } from '../src/service/tuning/space.ts';
 
 const { values: flags } = parseArgs({
   options: { short: { type: 'boolean' }, workload: { type: 'string' }, oracle: { type: 'boolean' } },
@@ -391,6 +392,10 @@ async function runWorkload(workload: Workload): Promise<void> {
       console.log(
         `    ${name.padEnd(8)} runtime ${describeInterval(v.runtime)} = ${fmt(speedup, 2)}× faster; tps ${describeInterval(v.throughput)}; ${v.recommended ? 'recommended' : 'not recommended'} by the session's rule${share}`,
       );
+    }
+    for (const [name, config] of finals) {
+      const changes = configDiff(space, config).map((c) => `${c.name} ${c.baseline}→${c.value}`);
+      console.log(`    ${name.padEnd(8)} changes: ${changes.join(', ') || 'none'}`);
     }
     console.log(`  users' cost of the search (Σ slowdown over trials): random ${fmt(random.cost, 2)}, tuner ${fmt(tuner.cost, 2)}`);
     const goal = Number.isFinite(oracleGain) ? oracleGain : Math.max(gainOf('tuner'), gainOf('random'), gainOf('pgtune'));

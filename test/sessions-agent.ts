@@ -62,6 +62,9 @@ export class SimulatedAgent {
   noise = 0;
   /** While set, the workload runs other statements than the baseline's (a batch job, say). */
   mixShifted = false;
+  /** The busiest statement sorts 8 MB per call, spilling to temporary files while work_mem is at
+   * its 4 MB default: what the optimizer's diagnosis reads. */
+  spills = false;
   /** Reverts fail (the database refuses them, say). */
   failReverts = false;
   private readonly rng: Rng;
@@ -109,6 +112,11 @@ export class SimulatedAgent {
     metrics.derived.calls = metrics.statements.top.reduce((n, row) => n + row.calls, 0) + metrics.statements.other.calls;
     if (this.mixShifted)
       metrics.statements.top = metrics.statements.top.map((row, i) => (i % 2 ? { ...row, queryId: `${row.queryId}9` } : row));
+    if (this.spills && Number(this.settings.get('work_mem') ?? 4096) <= 4096) {
+      const spiller = metrics.statements.top[0]!;
+      spiller.tempBlksWritten = spiller.calls * 1024;
+      metrics.database.total = { ...metrics.database.total, tempFiles: spiller.calls, tempBytes: spiller.tempBlksWritten * 8192 };
+    }
     metrics.derived.avgQueryRuntimeMs = 0.4 * factor;
     metrics.derived.weightedQueryRuntimeMs = 0.4 * factor;
     // The same offered load whatever the configuration: transactions in proportion to time.

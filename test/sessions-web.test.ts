@@ -47,6 +47,7 @@ test(
     const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
     const { databaseId, apiKey } = await person.createDatabase('orders-db');
     const agent = new SimulatedAgent(service.url, databaseId, apiKey);
+    agent.spills = true;
     agent.plan = (_command, trial) =>
       trial === 2
         ? { status: 'refused', errors: ['work_mem: above the memory budget'] }
@@ -99,6 +100,12 @@ test(
     );
     await page.reload();
     assert.equal(await page.getAttribute('#session-state', 'data-state'), 'awaiting_approval');
+    // The first trial was argued from the baseline's temporary files, and the page says so.
+    const firstTrial = page.locator('#session-iterations tbody tr').filter({ hasText: 'diagnosis' }).first();
+    assert.match(
+      (await firstTrial.textContent()) ?? '',
+      /diagnosis[\d.]+[kMG]?B of temporary files per minute from 1 statement \(the largest spills 8MB per call\): work_mem 4MB→\d+MB/,
+    );
     const { iterations } = await getTuningSession(person, databaseId, sessionId);
     const rounds = assertSessionShape(iterations, 8);
     assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
