@@ -208,6 +208,30 @@ describe('the live search starts from the diagnoses', () => {
     assert.match(fourth.reason, /→/, 'the reason names what it moves');
   });
 
+  test('a workload that hardly writes: steps seldom move a knob of the write path (WAL, checkpoints, flushes)', () => {
+    const writePath = new Set(['max_wal_size', 'min_wal_size', 'checkpoint_timeout', 'checkpoint_completion_target', 'wal_writer_delay']);
+    const share = (signals: WorkloadSignals) => {
+      let moving = 0;
+      const seeds = 40;
+      for (let seed = 1; seed <= seeds; seed++) {
+        // The diagnoses and pgtune first, each a little better; then the first step of the region.
+        const history: Observation[] = [];
+        let step = suggest({ space: reload, history, seed, signals });
+        for (let objective = 0.9; step.kind !== 'explore'; objective -= 0.05) {
+          history.push(ok(step.config, objective, step.kind));
+          step = suggest({ space: reload, history, seed, signals });
+        }
+        const [from, to] = [encode(reload, history.at(-1)!.config), encode(reload, step.config)];
+        if (reload.dimensions.some((d, i) => writePath.has(d.name) && Math.abs((from[i] as number) - (to[i] as number)) > 1e-9)) moving++;
+      }
+      return moving / seeds;
+    };
+    const readOnly = share({ ...QUIET, walBytes: 0, walFpi: 0, walRecords: 0 });
+    const writing = share({ ...QUIET, walBytes: 60 * 20 * MiB });
+    assert.ok(readOnly <= 0.15, `read-only: ${readOnly} of the steps moved a write-path knob`);
+    assert.ok(writing >= 0.3, `writing 20 MB/s: ${writing} of the steps moved a write-path knob`);
+  });
+
   test('no signals: pgtune first, as before', () => {
     assert.equal(suggest({ space: reload, history: [], seed: 1 }).kind, 'heuristic');
   });

@@ -6,7 +6,8 @@
 //   2. the expert heuristic (pgtune), on top of the best so far, once (an observation of kind
 //      'heuristic' says it was tried; without kinds, an identical configuration does);
 //   3. steps inside a trust region around the best so far (trust-region.ts), moving at most a
-//      few knobs, the knobs that matter for this workload most often: chosen by the model
+//      few knobs, the knobs that matter for this workload most often (the model's importance,
+//      the diagnosed knobs, and none the signals rule out: relevance.ts): chosen by the model
 //      (bayes.ts) once two measurements exist, at random inside the region before.
 // Nothing moves every knob at once: random configurations are for offline benchmarks
 // (random-search.ts). Every suggestion passes the agent's own validateChange, and none falls in
@@ -21,6 +22,7 @@ import { heuristicConfig } from './heuristic.ts';
 import { checkHistory, DEFAULT_FAILED_RADIUS, failedPoints } from './history.ts';
 import type { PgtuneWorkload } from './pgtune.ts';
 import { createRng, type Rng } from './random.ts';
+import { relevance } from './relevance.ts';
 import { allowed, firstValid, type Filter } from './selection.ts';
 import type { WorkloadSignals } from './signals.ts';
 import { currentValue, decode, encode } from './space.ts';
@@ -116,11 +118,14 @@ function regionStep(
   model: Model | undefined,
   region: TrustRegion,
   diagnosed: ReadonlySet<string>,
+  relevant: readonly number[],
   rng: Rng,
   filter: Filter,
   count: number,
 ): Suggestion | undefined {
-  const weights = space.dimensions.map((dim, i) => (model?.importance[i] ?? 1) + (diagnosed.has(dim.name) ? DIAGNOSED_WEIGHT : 0));
+  const weights = space.dimensions.map(
+    (dim, i) => ((model?.importance[i] ?? 1) + (diagnosed.has(dim.name) ? DIAGNOSED_WEIGHT : 0)) * (relevant[i] ?? 1),
+  );
   if (model) {
     const step = modelStep(space, model, region, weights, rng, filter, count);
     if (step) return step;
@@ -161,9 +166,10 @@ export function suggest(input: SuggestInput): Suggestion {
 
   const model = fitModel(space, history, rng);
   const region = trustRegion(space, history);
+  const relevant = relevance(space, input.signals);
   // A region with nothing left to try (measured, or next to a failure) widens, up to its limit.
   for (let halfWidth = region.halfWidth; ; halfWidth = Math.min(REGION.max, 2 * halfWidth)) {
-    const step = regionStep(space, model, { ...region, halfWidth }, diagnosed, rng, filter, s.candidates);
+    const step = regionStep(space, model, { ...region, halfWidth }, diagnosed, relevant, rng, filter, s.candidates);
     if (step) return { ...step, reason: `${describeMoves(space, region.center, step.config) || 'no change'}: ${step.reason}` };
     if (halfWidth >= REGION.max) break;
   }
