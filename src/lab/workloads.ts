@@ -2,8 +2,9 @@
 // tables it reads on a throwaway cluster and runs a pgbench script against it, under pgbench
 // when the machine has it, else under the built-in driver (src/lab/load-driver.ts). One where no
 // knob can matter (the control), one where work_mem clearly does, a TPC-B-like one as pgbench
-// runs, a write-heavy one with many clients and checkpoint pressure, and a read-heavy one whose
-// working set is larger than the default shared_buffers. docs/benchmarks.md says, for each,
+// runs, a write-heavy one with many clients and checkpoint pressure, a read-heavy one whose
+// working set is larger than the default shared_buffers, and a report whose JIT compilation costs
+// more than it saves. docs/benchmarks.md says, for each,
 // what makes the defaults wrong and which statistic shows it.
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import type { Cluster } from './cluster.ts';
 import { startDriver } from './load-driver.ts';
 import { findPgbench } from './pgbench.ts';
+import { TPCC_SCRIPT, tpccSetup } from './tpcc.ts';
 
 export interface Workload {
   name: string;
@@ -150,12 +152,75 @@ const READ_HEAVY: Workload = {
   mode: 'restart',
 };
 
+/** The report's 40 computed columns: each a little arithmetic on the account's row. */
+const REPORT_COLUMNS = Array.from(
+  { length: 40 },
+  (_, i) => `round(a.balance * ${1 + i / 100} + a.rate * ${i} - CASE WHEN a.tier = ${i % 3} THEN a.age_days ELSE 0 END, 2) AS e${i}`,
+).join(', ');
+
+/**
+ * An account report as ORMs write them: 40 computed columns and two correlated subqueries over
+ * the account's transactions, for one segment (10,000 accounts). The planner prices each of the
+ * 20,000 index lookups as random disk reads (random_page_cost 4), so the plan costs about 925,000,
+ * above jit_inline_above_cost and jit_optimize_above_cost (500,000), and each call inlines and
+ * optimizes its expressions with LLVM: 0.4-1.3 s of compilation for a query that runs in about
+ * 0.4 s without it, the data being in memory. Shown by the jit_*_time columns of
+ * pg_stat_statements; `jit` off, a jit_above_cost above the plan's cost, or a random_page_cost that
+ * prices the lookups as the memory reads they are, is the gain.
+ */
+const JIT: Workload = {
+  name: 'jit',
+  description:
+    'an account report (40 computed columns, 2 correlated subqueries) whose plan cost makes JIT inline and optimize, costing more than the query',
+  async setup(cluster) {
+    await cluster.sql(
+      `CREATE TABLE lab_accounts AS SELECT g AS id, g % 20 AS segment, 'account ' || g AS name, (g % 10000) / 7.0 AS balance, (g % 97) / 100.0 AS rate, g % 365 AS age_days, g % 3 AS tier FROM generate_series(1, 200000) g`,
+    );
+    await cluster.sql('ALTER TABLE lab_accounts ADD PRIMARY KEY (id)');
+    await cluster.sql('CREATE INDEX ON lab_accounts (segment)');
+    // Transactions in no order of account, as they arrive: each lookup reads scattered pages.
+    await cluster.sql(
+      `CREATE TABLE lab_transactions AS SELECT g AS id, 1 + (g::bigint * 7919) % 200000 AS account, (g % 5000) / 10.0 AS amount, now() - (g % 1000) * interval '1 hour' AS at FROM generate_series(1, 2000000) g`,
+    );
+    await cluster.sql('CREATE INDEX ON lab_transactions (account)');
+    await cluster.sql('VACUUM ANALYZE');
+  },
+  script: [
+    '\\set segment random(0, 19)',
+    `SELECT a.id, a.name, ${REPORT_COLUMNS}, (SELECT sum(t.amount) FROM lab_transactions t WHERE t.account = a.id) AS total, (SELECT max(t.at) FROM lab_transactions t WHERE t.account = a.id) AS latest FROM lab_accounts a WHERE a.segment = :segment;`,
+    '',
+  ].join('\n'),
+  clients: 2,
+  mode: 'reload-only',
+};
+
+const TPCC_WAREHOUSES = 4;
+
+/**
+ * A TPC-C-like mix (src/lab/tpcc.ts) at 4 warehouses (about 400 MB) from 8 clients, as HammerDB's
+ * TPROC-C runs it: short read-write transactions in stored procedures over a working set three
+ * times the default shared_buffers, with commits to flush. Shown by the hit ratio and the WAL
+ * statistics; shared_buffers (a restart) and the checkpoint settings are the knobs.
+ */
+const TPCC_LIKE: Workload = {
+  name: 'tpcc-like',
+  description:
+    'a TPC-C-like mix (new-order, payment, order-status, delivery, stock-level) at 4 warehouses from 8 clients, as HammerDB runs it',
+  setup: (cluster) => tpccSetup(cluster, TPCC_WAREHOUSES),
+  variables: { warehouses: TPCC_WAREHOUSES },
+  script: TPCC_SCRIPT,
+  clients: 8,
+  mode: 'restart',
+};
+
 export const WORKLOADS = {
   'select-1': SELECT_1,
   'work-mem': WORK_MEM,
   'tpcb-like': TPCB_LIKE,
   'write-heavy': WRITE_HEAVY,
   'read-heavy': READ_HEAVY,
+  jit: JIT,
+  'tpcc-like': TPCC_LIKE,
 } as const satisfies Record<string, Workload>;
 export type WorkloadName = keyof typeof WORKLOADS;
 
