@@ -15,8 +15,9 @@
 //
 //   node bench/tuning.ts            full run (about 20 minutes a workload on 2 cores)
 //   node bench/tuning.ts --short    CI's short mode: tiny budget, proves the harness end to end
-//   --workload NAME                 one workload (work-mem, write-heavy, read-heavy, tpcb-like, select-1)
+//   --workload NAME                 one workload (work-mem, jit, read-heavy, tpcc-like, write-heavy, tpcb-like, select-1)
 //   --oracle                        also run the long search and write its best to bench/oracles/
+//   --window S, --warmup S          each measurement's window and warm-up (default 15 s and 4 s)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -53,10 +54,22 @@ import type { MetricsReport } from '../src/protocol/report.ts';
 import { configDiff } from '../src/service/tuning/space.ts';
 
 const { values: flags } = parseArgs({
-  options: { short: { type: 'boolean' }, workload: { type: 'string' }, oracle: { type: 'boolean' } },
+  options: {
+    short: { type: 'boolean' },
+    workload: { type: 'string' },
+    oracle: { type: 'boolean' },
+    window: { type: 'string' },
+    warmup: { type: 'string' },
+  },
 });
 const SHORT = flags.short === true;
-const PLAN = SHORT
+/** A whole number of seconds from a flag, or a clear error naming it. */
+function seconds(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9]\d*$/.test(value)) throw new Error(`--${flag} ${value}: expected a whole number of seconds, at least 1`);
+  return Number(value);
+}
+const DEFAULT_PLAN = SHORT
   ? { warmupSeconds: 1, windowSeconds: 3, noiseWindows: 2, budget: 3, oracleBudget: 4, rounds: 2, workloads: ['work-mem', 'select-1'] }
   : {
       warmupSeconds: 4,
@@ -65,8 +78,14 @@ const PLAN = SHORT
       budget: 15,
       oracleBudget: 60,
       rounds: 4,
-      workloads: ['work-mem', 'write-heavy', 'read-heavy', 'tpcb-like', 'select-1'],
+      workloads: ['work-mem', 'jit', 'read-heavy', 'tpcc-like', 'write-heavy', 'tpcb-like', 'select-1'],
     };
+/** Shorter windows suit a workload whose windows vary little (the cv the run prints first). */
+const PLAN = {
+  ...DEFAULT_PLAN,
+  windowSeconds: seconds('window', flags.window) ?? DEFAULT_PLAN.windowSeconds,
+  warmupSeconds: seconds('warmup', flags.warmup) ?? DEFAULT_PLAN.warmupSeconds,
+};
 /** A baseline window after this many trials, as the tuning session does: each trial is judged
  * against the baseline measured nearest before it. */
 const BASELINE_EVERY = 3;
