@@ -18,6 +18,8 @@
 //   --workload NAME                 one workload (work-mem, jit, read-heavy, tpcc-like, write-heavy, tpcb-like, select-1)
 //   --oracle                        also run the long search and write its best to bench/oracles/
 //   --window S, --warmup S          each measurement's window and warm-up (default 15 s and 4 s)
+//   --open-loop SHARE               drive the load at SHARE (0-1] of the defaults' throughput
+//                                   (pgbench --rate) instead of closed-loop; latency is the figure
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -60,6 +62,7 @@ const { values: flags } = parseArgs({
     oracle: { type: 'boolean' },
     window: { type: 'string' },
     warmup: { type: 'string' },
+    'open-loop': { type: 'string' },
   },
 });
 const SHORT = flags.short === true;
@@ -69,6 +72,16 @@ function seconds(flag: string, value: string | undefined): number | undefined {
   if (!/^[1-9]\d*$/.test(value)) throw new Error(`--${flag} ${value}: expected a whole number of seconds, at least 1`);
   return Number(value);
 }
+/** Open loop: transactions arrive at this share of the defaults' closed-loop throughput
+ * (`pgbench --rate`), as production load does; the users' latency is then the figure to watch. */
+const OPEN_LOOP = (() => {
+  const value = flags['open-loop'];
+  if (value === undefined) return null;
+  const share = Number(value);
+  if (!(share > 0 && share <= 1))
+    throw new Error(`--open-loop ${value}: expected a share of the defaults' throughput, above 0 and at most 1`);
+  return share;
+})();
 const DEFAULT_PLAN = SHORT
   ? { warmupSeconds: 1, windowSeconds: 3, noiseWindows: 2, budget: 3, oracleBudget: 4, rounds: 2, workloads: ['work-mem', 'select-1'] }
   : {
@@ -110,6 +123,10 @@ interface Harness {
   /** CPUs for the server and for the load generator, when pinned. */
   pin: { server: string; load: string } | null;
   mix: QueryMix | null;
+  /** Transactions per second over all clients when the load is open-loop. */
+  rate: number | null;
+  /** Each window starts right after a checkpoint. */
+  aligned: boolean;
 }
 
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits));
@@ -154,6 +171,7 @@ function pinServer(cluster: Cluster, cpus: string | null): void {
  */
 async function measure(h: Harness): Promise<Measured> {
   if (h.workload.mode === 'restart') await h.cluster.restart();
+  if (h.aligned) await h.cluster.sql('CHECKPOINT');
   pinServer(h.cluster, h.pin?.server ?? null);
   const run = (seconds: number) =>
     pgbench(
@@ -169,6 +187,7 @@ async function measure(h: Harness): Promise<Measured> {
         String(h.workload.clients),
         '-j',
         String(Math.min(h.workload.clients, 2)),
+        ...(h.rate === null ? [] : ['--rate', h.rate.toFixed(2)]),
       ],
       h.pin ? { cpus: h.pin.load } : {},
     );
@@ -192,13 +211,22 @@ async function applyConfig(h: Harness, config: Config): Promise<string | null> {
 const runtimeOf = (m: Measured) => m.stats.weightedRuntimeMs ?? NaN;
 
 /** Windows of the defaults, to measure the noise; pinned and unpinned alternate when asked. */
-async function noise(h: Harness, pins: ReadonlyArray<Harness['pin']>): Promise<Map<string, Measured[]>> {
+/** A way to measure: where the server and the load generator run, and whether each window
+ * starts right after a checkpoint. */
+interface Way {
+  label: string;
+  pin: Harness['pin'];
+  aligned: boolean;
+}
+
+/** Windows of the defaults in each way, interleaved, to measure the noise of each. */
+async function noise(h: Harness, ways: readonly Way[]): Promise<Map<Way, Measured[]>> {
   await applyConfig(h, {});
-  const windows = new Map<string, Measured[]>(pins.map((p) => [p ? 'pinned' : 'unpinned', []]));
+  const windows = new Map<Way, Measured[]>(ways.map((w) => [w, []]));
   for (let i = 0; i < PLAN.noiseWindows; i++) {
-    for (const pin of i % 2 === 0 ? pins : [...pins].reverse()) {
-      h.pin = pin;
-      windows.get(pin ? 'pinned' : 'unpinned')!.push(await measure(h));
+    for (const way of i % 2 === 0 ? ways : [...ways].reverse()) {
+      [h.pin, h.aligned] = [way.pin, way.aligned];
+      windows.get(way)!.push(await measure(h));
     }
   }
   return windows;
@@ -259,12 +287,15 @@ function readOracle(workload: Workload): Config | null {
 interface Verified {
   runtime: Interval | null;
   throughput: Interval | null;
+  /** pgbench's latency average (with --rate, measured from each transaction's scheduled start). */
+  latency: Interval | null;
   recommended: boolean;
 }
 
 /** The final configurations against the defaults in interleaved rounds (rotating order). */
 async function verifyFinals(h: Harness, finals: ReadonlyArray<[string, Config]>): Promise<Map<string, Verified>> {
   const rounds = new Map<string, RoundFigures[]>(finals.map(([name]) => [name, []]));
+  const latencies = new Map<string, number[]>(finals.map(([name]) => [name, []]));
   const figures = (m: Measured) => ({ runtimeMs: runtimeOf(m), throughput: m.pgbench.tps });
   for (let r = 0; r < PLAN.rounds; r++) {
     const order: Array<[string, Config]> = [['defaults', {}], ...finals];
@@ -278,7 +309,10 @@ async function verifyFinals(h: Harness, finals: ReadonlyArray<[string, Config]>)
     const defaults = measured.get('defaults');
     for (const [name] of finals) {
       const m = measured.get(name);
-      if (defaults && m) rounds.get(name)!.push({ baseline: figures(defaults), candidate: figures(m) });
+      if (defaults && m) {
+        rounds.get(name)!.push({ baseline: figures(defaults), candidate: figures(m) });
+        latencies.get(name)!.push(Math.log(m.pgbench.latencyMs / defaults.pgbench.latencyMs));
+      }
     }
   }
   await applyConfig(h, {});
@@ -294,6 +328,7 @@ async function verifyFinals(h: Harness, finals: ReadonlyArray<[string, Config]>)
             r.map((x) => Math.log(x.candidate.throughput / x.baseline.throughput)),
             VERIFY.confidence,
           ),
+          latency: pairedInterval(latencies.get(name)!, VERIFY.confidence),
           recommended: v.decision === 'recommend',
         },
       ];
@@ -341,23 +376,35 @@ async function runWorkload(workload: Workload): Promise<void> {
     };
     const machine = (await target.machine()).machine;
     const space = createSpace({ target: 'local', mode: workload.mode, machine, settings: await readSettings(db) });
-    const h: Harness = { cluster, db, ctx, workload, space, script, pin: null, mix: null };
+    const h: Harness = { cluster, db, ctx, workload, space, script, pin: null, mix: null, rate: null, aligned: false };
 
     // Noise: the defaults' windows with the server and the load generator on the same cores,
     // then pinned apart, interleaved; the quieter way measures everything after.
+    // Noise: the defaults' windows measured in each way, interleaved: the server and the load
+    // generator on the same cores, pinned apart, and, for a workload that writes, each window
+    // right after a checkpoint (the same phase of the checkpoint cycle in every window).
+    // The quietest way measures everything after.
     const pinned = CPUS >= 2 ? { server: `0-${CPUS - 2}`, load: String(CPUS - 1) } : null;
-    const windows = await noise(h, pinned ? [null, pinned] : [null]);
-    const cvOf = (name: string) => cv((windows.get(name) ?? []).map(runtimeOf));
-    const tpsCvOf = (name: string) => cv((windows.get(name) ?? []).map((m) => m.pgbench.tps));
+    const ways: Way[] = [
+      { label: 'unpinned', pin: null, aligned: false },
+      ...(pinned ? [{ label: `server on CPU ${pinned.server}, load on CPU ${pinned.load}`, pin: pinned, aligned: false }] : []),
+      ...(workload.writes ? [{ label: 'unpinned, each window after a checkpoint', pin: null, aligned: true }] : []),
+    ];
+    const windows = await noise(h, ways);
+    const cvOf = (way: Way) => cv((windows.get(way) ?? []).map(runtimeOf));
+    const tpsCvOf = (way: Way) => cv((windows.get(way) ?? []).map((m) => m.pgbench.tps));
     console.log(
-      `  noise, window to window (cv of runtime / tps over ${PLAN.noiseWindows} windows each): unpinned ${fmt(cvOf('unpinned'), 3)} / ${fmt(tpsCvOf('unpinned'), 3)}` +
-        (pinned
-          ? `; server on CPU ${pinned.server}, load on CPU ${pinned.load}: ${fmt(cvOf('pinned'), 3)} / ${fmt(tpsCvOf('pinned'), 3)}`
-          : ''),
+      `  noise, window to window (cv of runtime / tps over ${PLAN.noiseWindows} windows each): ${ways.map((w) => `${w.label} ${fmt(cvOf(w), 3)} / ${fmt(tpsCvOf(w), 3)}`).join('; ')}`,
     );
-    h.pin = pinned && cvOf('pinned') < cvOf('unpinned') ? pinned : null;
-    console.log(`  measuring ${h.pin ? 'pinned' : 'unpinned'} from here on (the lower cv)`);
-    const baseline = (windows.get(h.pin ? 'pinned' : 'unpinned') ?? [])[0]!;
+    const quietest = ways.reduce((a, b) => (cvOf(b) < cvOf(a) ? b : a));
+    [h.pin, h.aligned] = [quietest.pin, quietest.aligned];
+    console.log(`  measuring ${quietest.label} from here on (the lowest cv of runtime)`);
+    const chosen = windows.get(quietest) ?? [];
+    const baseline = chosen[0]!;
+    if (OPEN_LOOP !== null) {
+      h.rate = OPEN_LOOP * mean(chosen.map((m) => m.pgbench.tps));
+      console.log(`  open loop from here on: ${fmt(h.rate, 1)} transactions/s, ${fmt(OPEN_LOOP * 100, 0)} % of the defaults' throughput`);
+    }
     const signals: WorkloadSignals = signalsOf(baseline.reports);
     console.log(
       `  defaults: weighted runtime ${fmt(runtimeOf(baseline))} ms, tps ${fmt(baseline.pgbench.tps, 0)}; temp ${fmt(signals.tempBytes / 2 ** 20, 0)} MB, checkpoints requested ${signals.checkpointsRequested}, hit ratio ${fmt(signals.blksHit / Math.max(1, signals.blksHit + signals.blksRead), 3)}`,
@@ -409,7 +456,7 @@ async function runWorkload(workload: Workload): Promise<void> {
       const share =
         Number.isFinite(oracleGain) && oracleGain > 0 ? `, ${fmt((100 * gainOf(name)) / oracleGain, 0)} % of the oracle's gain` : '';
       console.log(
-        `    ${name.padEnd(8)} runtime ${describeInterval(v.runtime)} = ${fmt(speedup, 2)}× faster; tps ${describeInterval(v.throughput)}; ${v.recommended ? 'recommended' : 'not recommended'} by the session's rule${share}`,
+        `    ${name.padEnd(8)} runtime ${describeInterval(v.runtime)} = ${fmt(speedup, 2)}× faster; ${h.rate === null ? `tps ${describeInterval(v.throughput)}` : `latency ${describeInterval(v.latency)}`}; ${v.recommended ? 'recommended' : 'not recommended'} by the session's rule${share}`,
       );
     }
     for (const [name, config] of finals) {

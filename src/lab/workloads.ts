@@ -28,6 +28,8 @@ export interface Workload {
   script: string;
   /** Variables the script reads (`-D name=value` to pgbench). */
   variables?: Record<string, number>;
+  /** It writes enough WAL for checkpoints to fall within its measurement windows. */
+  writes?: boolean;
 }
 
 /** A point lookup and `SELECT 1`: nothing on the allow-list makes them faster. */
@@ -114,6 +116,7 @@ const TPCB_LIKE: Workload = {
   script: TPCB_SCRIPT,
   clients: 4,
   mode: 'reload-only',
+  writes: true,
 };
 
 /**
@@ -132,6 +135,7 @@ const WRITE_HEAVY: Workload = {
   script: TPCB_SCRIPT,
   clients: 16,
   mode: 'reload-only',
+  writes: true,
 };
 
 const READ_SCALE = 40;
@@ -211,6 +215,7 @@ const TPCC_LIKE: Workload = {
   script: TPCC_SCRIPT,
   clients: 8,
   mode: 'restart',
+  writes: true,
 };
 
 export const WORKLOADS = {
