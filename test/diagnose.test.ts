@@ -209,7 +209,14 @@ describe('the live search starts from the diagnoses', () => {
   });
 
   test('a workload that hardly writes: steps seldom move a knob of the write path (WAL, checkpoints, flushes)', () => {
-    const writePath = new Set(['max_wal_size', 'min_wal_size', 'checkpoint_timeout', 'checkpoint_completion_target', 'wal_writer_delay']);
+    const writePath = new Set([
+      'max_wal_size',
+      'min_wal_size',
+      'checkpoint_timeout',
+      'checkpoint_completion_target',
+      'wal_writer_delay',
+      'wal_compression',
+    ]);
     const share = (signals: WorkloadSignals) => {
       let moving = 0;
       const seeds = 40;

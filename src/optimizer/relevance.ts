@@ -14,6 +14,7 @@ const WRITE_PATH_KNOBS = new Set([
   'checkpoint_completion_target',
   'checkpoint_flush_after',
   'wal_buffers',
+  'wal_compression',
   'wal_writer_delay',
   'wal_writer_flush_after',
   'backend_flush_after',
