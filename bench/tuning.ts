@@ -55,21 +55,33 @@ import {
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { configDiff } from '../src/service/tuning/space.ts';
 
-const { values: flags } = parseArgs({
-  options: {
-    short: { type: 'boolean' },
-    workload: { type: 'string' },
-    oracle: { type: 'boolean' },
-    window: { type: 'string' },
-    warmup: { type: 'string' },
-    'open-loop': { type: 'string' },
-  },
-});
+const FLAGS = {
+  short: { type: 'boolean' },
+  workload: { type: 'string' },
+  oracle: { type: 'boolean' },
+  window: { type: 'string' },
+  warmup: { type: 'string' },
+  'open-loop': { type: 'string' },
+} as const;
+
+/** A bad flag: its message, no stack, exit status 2. */
+function usage(message: string): never {
+  console.error(`bench/tuning: ${message}`);
+  process.exit(2);
+}
+
+const { values: flags } = (() => {
+  try {
+    return parseArgs({ options: FLAGS });
+  } catch (error) {
+    return usage((error as Error).message);
+  }
+})();
 const SHORT = flags.short === true;
 /** A whole number of seconds from a flag, or a clear error naming it. */
 function seconds(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^[1-9]\d*$/.test(value)) throw new Error(`--${flag} ${value}: expected a whole number of seconds, at least 1`);
+  if (!/^[1-9]\d*$/.test(value)) usage(`--${flag} ${value}: expected a whole number of seconds, at least 1`);
   return Number(value);
 }
 /** Open loop: transactions arrive at this share of the defaults' closed-loop throughput
@@ -78,8 +90,7 @@ const OPEN_LOOP = (() => {
   const value = flags['open-loop'];
   if (value === undefined) return null;
   const share = Number(value);
-  if (!(share > 0 && share <= 1))
-    throw new Error(`--open-loop ${value}: expected a share of the defaults' throughput, above 0 and at most 1`);
+  if (!(share > 0 && share <= 1)) usage(`--open-loop ${value}: expected a share of the defaults' throughput, above 0 and at most 1`);
   return share;
 })();
 const DEFAULT_PLAN = SHORT
@@ -486,4 +497,11 @@ async function runWorkload(workload: Workload): Promise<void> {
   }
 }
 
-for (const name of flags.workload ? [flags.workload] : PLAN.workloads) await runWorkload(workloadByName(name));
+const workloads = (flags.workload ? [flags.workload] : PLAN.workloads).map((name) => {
+  try {
+    return workloadByName(name);
+  } catch (error) {
+    return usage(`--workload: ${(error as Error).message}`);
+  }
+});
+for (const workload of workloads) await runWorkload(workload);

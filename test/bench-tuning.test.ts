@@ -40,3 +40,18 @@ test(
     assert.match(stdout, /^ {2}tuner +# 1 .* diagnosis: .*temporary files per minute .*work_mem 4MB→/m);
   },
 );
+
+test('bench/tuning refuses a bad --window, --warmup, --open-loop or --workload before it starts anything: the flag named, no stack, status 2', async () => {
+  for (const [flag, value, expected] of [
+    ['--window', '0', /--window 0: expected a whole number of seconds, at least 1/],
+    ['--warmup', 'ten', /--warmup ten: expected a whole number of seconds, at least 1/],
+    ['--open-loop', '1.5', /--open-loop 1\.5: expected a share of the defaults' throughput, above 0 and at most 1/],
+    ['--workload', 'tpch', /--workload: unknown workload tpch: expected one of .*work-mem.*jit, tpcc-like/],
+  ] as const) {
+    await assert.rejects(
+      run(process.execPath, [join(import.meta.dirname, '..', 'bench', 'tuning.ts'), flag, value], { timeout: 60_000 }),
+      (error: { stderr?: string; code?: number }) =>
+        expected.test(error.stderr ?? '') && error.code === 2 && !/\n\s+at /.test(error.stderr ?? ''),
+    );
+  }
+});
