@@ -7,15 +7,18 @@ import { pg15Settings } from './helpers/pg15-settings.ts';
 import { MIX, syntheticReport } from './helpers/synthetic-reports.ts';
 import type { Machine } from '../src/knobs/index.ts';
 import {
+  createRng,
   createSpace,
   diagnose,
   encode,
+  knownBest,
   signalsOf,
   suggest,
   withFloors,
   type Observation,
   type WorkloadSignals,
 } from '../src/optimizer/index.ts';
+import { fitModel } from '../src/optimizer/bayes.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 
 const GiB = 1024 ** 3;
@@ -237,6 +240,54 @@ describe('the live search starts from the diagnoses', () => {
     const writing = share({ ...QUIET, walBytes: 60 * 20 * MiB });
     assert.ok(readOnly <= 0.15, `read-only: ${readOnly} of the steps moved a write-path knob`);
     assert.ok(writing >= 0.3, `writing 20 MB/s: ${writing} of the steps moved a write-path knob`);
+  });
+
+  test('over a whole search on a workload that writes nothing and compiles nothing, the model seldom spends a step on WAL or JIT knobs', () => {
+    const ruledOut = new Set([
+      'max_wal_size',
+      'min_wal_size',
+      'checkpoint_timeout',
+      'checkpoint_completion_target',
+      'wal_writer_delay',
+      'wal_compression',
+      'wal_writer_flush_after',
+      'jit',
+      'jit_above_cost',
+    ]);
+    const signals: WorkloadSignals = { ...SPILLING, walBytes: 0, walFpi: 0, walRecords: 0, execMs: 60_000, jitMs: 0, jitStatements: 0 };
+    let steps = 0;
+    let ruledOutSteps = 0;
+    for (let seed = 1; seed <= 4; seed++) {
+      const rng = createRng('noise', seed);
+      const history: Observation[] = [];
+      for (let i = 0; i < 12; i++) {
+        const step = suggest({ space: reload, history, seed, iteration: i, signals });
+        // Only work_mem matters: the report stops spilling from 64 MB; 5 % noise per window.
+        const spills = Number(step.config['work_mem']) < 64 * 1024;
+        history.push(ok(step.config, (spills ? 1 : 0.3) * Math.exp(0.05 * rng.normal()), step.kind));
+        if (step.kind !== 'explore') continue;
+        steps++;
+        const [from, to] = [encode(reload, knownBest(reload, history.slice(0, -1))), encode(reload, step.config)];
+        if (reload.dimensions.some((d, k) => ruledOut.has(d.name) && Math.abs((from[k] as number) - (to[k] as number)) > 1e-9))
+          ruledOutSteps++;
+      }
+    }
+    assert.ok(steps >= 30, `${steps} steps of the region`);
+    assert.ok(ruledOutSteps / steps <= 0.2, `${ruledOutSteps} of ${steps} steps moved a WAL or JIT knob`);
+  });
+
+  test('the baseline is a measurement: after a gain from one knob, the model still knows the current settings score 1', () => {
+    const rng = createRng('model', 1);
+    const measured = (config: Observation['config'], objective: number) => ok(config, objective, 'explore');
+    const history = [
+      measured({ work_mem: 64 * 1024 }, 0.3),
+      measured({ work_mem: 64 * 1024, random_page_cost: 2 }, 0.31),
+      measured({ work_mem: 96 * 1024 }, 0.29),
+    ];
+    const model = fitModel(reload, history, rng);
+    assert.ok(model);
+    const atCurrent = Math.exp(model.gp.predict(model.features.of(encode(reload, {}))).mean);
+    assert.ok(atCurrent > 0.7, `predicted ${atCurrent} at the current settings, measured 1 by definition`);
   });
 
   test('no signals: pgtune first, as before', () => {

@@ -9,8 +9,9 @@ import { fitGp, type Gp } from './gp.ts';
 import { featuresFor, trainingData, type Features } from './model.ts';
 import type { Rng } from './random.ts';
 import { allowed, firstValid, type Filter } from './selection.ts';
+import { encode } from './space.ts';
 import { regionCandidate, regionCandidates, type TrustRegion } from './trust-region.ts';
-import type { History, SearchSpace, Suggestion } from './types.ts';
+import type { History, Point, SearchSpace, Suggestion } from './types.ts';
 
 /**
  * How much the chance of failing weighs against improvement: EI × P(ok)^2. Squared rather than
@@ -46,12 +47,18 @@ export function fitModel(space: SearchSpace, history: History, rng: Rng): Model 
   const data = trainingData(space, history);
   if (data.measured.y.length < 2) return undefined;
   const features = featuresFor(space);
+  // The baseline is a measurement too: every objective is relative to it, so the current
+  // settings score 1 (log 0) by definition. Without that point the model cannot know that a step
+  // back towards them undoes a gain (bench/tuning's work-mem run: a step took work_mem from
+  // 16 MB back to 4.07 MB, where the report spills again, and ran 11 times slower than the best).
+  // Its noise is that of the trials' windows, which the session measures on baseline windows.
+  const noise = data.measured.noiseVariances;
   const gp = fitGp(
-    data.measured.points.map((p) => features.of(p)),
-    data.measured.y,
+    [encode(space, {}), ...data.measured.points].map((p) => features.of(p)),
+    [0, ...data.measured.y],
     features.groups,
     rng,
-    data.measured.noiseVariances ? { noiseVariances: data.measured.noiseVariances } : {},
+    noise ? { noiseVariances: [noise.reduce((a, b) => a + b, 0) / noise.length, ...noise] } : {},
   );
   const success = fitSuccessModel(features, data.attempts, rng);
   const target = Math.min(...data.measured.points.map((point) => gp.predict(features.of(point)).mean));
@@ -60,12 +67,24 @@ export function fitModel(space: SearchSpace, history: History, rng: Rng): Model 
   return { gp, success, features, target, importance: inverse.map((v) => v / meanInverse) };
 }
 
-function score(m: Model, c: Candidate): Scored {
+/**
+ * What the signals say against a step, in log EI: log(relevance) for each knob it moves from the
+ * region's centre (relevance.ts), so a step on a knob the baseline says cannot matter must
+ * promise ten times the improvement. Drawing such knobs less often is not enough: the model is
+ * most uncertain about the values nobody tried, so EI favours exactly them (bench/tuning's
+ * work-mem run spent most of its steps flipping wal_compression and jit on a workload that
+ * writes no WAL and compiles nothing).
+ */
+function priorOf(center: Point, point: Point, relevant: readonly number[]): number {
+  return point.reduce((sum, x, i) => (Math.abs(x - (center[i] ?? 0)) > 1e-9 ? sum + Math.log(relevant[i] ?? 1) : sum), 0);
+}
+
+function score(m: Model, c: Candidate, prior: number): Scored {
   const x = m.features.of(c.point);
   const p = m.gp.predict(x);
   const sd = Math.sqrt(p.variance);
   const safety = m.success ? SAFETY_EXPONENT * Math.log(Math.max(m.success(x), 1e-300)) : 0;
-  return { candidate: c, score: logExpectedImprovement(p.mean, sd, m.target) + safety, mean: p.mean, sd };
+  return { candidate: c, score: logExpectedImprovement(p.mean, sd, m.target) + safety + prior, mean: p.mean, sd };
 }
 
 const round3 = (x: number) => Number(x.toPrecision(3));
@@ -76,19 +95,21 @@ export function modelStep(
   model: Model,
   region: TrustRegion,
   weights: readonly number[],
+  relevant: readonly number[],
   rng: Rng,
   filter: Filter,
   count: number,
 ): Suggestion | undefined {
+  const scoreOf = (c: Candidate) => score(model, c, priorOf(region.center, c.point, relevant));
   const scored = regionCandidates(space, region, weights, rng, count)
     .filter((c) => allowed(space, filter, c))
-    .map((c) => score(model, c));
+    .map(scoreOf);
   for (const step of CLIMB_STEPS) {
     const starts = [...scored].sort((a, b) => b.score - a.score).slice(0, CLIMB_STARTS);
     for (const start of starts) {
       for (let k = 0; k < PER_CLIMB; k++) {
         const c = regionCandidate(space, region, weights, rng, step * region.halfWidth, start.candidate.point);
-        if (c && allowed(space, filter, c)) scored.push(score(model, c));
+        if (c && allowed(space, filter, c)) scored.push(scoreOf(c));
       }
     }
   }

@@ -2,8 +2,10 @@
 // trust region spends one live window, and a model fitted on a handful of noisy windows cannot
 // yet tell a knob that matters from one that does not (in bench/tuning, read-heavy's steps moved
 // min_wal_size, on a workload that writes nothing). The signals can: knobs that only govern how
-// WAL and dirty pages are written are left for later when the baseline hardly writes.
+// WAL and dirty pages are written are left for later when the baseline hardly writes, and the
+// JIT knobs when it compiled nothing. The model's steps pay for such a knob too (bayes.ts).
 import type { WorkloadSignals } from './signals.ts';
+import { currentValue } from './space.ts';
 import type { SearchSpace } from './types.ts';
 
 /** Knobs that only change how WAL and dirty buffers are written and flushed. */
@@ -41,9 +43,23 @@ export function writes(signals: WorkloadSignals): boolean {
   return signals.walBytes / Math.max(1, signals.seconds) >= WRITING_BYTES_PER_SECOND;
 }
 
+/** Knobs that only decide whether and when statements are compiled with JIT. */
+const JIT_KNOBS = new Set(['jit', 'jit_above_cost']);
+
+/** Whether JIT is on and the baseline compiled nothing: then turning it off changes nothing, and
+ * neither does a higher threshold (a lower one would only start compiling what runs well
+ * without). False when the signals cannot say (pg_stat_statements before 1.10). */
+export function compilesNothing(space: SearchSpace, signals: WorkloadSignals): boolean {
+  const jit = space.dimensions.find((d) => d.name === 'jit');
+  return jit !== undefined && currentValue(space, jit) === 'on' && signals.jitMs === 0;
+}
+
 /** A factor per dimension of the space: 1 where the knob may matter for this workload,
  * IRRELEVANT_WEIGHT where the signals say it cannot; all 1 without signals. */
 export function relevance(space: SearchSpace, signals: WorkloadSignals | undefined): number[] {
   const quiet = signals !== undefined && !writes(signals);
-  return space.dimensions.map((dim) => (quiet && WRITE_PATH_KNOBS.has(dim.name) ? IRRELEVANT_WEIGHT : 1));
+  const noJit = signals !== undefined && compilesNothing(space, signals);
+  return space.dimensions.map((dim) =>
+    (quiet && WRITE_PATH_KNOBS.has(dim.name)) || (noJit && JIT_KNOBS.has(dim.name)) ? IRRELEVANT_WEIGHT : 1,
+  );
 }

@@ -127,7 +127,7 @@ function regionStep(
     (dim, i) => ((model?.importance[i] ?? 1) + (diagnosed.has(dim.name) ? DIAGNOSED_WEIGHT : 0)) * (relevant[i] ?? 1),
   );
   if (model) {
-    const step = modelStep(space, model, region, weights, rng, filter, count);
+    const step = modelStep(space, model, region, weights, relevant, rng, filter, count);
     if (step) return step;
   }
   const chosen = firstValid(
