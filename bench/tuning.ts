@@ -52,6 +52,7 @@ import {
   type Suggestion,
   type WorkloadSignals,
 } from '../src/optimizer/index.ts';
+import { clipNumber } from '../src/optimizer/space.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { configDiff } from '../src/service/tuning/space.ts';
 
@@ -288,11 +289,27 @@ function oraclePath(workload: Workload): string {
   return join(ORACLES, `${workload.name}.json`);
 }
 
-function readOracle(workload: Workload): Config | null {
+/** The cached oracle's configuration, fitted into today's space: a catalog whose bounds narrowed
+ * since the oracle was found (commit_delay at most 1 ms since 2026-11-25) would have the agent
+ * refuse it whole. Prints what it had to move. */
+function readOracle(workload: Workload, space: SearchSpace): Config | null {
   const file = oraclePath(workload);
   if (!existsSync(file)) return null;
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as { config?: Config };
-  return parsed.config ?? null;
+  if (!parsed.config) return null;
+  const config: Config = {};
+  const moved: string[] = [];
+  for (const dim of space.dimensions) {
+    const value = parsed.config[dim.name];
+    if (value === undefined) continue;
+    const fitted = dim.kind === 'numeric' && typeof value === 'number' ? clipNumber(dim, value) : value;
+    if (fitted !== value) moved.push(`${dim.name} ${value}→${fitted}`);
+    config[dim.name] = fitted;
+  }
+  const dropped = Object.keys(parsed.config).filter((name) => !space.dimensions.some((d) => d.name === name));
+  if (moved.length > 0 || dropped.length > 0)
+    console.log(`  oracle fitted into today's bounds: ${[...moved, ...dropped.map((name) => `${name} left out`)].join(', ')}`);
+  return config;
 }
 
 interface Verified {
@@ -451,7 +468,7 @@ async function runWorkload(workload: Workload): Promise<void> {
       ['random', best({ space, history: random.history })?.config ?? {}],
       ['tuner', best({ space, history: tuner.history })?.config ?? {}],
     ];
-    const oracle = readOracle(workload);
+    const oracle = readOracle(workload, space);
     if (oracle) finals.push(['oracle', oracle]);
     const verified = await verifyFinals(h, finals);
 

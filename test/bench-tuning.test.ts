@@ -36,6 +36,10 @@ test(
       'gm',
     );
     assert.equal((stdout.match(goals) ?? []).length, 2, stdout);
+    // work-mem has a cached oracle (bench/oracles/work-mem.json): verified beside the others, fitted
+    // into today's bounds where the catalog narrowed since it was found, never refused whole.
+    assert.match(stdout, /^ {4}oracle +runtime [−+]\d+ % \(95 % CI/m);
+    assert.doesNotMatch(stdout, /refused by the agent/);
     // The work-mem workload spills: the tuner's first trial is the diagnosis, with its evidence.
     assert.match(stdout, /^ {2}tuner +# 1 .* diagnosis: .*temporary files per minute .*work_mem 4MB→/m);
   },
