@@ -211,15 +211,23 @@ describe('the live search starts from the diagnoses', () => {
     assert.match(fourth.reason, /→/, 'the reason names what it moves');
   });
 
+  /** Knobs of the write path (WAL, checkpoints, flushes). */
+  const WRITE_PATH = [
+    'max_wal_size',
+    'min_wal_size',
+    'checkpoint_timeout',
+    'checkpoint_completion_target',
+    'wal_writer_delay',
+    'wal_compression',
+  ];
+  /** Whether the step from `from` to `to` moves one of `names`. */
+  const movesAny = (names: ReadonlySet<string>, from: Observation['config'], to: Observation['config']) => {
+    const [a, b] = [encode(reload, from), encode(reload, to)];
+    return reload.dimensions.some((d, i) => names.has(d.name) && Math.abs((a[i] as number) - (b[i] as number)) > 1e-9);
+  };
+
   test('a workload that hardly writes: steps seldom move a knob of the write path (WAL, checkpoints, flushes)', () => {
-    const writePath = new Set([
-      'max_wal_size',
-      'min_wal_size',
-      'checkpoint_timeout',
-      'checkpoint_completion_target',
-      'wal_writer_delay',
-      'wal_compression',
-    ]);
+    const writePath = new Set(WRITE_PATH);
     const share = (signals: WorkloadSignals) => {
       let moving = 0;
       const seeds = 40;
@@ -231,8 +239,7 @@ describe('the live search starts from the diagnoses', () => {
           history.push(ok(step.config, objective, step.kind));
           step = suggest({ space: reload, history, seed, signals });
         }
-        const [from, to] = [encode(reload, history.at(-1)!.config), encode(reload, step.config)];
-        if (reload.dimensions.some((d, i) => writePath.has(d.name) && Math.abs((from[i] as number) - (to[i] as number)) > 1e-9)) moving++;
+        if (movesAny(writePath, history.at(-1)!.config, step.config)) moving++;
       }
       return moving / seeds;
     };
@@ -243,17 +250,7 @@ describe('the live search starts from the diagnoses', () => {
   });
 
   test('over a whole search on a workload that writes nothing and compiles nothing, the model seldom spends a step on WAL or JIT knobs', () => {
-    const ruledOut = new Set([
-      'max_wal_size',
-      'min_wal_size',
-      'checkpoint_timeout',
-      'checkpoint_completion_target',
-      'wal_writer_delay',
-      'wal_compression',
-      'wal_writer_flush_after',
-      'jit',
-      'jit_above_cost',
-    ]);
+    const ruledOut = new Set([...WRITE_PATH, 'wal_writer_flush_after', 'jit', 'jit_above_cost']);
     const signals: WorkloadSignals = { ...SPILLING, walBytes: 0, walFpi: 0, walRecords: 0, execMs: 60_000, jitMs: 0, jitStatements: 0 };
     let steps = 0;
     let ruledOutSteps = 0;
@@ -267,9 +264,7 @@ describe('the live search starts from the diagnoses', () => {
         history.push(ok(step.config, (spills ? 1 : 0.3) * Math.exp(0.05 * rng.normal()), step.kind));
         if (step.kind !== 'explore') continue;
         steps++;
-        const [from, to] = [encode(reload, knownBest(reload, history.slice(0, -1))), encode(reload, step.config)];
-        if (reload.dimensions.some((d, k) => ruledOut.has(d.name) && Math.abs((from[k] as number) - (to[k] as number)) > 1e-9))
-          ruledOutSteps++;
+        if (movesAny(ruledOut, knownBest(reload, history.slice(0, -1)), step.config)) ruledOutSteps++;
       }
     }
     assert.ok(steps >= 30, `${steps} steps of the region`);
