@@ -1,9 +1,11 @@
 // CI runs the tuning benchmark in its short mode: the whole harness, end to end, on real
 // clusters (no speed is asserted here: benchmarks print ratios, tests check behaviour).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { findPgbench } from '../src/lab/pgbench.ts';
 import { findPgBinaries } from '../src/lab/postgres-binaries.ts';
@@ -59,3 +61,31 @@ test('bench/tuning refuses a bad --window, --warmup, --open-loop or --workload b
     );
   }
 });
+
+test(
+  'bench/tuning stopped by SIGTERM (or Ctrl+C) removes its throwaway cluster: no server left running, no data directory left',
+  { skip },
+  async () => {
+    const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'bench', 'tuning.ts'), '--short', '--workload', 'select-1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    let dataDir: string | undefined;
+    for (let waited = 0; !dataDir && waited < 60_000; waited += 100) {
+      dataDir = /throwaway cluster in (\S+)/.exec(out)?.[1];
+      await sleep(100);
+    }
+    assert.ok(dataDir, out);
+    assert.ok(existsSync(dataDir));
+    child.kill('SIGTERM');
+    assert.equal(await exited, 130);
+    assert.equal(existsSync(dataDir), false, `${dataDir} left behind`);
+    const servers = execFileSync('ps', ['-eo', 'args'])
+      .toString()
+      .split('\n')
+      .filter((line) => line.includes(dataDir));
+    assert.deepEqual(servers, []);
+  },
+);
