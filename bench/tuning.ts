@@ -25,6 +25,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { applyChange, restore, type ApplyContext } from '../src/agent/apply.ts';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
@@ -311,24 +312,36 @@ function oraclePath(workload: Workload): string {
   return join(ORACLES, `${workload.name}.json`);
 }
 
-/** The cached oracle's configuration, fitted into today's space: a catalog whose bounds narrowed
- * since the oracle was found (commit_delay at most 1 ms since 2026-11-25) would have the agent
- * refuse it whole. Prints what it had to move. */
-function readOracle(workload: Workload, space: SearchSpace): Config | null {
+/** What --oracle writes: the best configuration a long search found, in pg_settings units. */
+const OracleFile = z.object({ config: z.record(z.string(), z.union([z.number(), z.string()])) });
+
+/** The cached oracle's configuration, or null when there is none; a file that is no oracle is
+ * refused before anything starts. */
+function readOracle(workload: Workload): Config | null {
   const file = oraclePath(workload);
   if (!existsSync(file)) return null;
-  const parsed = JSON.parse(readFileSync(file, 'utf8')) as { config?: Config };
-  if (!parsed.config) return null;
+  try {
+    return OracleFile.parse(JSON.parse(readFileSync(file, 'utf8'))).config;
+  } catch (error) {
+    const why = error instanceof z.ZodError ? z.prettifyError(error) : (error as Error).message;
+    return usage(`${file} is no oracle file (${why}): delete it, or write it again with --oracle`);
+  }
+}
+
+/** An oracle's configuration fitted into today's space: a catalog whose bounds narrowed since
+ * the oracle was found (commit_delay at most 1 ms since 2026-11-25) would have the agent refuse
+ * it whole. Prints what it had to move. */
+function fitOracle(space: SearchSpace, oracle: Readonly<Config>): Config {
   const config: Config = {};
   const moved: string[] = [];
   for (const dim of space.dimensions) {
-    const value = parsed.config[dim.name];
+    const value = oracle[dim.name];
     if (value === undefined) continue;
     const fitted = dim.kind === 'numeric' && typeof value === 'number' ? clipNumber(dim, value) : value;
     if (fitted !== value) moved.push(`${dim.name} ${value}→${fitted}`);
     config[dim.name] = fitted;
   }
-  const dropped = Object.keys(parsed.config).filter((name) => !space.dimensions.some((d) => d.name === name));
+  const dropped = Object.keys(oracle).filter((name) => !space.dimensions.some((d) => d.name === name));
   if (moved.length > 0 || dropped.length > 0)
     console.log(`  oracle fitted into today's bounds: ${[...moved, ...dropped.map((name) => `${name} left out`)].join(', ')}`);
   return config;
@@ -393,7 +406,8 @@ function iterationsTo(bestSoFar: readonly number[], gain: number, share: number)
   return index < 0 ? null : index + 1;
 }
 
-async function runWorkload(workload: Workload): Promise<void> {
+async function runWorkload(workload: Workload, cachedOracle: Config | null): Promise<void> {
+  let oracleConfig = cachedOracle;
   console.log(
     `\n== ${workload.name}, ${workload.mode}: ${workload.clients} clients, budget ${PLAN.budget} trials × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window)`,
   );
@@ -487,6 +501,7 @@ async function runWorkload(workload: Workload): Promise<void> {
           `${JSON.stringify({ workload: workload.name, mode: workload.mode, objective: found.objective, iterations: PLAN.oracleBudget, config: found.config }, null, 2)}\n`,
         );
         console.log(`  oracle written to ${oraclePath(workload)} (objective ${fmt(found.objective)})`);
+        oracleConfig = found.config;
       }
     }
 
@@ -501,7 +516,7 @@ async function runWorkload(workload: Workload): Promise<void> {
       ['random', best({ space, history: random.history })?.config ?? {}],
       ['tuner', best({ space, history: tuner.history })?.config ?? {}],
     ];
-    const oracle = readOracle(workload, space);
+    const oracle = oracleConfig && fitOracle(space, oracleConfig);
     if (oracle) finals.push(['oracle', oracle]);
     const verified = await verifyFinals(h, finals);
 
@@ -576,9 +591,10 @@ const workloads = (flags.workload ? [flags.workload] : PLAN.workloads).map((name
     return usage(`--workload: ${(error as Error).message}`);
   }
 });
+const oracles = new Map(workloads.map((workload) => [workload, readOracle(workload)]));
 for (const workload of workloads) {
   try {
-    await runWorkload(workload);
+    await runWorkload(workload, oracles.get(workload) ?? null);
   } catch (error) {
     // A query cut short by the signal's shutdown is no failure of the benchmark.
     if (signalled.stopping) await signalled.stopping;

@@ -2,7 +2,7 @@
 // clusters (no speed is asserted here: benchmarks print ratios, tests check behaviour).
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -89,3 +89,21 @@ test(
     assert.deepEqual(servers, []);
   },
 );
+
+test('a cached oracle file that is no oracle is refused before anything starts: the file named, no stack, status 2', async () => {
+  const file = join(import.meta.dirname, '..', 'bench', 'oracles', 'select-1.json');
+  assert.equal(existsSync(file), false, 'select-1 has no oracle of its own to overwrite');
+  writeFileSync(file, '{"workload": "select-1", "config": {"work_mem": [4096]}}\n');
+  try {
+    await assert.rejects(
+      run(process.execPath, [join(import.meta.dirname, '..', 'bench', 'tuning.ts'), '--workload', 'select-1'], { timeout: 60_000 }),
+      (error: { stdout?: string; stderr?: string; code?: number }) =>
+        /select-1\.json is no oracle file \(.*config\.work_mem.*\): delete it, or write it again with --oracle/s.test(error.stderr ?? '') &&
+        error.code === 2 &&
+        !/throwaway cluster/.test(error.stdout ?? '') &&
+        !/\n\s+at /.test(error.stderr ?? ''),
+    );
+  } finally {
+    rmSync(file, { force: true });
+  }
+});
