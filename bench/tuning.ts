@@ -181,11 +181,11 @@ function pinServer(cluster: Cluster, cpus: string | null): void {
 
 /**
  * After a restart, reads the workload's tables and indexes into the buffer cache (pg_prewarm), so
- * that each window measures the steady state a running database is in, not the hour after a
+ * that each window measures the steady state a running database is in, not the minutes after a
  * restart. Without it a large shared_buffers is measured while it fills: read-heavy's 600 MB at
  * 9,000 lookups a second take over a minute to load by chance reads, longer than warm-up and
- * window together, and the diagnosis' 5.89 GB measured 11 % slower than the defaults on a
- * slow day, 32 % faster on a quick one. A pool smaller than the data keeps what was read last,
+ * window together, and the diagnosis' 5.89 GB measured 11 % slower than the defaults in a
+ * slow hour, 32 % faster in a quicker one. A pool smaller than the data keeps what was read last,
  * and the warm-up turns it over to the workload's own.
  */
 async function prewarm(h: Harness): Promise<void> {
