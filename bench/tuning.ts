@@ -18,6 +18,8 @@
 //   --workload NAME                 one workload (work-mem, jit, read-heavy, tpcc-like, write-heavy, tpcb-like, select-1)
 //   --oracle                        also run the long search and write its best to bench/oracles/
 //   --window S, --warmup S          each measurement's window and warm-up (default 15 s and 4 s)
+//   --rounds N                      interleaved verification rounds (default 4; more narrow the
+//                                   intervals where the windows vary, at one window per contender)
 //   --open-loop SHARE               drive the load at SHARE (0-1] of the defaults' throughput
 //                                   (pgbench --rate) instead of closed-loop; latency is the figure
 import { execFileSync } from 'node:child_process';
@@ -63,6 +65,7 @@ const FLAGS = {
   oracle: { type: 'boolean' },
   window: { type: 'string' },
   warmup: { type: 'string' },
+  rounds: { type: 'string' },
   'open-loop': { type: 'string' },
 } as const;
 
@@ -106,19 +109,29 @@ const DEFAULT_PLAN = SHORT
       rounds: 4,
       workloads: ['work-mem', 'jit', 'read-heavy', 'tpcc-like', 'write-heavy', 'tpcb-like', 'select-1'],
     };
+/** The session's rule for a recommendation: the whole interval clears a 5 % gain. */
+const VERIFY = { minRounds: 2, maxRounds: 50, minEffect: 0.05, confidence: 0.95 };
+/** Verification rounds, within what the session's rule accepts. */
+const ROUNDS = (() => {
+  const value = flags.rounds;
+  if (value === undefined) return undefined;
+  const rounds = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(rounds >= VERIFY.minRounds && rounds <= VERIFY.maxRounds))
+    usage(`--rounds ${value}: expected a whole number of rounds from ${VERIFY.minRounds} to ${VERIFY.maxRounds}`);
+  return rounds;
+})();
 /** Shorter windows suit a workload whose windows vary little (the cv the run prints first). */
 const PLAN = {
   ...DEFAULT_PLAN,
   windowSeconds: seconds('window', flags.window) ?? DEFAULT_PLAN.windowSeconds,
   warmupSeconds: seconds('warmup', flags.warmup) ?? DEFAULT_PLAN.warmupSeconds,
+  rounds: ROUNDS ?? DEFAULT_PLAN.rounds,
 };
 /** A baseline window after this many trials, as the tuning session does: each trial is judged
  * against the baseline measured nearest before it. */
 const BASELINE_EVERY = 3;
 const SEED = 20261125;
 const ORACLES = join(import.meta.dirname, 'oracles');
-/** The session's rule for a recommendation: the whole interval clears a 5 % gain. */
-const VERIFY = { minRounds: 2, maxRounds: 50, minEffect: 0.05, confidence: 0.95 };
 
 interface Measured {
   stats: WindowStats;
@@ -353,6 +366,8 @@ interface Verified {
   /** pgbench's latency average (with --rate, measured from each transaction's scheduled start). */
   latency: Interval | null;
   recommended: boolean;
+  /** Each round's runtime against the defaults' in the same round: how far the rounds agree. */
+  ratios: number[];
 }
 
 /** The final configurations against the defaults in interleaved rounds (rotating order). */
@@ -393,6 +408,7 @@ async function verifyFinals(h: Harness, finals: ReadonlyArray<[string, Config]>)
           ),
           latency: pairedInterval(latencies.get(name)!, VERIFY.confidence),
           recommended: v.decision === 'recommend',
+          ratios: r.map((x) => x.candidate.runtimeMs / x.baseline.runtimeMs),
         },
       ];
     }),
@@ -453,8 +469,6 @@ async function runWorkload(workload: Workload, cachedOracle: Config | null): Pro
       }
     }
 
-    // Noise: the defaults' windows with the server and the load generator on the same cores,
-    // then pinned apart, interleaved; the quieter way measures everything after.
     // Noise: the defaults' windows measured in each way, interleaved: the server and the load
     // generator on the same cores, pinned apart, and, for a workload that writes, each window
     // right after a checkpoint (the same phase of the checkpoint cycle in every window).
@@ -535,6 +549,17 @@ async function runWorkload(workload: Workload, cachedOracle: Config | null): Pro
         `    ${name.padEnd(8)} runtime ${describeInterval(v.runtime)} = ${fmt(speedup, 2)}× faster; ${h.rate === null ? `tps ${describeInterval(v.throughput)}` : `latency ${describeInterval(v.latency)}`}; ${v.recommended ? 'recommended' : 'not recommended'} by the session's rule${share}`,
       );
     }
+    console.log(
+      `    runtime against the defaults, round by round: ${finals
+        .map(
+          ([name]) =>
+            `${name} ${verified
+              .get(name)!
+              .ratios.map((x) => fmt(x, 2))
+              .join(' ')}`,
+        )
+        .join('; ')}`,
+    );
     for (const [name, config] of finals) {
       const changes = configDiff(space, config).map((c) => `${c.name} ${c.baseline}→${c.value}`);
       console.log(`    ${name.padEnd(8)} changes: ${changes.join(', ') || 'none'}`);

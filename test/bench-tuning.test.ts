@@ -47,10 +47,12 @@ test(
   },
 );
 
-test('bench/tuning refuses a bad --window, --warmup, --open-loop or --workload before it starts anything: the flag named, no stack, status 2', async () => {
+test('bench/tuning refuses a bad --window, --warmup, --rounds, --open-loop or --workload before it starts anything: the flag named, no stack, status 2', async () => {
   for (const [flag, value, expected] of [
     ['--window', '0', /--window 0: expected a whole number of seconds, at least 1/],
     ['--warmup', 'ten', /--warmup ten: expected a whole number of seconds, at least 1/],
+    ['--rounds', '1', /--rounds 1: expected a whole number of rounds from 2 to 50/],
+    ['--rounds', 'many', /--rounds many: expected a whole number of rounds from 2 to 50/],
     ['--open-loop', '1.5', /--open-loop 1\.5: expected a share of the defaults' throughput, above 0 and at most 1/],
     ['--workload', 'tpch', /--workload: unknown workload tpch: expected one of .*work-mem.*jit, tpcc-like/],
   ] as const) {
