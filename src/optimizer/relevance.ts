@@ -3,7 +3,8 @@
 // yet tell a knob that matters from one that does not (in bench/tuning, read-heavy's steps moved
 // min_wal_size, on a workload that writes nothing). The signals can: knobs that only govern how
 // WAL and dirty pages are written are left for later when the baseline hardly writes, and the
-// JIT knobs when it compiled nothing. The model's steps pay for such a knob too (bayes.ts).
+// JIT knobs when it compiled nothing, and the maintenance knobs always. The model's steps pay for
+// such a knob too (bayes.ts).
 import type { WorkloadSignals } from './signals.ts';
 import { currentValue } from './space.ts';
 import type { SearchSpace } from './types.ts';
@@ -43,6 +44,11 @@ export function writes(signals: WorkloadSignals): boolean {
   return signals.walBytes / Math.max(1, signals.seconds) >= WRITING_BYTES_PER_SECOND;
 }
 
+/** Knobs that size VACUUM, CREATE INDEX and autovacuum: no statement of a workload's query mix
+ * runs faster for them, so a live window cannot show what they do (in bench/tuning, read-heavy's
+ * steps moved maintenance_work_mem on a workload of point reads). */
+const MAINTENANCE_KNOBS = new Set(['maintenance_work_mem', 'max_parallel_maintenance_workers']);
+
 /** Knobs that only decide whether and when statements are compiled with JIT. */
 const JIT_KNOBS = new Set(['jit', 'jit_above_cost']);
 
@@ -55,11 +61,15 @@ export function compilesNothing(space: SearchSpace, signals: WorkloadSignals): b
 }
 
 /** A factor per dimension of the space: 1 where the knob may matter for this workload,
- * IRRELEVANT_WEIGHT where the signals say it cannot; all 1 without signals. */
+ * IRRELEVANT_WEIGHT where the signals say it cannot (and for the maintenance knobs, which no
+ * window of statements shows); all 1 without signals. */
 export function relevance(space: SearchSpace, signals: WorkloadSignals | undefined): number[] {
-  const quiet = signals !== undefined && !writes(signals);
-  const noJit = signals !== undefined && compilesNothing(space, signals);
+  if (signals === undefined) return space.dimensions.map(() => 1);
+  const quiet = !writes(signals);
+  const noJit = compilesNothing(space, signals);
   return space.dimensions.map((dim) =>
-    (quiet && WRITE_PATH_KNOBS.has(dim.name)) || (noJit && JIT_KNOBS.has(dim.name)) ? IRRELEVANT_WEIGHT : 1,
+    (quiet && WRITE_PATH_KNOBS.has(dim.name)) || (noJit && JIT_KNOBS.has(dim.name)) || MAINTENANCE_KNOBS.has(dim.name)
+      ? IRRELEVANT_WEIGHT
+      : 1,
   );
 }
