@@ -24,4 +24,4 @@ export { createRng, type Rng } from './random.ts';
 export { diagnose, withFloors, type Diagnosis } from './diagnose.ts';
 export { signalsOf, type Spiller, type WorkloadSignals } from './signals.ts';
 export { IRRELEVANT_WEIGHT, relevance, writes } from './relevance.ts';
-export { knownBest, MAX_MOVES, movedKnobs, trustRegion, type TrustRegion } from './trust-region.ts';
+export { knownBest, MAX_MOVES, MIN_MOVE, movedKnobs, trustRegion, type TrustRegion } from './trust-region.ts';
