@@ -20,6 +20,7 @@ import {
   movedKnobs,
   pgtune,
   randomSuggest,
+  recommend,
   suggest,
   type Config,
   type Observation,
@@ -380,6 +381,32 @@ describe('history and incumbent', () => {
     assert.deepEqual(best({ space: s, history: [...history, failed(configs[0]!)] })?.config, configs[1]);
   });
 
+  test("the recommendation: the fewest changed knobs the windows' noise cannot tell from the best, else the best", () => {
+    const current = encode(s, {});
+    const numeric = s.dimensions.flatMap((d, i) => (d.kind === 'numeric' ? [i] : []));
+    /** The current settings with the first `k` numeric knobs moved. */
+    const changing = (k: number, by = 0.2): Config =>
+      decode(
+        s,
+        current.map((u, i) => (numeric.slice(0, k).includes(i) ? (u > 0.5 ? u - by : u + by) : u)),
+      );
+    const [five, one, another] = [changing(5), changing(1), changing(1, 0.3)];
+    const measured = (noise?: number): Observation[] =>
+      [ok(five, 0.7), ok(one, 0.74), ok(another, 0.98)].map((o) => ({ ...o, ...(noise !== undefined && { noise }) }));
+    // 5 % noise a window: 0.74 against 0.70 is 0.8 standard errors of the difference, 0.98 is 4.8.
+    assert.deepEqual(recommend({ space: s, history: measured(0.05) })?.config, one);
+    assert.equal(recommend({ space: s, history: measured(0.05) })?.objective, 0.74);
+    // 1 % noise tells them apart; without measured noise nothing says they are alike.
+    assert.deepEqual(recommend({ space: s, history: measured(0.01) })?.config, five);
+    assert.deepEqual(recommend({ space: s, history: measured() })?.config, five);
+    // Within the noise but no faster than the baseline: no recommendation of its own.
+    const slower = [ok(five, 0.97), ok(one, 1.02)].map((o) => ({ ...o, noise: 0.05 }));
+    assert.deepEqual(recommend({ space: s, history: slower })?.config, five);
+    // A configuration that failed once is none either.
+    assert.deepEqual(recommend({ space: s, history: [...measured(0.05), failed(one)] })?.config, five);
+    assert.equal(recommend({ space: s, history: [] }), null);
+  });
+
   test('no re-measurement: after the heuristic every suggestion is a configuration not measured yet (the session verifies its best)', () => {
     let history: Observation[] = [ok(heuristic, 0.7)];
     for (let i = 0; i < 6; i++) {
@@ -614,5 +641,39 @@ describe('the live search (diagnoses, pgtune, trust region) against random searc
       if (fails) assert.ok(boFailures < randomFailures / 2, `${name}: BO failed ${boFailures} times per run, random ${randomFailures}`);
     }
     t.diagnostic(lines.join('\n'));
+  });
+
+  test("when one knob holds the gain, the recommendation carries fewer changed knobs than the search's best, and is as good", (t) => {
+    // read-heavy's shape: shared_buffers is the whole gain, every other knob nearly nothing, and
+    // each window is 8 % noise, so the steps after the gain are judged by the noise.
+    const sb = s.dimensions.findIndex((d) => d.name === 'shared_buffers');
+    const current = encode(s, {});
+    const f = (u: readonly number[]) =>
+      0.75 +
+      0.5 * Math.max(0, 0.7 - u[sb]!) ** 2 +
+      s.dimensions.reduce((sum, d, i) => sum + (i === sb || d.kind !== 'numeric' ? 0 : 0.002 * (u[i]! - current[i]!) ** 2), 0);
+    const NOISE = 0.08;
+    const baseline = f(current);
+    const changed = (c: Config) => movedKnobs(encode(s, c), current);
+    const truth = (c: Config) => f(encode(s, c)) / baseline;
+    const outcomes = Array.from({ length: 20 }, (_, seed) => {
+      const noise = createRng('one knob', seed);
+      const history: Observation[] = [];
+      for (let iteration = 0; iteration < 15; iteration++) {
+        const next = suggest({ space: s, history, seed, iteration });
+        const objective = truth(next.config) * Math.exp(NOISE * noise.normal());
+        history.push({ config: next.config, objective, status: 'ok', noise: NOISE, kind: next.kind });
+      }
+      const [top, chosen] = [best({ space: s, history })!, recommend({ space: s, history })!];
+      return { knobs: [changed(top.config), changed(chosen.config)], truth: [truth(top.config), truth(chosen.config)] };
+    });
+    const mean = (pick: (o: (typeof outcomes)[number]) => number) => outcomes.reduce((a, o) => a + pick(o), 0) / outcomes.length;
+    const [bestKnobs, recommendedKnobs] = [mean((o) => o.knobs[0]!), mean((o) => o.knobs[1]!)];
+    const [bestTruth, recommendedTruth] = [mean((o) => o.truth[0]!), mean((o) => o.truth[1]!)];
+    t.diagnostic(
+      `knobs changed: best ${bestKnobs.toFixed(2)}, recommended ${recommendedKnobs.toFixed(2)}; true objective: best ${bestTruth.toFixed(3)}, recommended ${recommendedTruth.toFixed(3)}`,
+    );
+    assert.ok(recommendedKnobs < bestKnobs - 0.5, `knobs changed: best ${bestKnobs}, recommended ${recommendedKnobs}`);
+    assert.ok(recommendedTruth <= bestTruth + 0.005, `true objective: best ${bestTruth}, recommended ${recommendedTruth}`);
   });
 });

@@ -13,15 +13,15 @@ export type {
   Suggestion,
   SuggestionKind,
 } from './types.ts';
-export { configKey, createSpace, decode, distance, encode, type SettingInput, type SpaceInput } from './space.ts';
+export { configKey, createSpace, decode, distance, encode, movedKnobs, type SettingInput, type SpaceInput } from './space.ts';
 export { isFeasible, repair, validateSuggestion, violations } from './feasibility.ts';
 export { pgtune, PGTUNE_CONNECTIONS, type PgtuneInput, type PgtuneSettings, type PgtuneStorage, type PgtuneWorkload } from './pgtune.ts';
 export { heuristicConfig } from './heuristic.ts';
-export { best, DEFAULT_FAILED_RADIUS, type BestInput, type Incumbent } from './history.ts';
+export { best, DEFAULT_FAILED_RADIUS, PARSIMONY_Z, recommend, type BestInput, type Incumbent } from './history.ts';
 export { suggest, type SuggestInput, type SuggestOptions } from './suggest.ts';
 export { randomSuggest, type RandomSuggestInput } from './random-search.ts';
 export { createRng, type Rng } from './random.ts';
 export { diagnose, withFloors, type Diagnosis } from './diagnose.ts';
 export { signalsOf, type Spiller, type WorkloadSignals } from './signals.ts';
 export { IRRELEVANT_WEIGHT, relevance, writes } from './relevance.ts';
-export { knownBest, MAX_MOVES, MIN_MOVE, movedKnobs, trustRegion, type TrustRegion } from './trust-region.ts';
+export { knownBest, MAX_MOVES, MIN_MOVE, trustRegion, type TrustRegion } from './trust-region.ts';

@@ -238,6 +238,11 @@ export function distance(space: SearchSpace, a: Point, b: Point): number {
   return Math.sqrt(sum);
 }
 
+/** How many knobs differ between two points of the space. */
+export function movedKnobs(a: Point, b: Point): number {
+  return a.reduce((n, x, i) => n + (Math.abs(x - (b[i] ?? 0)) > 1e-9 ? 1 : 0), 0);
+}
+
 /** A stable identity for a configuration: names lower-cased and sorted, values normalized. */
 export function configKey(config: Readonly<Config>): string {
   const entries = Object.entries(config).map(([name, raw]) => {

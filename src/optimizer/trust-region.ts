@@ -7,7 +7,7 @@
 import { candidateAt, type Candidate } from './candidates.ts';
 import { best } from './history.ts';
 import type { Rng } from './random.ts';
-import { encode } from './space.ts';
+import { encode, movedKnobs } from './space.ts';
 import type { Config, History, Point, SearchSpace } from './types.ts';
 
 /** Half-width of the region in normalized units (a numeric knob spans 0..1): at the start, its
@@ -69,11 +69,6 @@ export function trustRegion(space: SearchSpace, history: History): TrustRegion {
     if (failures >= REGION.failuresToShrink) [halfWidth, failures] = [Math.max(REGION.min, halfWidth / 2), 0];
   }
   return { center: encode(space, knownBest(space, history)), halfWidth };
-}
-
-/** How many knobs differ between two points of the space. */
-export function movedKnobs(a: Point, b: Point): number {
-  return a.reduce((n, x, i) => n + (Math.abs(x - (b[i] ?? 0)) > 1e-9 ? 1 : 0), 0);
 }
 
 /** `count` distinct indices drawn without replacement, each with probability ∝ its weight. */
