@@ -41,7 +41,7 @@ import type {
   TuningSessionTx,
 } from './store.ts';
 import { constraintBreach, throughput } from './constraints.ts';
-import { historyOf, isTrial, judgeSession, searchBest } from './history.ts';
+import { historyOf, isTrial, judgeSession, searchBest, searchRecommendation } from './history.ts';
 import { sessionReportInterval } from './params.ts';
 import { buildSpace } from './space.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
@@ -519,11 +519,12 @@ function baselineDue(iterations: readonly TuningIterationRecord[]): boolean {
 
 // ---- the verification ----
 
-/** After the search: verify its best, or end when no trial even measured below the baseline. */
+/** After the search: verify its recommendation, or end when no trial even measured below the baseline. */
 async function startVerification(s: Step, iterations: readonly TuningIterationRecord[], note: string | null): Promise<boolean> {
   const space = await spaceOf(s);
   if (!space) return false;
-  const best = searchBest(space, iterations, judgeSession(s.session, iterations));
+  const judgement = judgeSession(s.session, iterations);
+  const best = searchBest(space, iterations, judgement);
   const prefix = note ? `${note}; ` : '';
   if (!best || best.objective >= 1) {
     const what = best
@@ -537,8 +538,13 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
     );
     return false;
   }
+  const candidate = searchRecommendation(space, iterations, judgement) ?? best;
+  const simpler =
+    candidate.iteration === best.iteration
+      ? ''
+      : `; it changes fewer knobs than the best (iteration ${best.iteration}, objective ${fmt(best.objective)}), which the windows' noise cannot tell from it`;
   const verification: SessionVerification = {
-    candidate: best,
+    candidate,
     rounds: 0,
     runtime: null,
     throughput: null,
@@ -548,7 +554,7 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
   await updateSession(s, {
     state: 'verifying',
     verification,
-    message: `${prefix}verifying the search's best (iteration ${best.iteration}, objective ${fmt(best.objective)} in the search, not verified) against the baseline in ${s.session.abRoundsMin} to ${s.session.abRoundsMax} A/B rounds`,
+    message: `${prefix}verifying the search's recommendation (iteration ${candidate.iteration}, objective ${fmt(candidate.objective)} in the search, not verified${simpler}) against the baseline in ${s.session.abRoundsMin} to ${s.session.abRoundsMax} A/B rounds`,
   });
   return true;
 }

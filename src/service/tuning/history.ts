@@ -4,7 +4,7 @@
 // judged, each with its noise level. Windows that were contaminated, cancelled or are still open
 // count for nothing.
 import { drift, judge, windowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
-import { best, configKey, type Observation, type SearchSpace, type SuggestionKind } from '../../optimizer/index.ts';
+import { best, configKey, recommend, type Observation, type SearchSpace, type SuggestionKind } from '../../optimizer/index.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 
 const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['diagnosis', 'heuristic', 'explore', 'remeasure']);
@@ -88,18 +88,29 @@ export function historyOf(iterations: readonly TuningIterationRecord[], judgemen
   });
 }
 
-/** The search's best as the optimizer sees it (not verified), with the trial that last measured it. */
-export function searchBest(
+type SearchPick = { iteration: number; config: Record<string, number | string>; objective: number };
+
+/** A configuration the optimizer picks from the history, with the trial that last measured it. */
+function pick(
+  choose: typeof best,
   space: SearchSpace,
   iterations: readonly TuningIterationRecord[],
   judgement: SessionJudgement,
-): { iteration: number; config: Record<string, number | string>; objective: number } | null {
-  const incumbent = best({ space, history: historyOf(iterations, judgement) });
-  if (!incumbent) return null;
-  const key = configKey(incumbent.config);
+): SearchPick | null {
+  const chosen = choose({ space, history: historyOf(iterations, judgement) });
+  if (!chosen) return null;
+  const key = configKey(chosen.config);
   const last = iterations.filter((it) => isTrial(it) && it.state === 'ok' && configKey(it.config) === key).at(-1);
-  return { iteration: last?.ordinal ?? 0, config: { ...incumbent.config }, objective: incumbent.objective };
+  return { iteration: last?.ordinal ?? 0, config: { ...chosen.config }, objective: chosen.objective };
 }
+
+/** The search's best as the optimizer sees it (not verified). */
+export const searchBest = (space: SearchSpace, iterations: readonly TuningIterationRecord[], judgement: SessionJudgement) =>
+  pick(best, space, iterations, judgement);
+
+/** What the search puts to verification: the fewest changes the windows cannot tell from its best. */
+export const searchRecommendation = (space: SearchSpace, iterations: readonly TuningIterationRecord[], judgement: SessionJudgement) =>
+  pick(recommend, space, iterations, judgement);
 
 /** The search's best objective after each iteration (null before any, and for rows that are no trial's), for the chart. */
 export function bestSoFar(
