@@ -46,6 +46,7 @@ import {
   createSpace,
   pgtune,
   randomSuggest,
+  recommend,
   signalsOf,
   suggest,
   type Config,
@@ -155,6 +156,9 @@ interface Harness {
   aligned: boolean;
   /** pg_prewarm loads the tables after each restart (restart mode, where the server has it). */
   prewarm: boolean;
+  /** The sd of a trial's log objective (its window against one baseline window), from the
+   * defaults' windows, as the session measures it: the model's noise and `recommend`'s. */
+  noise: number | null;
 }
 
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits));
@@ -309,7 +313,7 @@ async function search(h: Harness, label: string, budget: number, next: (history:
     const ok = objective !== null && Number.isFinite(objective) && objective > 0;
     history.push(
       ok
-        ? { config: suggestion.config, objective, status: 'ok', kind: suggestion.kind }
+        ? { config: suggestion.config, objective, status: 'ok', kind: suggestion.kind, ...(h.noise !== null && { noise: h.noise }) }
         : { config: suggestion.config, objective: null, status: 'failed', kind: suggestion.kind },
     );
     cost += ok ? Math.max(0, objective - 1) : 1;
@@ -458,7 +462,20 @@ async function runWorkload(workload: Workload, cachedOracle: Config | null): Pro
     };
     const machine = (await target.machine()).machine;
     const space = createSpace({ target: 'local', mode: workload.mode, machine, settings: await readSettings(db) });
-    const h: Harness = { cluster, db, ctx, workload, space, script, pin: null, mix: null, rate: null, aligned: false, prewarm: false };
+    const h: Harness = {
+      cluster,
+      db,
+      ctx,
+      workload,
+      space,
+      script,
+      pin: null,
+      mix: null,
+      rate: null,
+      aligned: false,
+      prewarm: false,
+      noise: null,
+    };
     if (workload.mode === 'restart') {
       try {
         await cluster.sql('CREATE EXTENSION pg_prewarm');
@@ -487,6 +504,8 @@ async function runWorkload(workload: Workload, cachedOracle: Config | null): Pro
     );
     const quietest = ways.reduce((a, b) => (cvOf(b) < cvOf(a) ? b : a));
     [h.pin, h.aligned] = [quietest.pin, quietest.aligned];
+    // A trial's objective is its window over a baseline window: two windows' noise.
+    h.noise = Number.isFinite(cvOf(quietest)) ? Math.SQRT2 * cvOf(quietest) : null;
     console.log(`  measuring ${quietest.label} from here on (the lowest cv of runtime)`);
     const chosen = windows.get(quietest) ?? [];
     const baseline = chosen[0]!;
@@ -527,9 +546,20 @@ async function runWorkload(workload: Workload, cachedOracle: Config | null): Pro
     });
     const finals: Array<[string, Config]> = [
       ['pgtune', Object.fromEntries(Object.entries(recommended).filter(([name, v]) => dims.has(name) && v !== undefined))],
-      ['random', best({ space, history: random.history })?.config ?? {}],
-      ['tuner', best({ space, history: tuner.history })?.config ?? {}],
+      // What the session would verify: the fewest changes the windows cannot tell from the best.
+      ['random', recommend({ space, history: random.history })?.config ?? {}],
+      ['tuner', recommend({ space, history: tuner.history })?.config ?? {}],
     ];
+    for (const [name, history] of [
+      ['random', random.history],
+      ['tuner', tuner.history],
+    ] as const) {
+      const [top, chosen] = [best({ space, history }), recommend({ space, history })];
+      if (top && chosen && top.lastIndex !== chosen.lastIndex)
+        console.log(
+          `  ${name}: recommends its trial #${chosen.lastIndex + 1} (objective ${fmt(chosen.objective)}, ${configDiff(space, chosen.config).length} knobs changed) over its best, #${top.lastIndex + 1} (${fmt(top.objective)}, ${configDiff(space, top.config).length} knobs): within the windows' noise (${fmt(h.noise)})`,
+        );
+    }
     const oracle = oracleConfig && fitOracle(space, oracleConfig);
     if (oracle) finals.push(['oracle', oracle]);
     const verified = await verifyFinals(h, finals);
