@@ -84,6 +84,13 @@ export function postmasterPid(cluster: Cluster): number {
   return Number(readFileSync(join(cluster.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
 }
 
+/** A SIGHUP (pg_reload_conf) waits at the postmaster: sent while it was stopped, delivered when
+ * it continues. Read from the kernel's pending-signal masks in /proc (SIGHUP is signal 1). */
+export function reloadPending(cluster: Cluster): boolean {
+  const status = readFileSync(`/proc/${postmasterPid(cluster)}/status`, 'utf8');
+  return [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)].some((m) => (BigInt(`0x${m[1]}`) & 1n) === 1n);
+}
+
 /** Runs `body` with the postmaster stopped (SIGSTOP): existing sessions go on, nothing new starts
  * and no reload happens. The postmaster always continues afterwards. */
 export async function withPostmasterStopped<T>(cluster: Cluster, body: () => Promise<T>): Promise<T> {
