@@ -108,7 +108,7 @@ const DEFAULT_PLAN = SHORT
       budget: 15,
       oracleBudget: 60,
       rounds: 4,
-      workloads: ['work-mem', 'jit', 'read-heavy', 'tpcc-like', 'write-heavy', 'tpcb-like', 'select-1'],
+      workloads: ['work-mem', 'jit', 'index-join', 'read-heavy', 'tpcc-like', 'write-heavy', 'tpcb-like', 'select-1'],
     };
 /** The session's rule for a recommendation: the whole interval clears a 5 % gain. */
 const VERIFY = { minRounds: 2, maxRounds: 50, minEffect: 0.05, confidence: 0.95 };
