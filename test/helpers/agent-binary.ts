@@ -9,7 +9,15 @@ const root = join(import.meta.dirname, '..', '..');
 const BUILD_COMMAND = `npm run build:agent -- --target linux-${process.arch}`;
 
 /** Everything a binary is built from: a newer file means a stale binary. */
-const SOURCES = ['src/agent', 'src/knobs', 'src/protocol', 'package.json', 'package-lock.json', 'scripts/build-agent.ts'];
+const SOURCES = [
+  'src/agent',
+  'src/knobs',
+  'src/protocol',
+  'package.json',
+  'package-lock.json',
+  'scripts/build-agent.ts',
+  'scripts/macho-sign.ts',
+];
 
 function newestSource(path: string): number {
   const stat = statSync(path);
@@ -17,14 +25,22 @@ function newestSource(path: string): number {
   return Math.max(0, ...readdirSync(path).map((entry) => newestSource(join(path, entry))));
 }
 
+/** The binary of a target in dist/, if it is there and newer than its sources; else why not. */
+export function builtBinary(
+  target: string,
+  buildCommand = `npm run build:agent -- --target ${target}`,
+): { path: string } | { missing: string } {
+  const built = join(root, 'dist', `tuner-agent-${target}`);
+  if (!existsSync(built)) return { missing: `no ${built}: build it with ${buildCommand}` };
+  const newest = Math.max(...SOURCES.map((s) => newestSource(join(root, s))));
+  if (statSync(built).mtimeMs < newest) return { missing: `${built} is older than the sources: rebuild it with ${buildCommand}` };
+  return { path: built };
+}
+
 function locate(): { path: string } | { missing: string } {
   const fromEnv = process.env['TUNER_AGENT_BIN'];
   if (fromEnv) return existsSync(fromEnv) ? { path: resolve(fromEnv) } : { missing: `TUNER_AGENT_BIN=${fromEnv} does not exist` };
-  const built = join(root, 'dist', `tuner-agent-linux-${process.arch}`);
-  if (!existsSync(built)) return { missing: `no ${built}: build it with ${BUILD_COMMAND}` };
-  const newest = Math.max(...SOURCES.map((s) => newestSource(join(root, s))));
-  if (statSync(built).mtimeMs < newest) return { missing: `${built} is older than the sources: rebuild it with ${BUILD_COMMAND}` };
-  return { path: built };
+  return builtBinary(`linux-${process.arch}`, BUILD_COMMAND);
 }
 
 const found = locate();
