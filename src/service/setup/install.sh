@@ -4,7 +4,8 @@
 # It downloads the tuner-agent binary for this machine into the current directory, checks its
 # SHA-256 against the SHA256SUMS written when the binaries were built, and makes it executable.
 # POSIX sh; needs curl or wget, and sha256sum or shasum. It needs no root and writes nothing
-# outside the current directory.
+# outside the current directory. On a Mac with Apple silicon it takes the native (arm64) binary,
+# else the Intel one under Rosetta 2.
 set -eu
 
 SERVICE_URL=__SERVICE_URL__
@@ -29,6 +30,10 @@ case "$machine" in
   aarch64 | arm64) arch=arm64 ;;
   *) fail "this processor ($machine) has no tuner-agent binary; run the agent as a container instead (see the setup page at $SERVICE_URL)" ;;
 esac
+# A shell translated by Rosetta 2 on Apple silicon sees x86_64 from uname -m; the kernel knows better.
+if [ "$os" = darwin ] && [ "$arch" = x64 ] && [ "$(sysctl -n sysctl.proc_translated 2>/dev/null)" = 1 ]; then
+  arch=arm64
+fi
 name="tuner-agent-$os-$arch"
 
 if command -v curl >/dev/null 2>&1; then
@@ -50,7 +55,20 @@ else
 fi
 
 sums=$(fetch "$DOWNLOADS/SHA256SUMS") || fail "cannot read $DOWNLOADS/SHA256SUMS: is the tuning service reachable from this host?"
-expected=$(printf '%s\n' "$sums" | awk -v n="$name" '$2 == n || $2 == "*" n { print $1; exit }')
+sum_of() { printf '%s\n' "$sums" | awk -v n="$1" '$2 == n || $2 == "*" n { print $1; exit }'; }
+expected=$(sum_of "$name")
+translated=
+if [ -z "$expected" ] && [ "$os-$arch" = darwin-arm64 ] && [ -n "$(sum_of tuner-agent-darwin-x64)" ]; then
+  # No native build offered: the Intel one runs on Apple silicon under Rosetta 2, if it is installed.
+  arch -x86_64 /usr/bin/true 2>/dev/null \
+    || fail "this Mac has Apple silicon and the tuning service offers only the Intel (darwin-x64) tuner-agent, which needs Rosetta 2: install it with
+  softwareupdate --install-rosetta --agree-to-license
+then run this installer again"
+  arch=x64
+  name=tuner-agent-darwin-x64
+  expected=$(sum_of "$name")
+  translated=' under Rosetta 2'
+fi
 if [ -z "$expected" ]; then
   offered=$(printf '%s\n' "$sums" | awk '$2 ~ /^\*?tuner-agent-/ { sub(/^\*?tuner-agent-/, "", $2); printf "%s ", $2 }')
   fail "the tuning service has no tuner-agent for $os-$arch (it offers: ${offered:-none}); run the agent as a container instead (see the setup page at $SERVICE_URL)"
@@ -70,8 +88,13 @@ chmod 755 "$PARTIAL"
 mv -f "$PARTIAL" "$TARGET_FILE"
 trap - EXIT INT TERM
 
-version=$("$TARGET_FILE" --version 2>&1) || printf 'warning: %s --version failed on this host: %s\n' "$TARGET_FILE" "$version" >&2
-printf '\ninstalled %s (%s, %s), its SHA-256 checked against SHA256SUMS\n' "$TARGET_FILE" "$version" "$os-$arch"
+if ! version=$("$TARGET_FILE" --version 2>&1); then
+  printf 'warning: %s --version failed on this host: %s\n' "$TARGET_FILE" "$version" >&2
+  if [ "$os" = darwin ]; then
+    printf 'macOS did not start it: see "macOS" in docs/install.md of tuner for what to check.\n' >&2
+  fi
+fi
+printf '\ninstalled %s (%s, %s%s), its SHA-256 checked against SHA256SUMS\n' "$TARGET_FILE" "$version" "$os-$arch" "$translated"
 cat <<EOF
 
 Next steps:
