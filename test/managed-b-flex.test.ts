@@ -17,6 +17,9 @@ import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/mana
 import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/index.ts';
 import { createIdentity } from '../src/agent/targets/managed-b-flex/identity.ts';
 import { catalogSettings } from '../src/agent/system.ts';
+import { applyChange } from '../src/agent/apply.ts';
+import { Journal } from '../src/agent/journal.ts';
+import { randomSuggest } from '../src/optimizer/index.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import type { Target } from '../src/agent/targets/target.ts';
@@ -620,6 +623,108 @@ test('in process: a restart in progress is waited out before a change, PostgreSQ
     assert.equal((await db.query<{ one: number }>('SELECT 1 AS one'))[0]?.one, 1, "the agent's session works again");
     await restarted;
   });
+});
+
+const AZURE_TUNED = ['checkpoint_completion_target', 'min_wal_size', 'max_wal_size', 'bgwriter_delay'];
+
+// Azure's intelligent tuning changes these four itself when it is on
+// (https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-intelligent-tuning):
+// the agent reports them unwritable at every report, so the session's space leaves them out,
+// and refuses a change to them anyway (a session that began before it was turned on).
+test('in process: with intelligent tuning on, the service is told, and a trial never touches what Azure tunes', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-agent-b-journal-'));
+  dirs.push(dir);
+  await inProcess(async (target, db) => {
+    const { machine } = await target.machine();
+    const { config } = loadConfig({ cwd: agentDir(), env: {}, target: 'managed-b-flex', needsService: false });
+    const ctx = { db, target, journal: Journal.open(dir, target.identity), config, log: createLogger({ write: () => {} }) };
+    const spaceNow = async () => {
+      const settings = await catalogSettings(db, target);
+      return {
+        settings,
+        space: buildSpace(sessionSpaceInput({ target: 'managed-b-flex', mode: 'reload-only', machine, settings, maxConnections: 100 })),
+      };
+    };
+
+    // Off (the default): all 13 are in the space.
+    const off = await spaceNow();
+    for (const name of AZURE_TUNED)
+      assert.ok(
+        off.space.dimensions.some((d) => d.name === name),
+        `${name} tuned while intelligent tuning is off`,
+      );
+
+    // Turned on while the agent runs: the next report says so.
+    await azure.server.set('intelligent_tuning', 'on');
+    await azure.server.set('intelligent_tuning.metric_targets', 'all');
+    const on = await spaceNow();
+    for (const name of AZURE_TUNED) {
+      assert.match(
+        on.settings.find((s) => s.name === name)?.unwritable ?? '',
+        /^changed by Azure's intelligent tuning on this server \(intelligent_tuning = on, intelligent_tuning\.metric_targets = all\)/,
+        name,
+      );
+      assert.ok(!on.space.dimensions.some((d) => d.name === name), `${name} is out of the space`);
+      assert.match(on.space.excluded.find((e) => e.name === name)?.reason ?? '', /intelligent tuning/);
+    }
+    assert.equal(on.space.dimensions.length, 9, 'the other nine are tuned');
+
+    // A trial drawn from that space, applied as the agent applies one: the four are never written.
+    azure.requests.length = 0;
+    const trial = randomSuggest({ space: on.space, history: [], seed: 28 });
+    const applied = await applyChange(ctx, trial.config, { accept: false });
+    assert.equal(applied.status, 'applied', JSON.stringify(applied));
+    const patched = azure.requests.filter((r) => r.method === 'PATCH').map((r) => r.path.split('/').at(-1)!);
+    assert.ok(patched.length > 0, 'the trial wrote something');
+    assert.deepEqual(
+      patched.filter((n) => AZURE_TUNED.includes(n)),
+      [],
+      `written: ${patched.join(', ')}`,
+    );
+
+    // A session that began before intelligent tuning was turned on may still ask: refused, nothing written.
+    azure.requests.length = 0;
+    const stale = await applyChange(ctx, { work_mem: '6MB', bgwriter_delay: '50ms' }, { accept: false });
+    assert.notEqual(stale.status, 'applied');
+    assert.match(
+      'errors' in stale ? stale.errors.join('; ') : '',
+      /bgwriter_delay is changed by Azure's intelligent tuning on this server .*set intelligent_tuning\.metric_targets without it, or intelligent_tuning off/,
+    );
+    assert.deepEqual(
+      azure.requests.filter((r) => r.method === 'PATCH'),
+      [],
+      'nothing written, work_mem neither',
+    );
+
+    // Only the targets named: only those are left to Azure; none at all when metric_targets is none.
+    await azure.server.set('intelligent_tuning.metric_targets', 'Storage-bgwriter_delay,tuning-autovacuum');
+    assert.deepEqual(
+      (await spaceNow()).space.excluded.filter((e) => /intelligent tuning/.test(e.reason)).map((e) => e.name),
+      ['bgwriter_delay'],
+    );
+    await azure.server.set('intelligent_tuning.metric_targets', 'none,all');
+    assert.deepEqual(
+      (await spaceNow()).settings.filter((s) => s.unwritable),
+      [],
+      'none wins over all',
+    );
+  });
+});
+
+test('--check with intelligent tuning on: a WARN naming what Azure tunes, what it means and how to turn it off', async () => {
+  await azure.server.set('intelligent_tuning', 'on');
+  await azure.server.set('intelligent_tuning.metric_targets', 'Storage-max_wal_size,Storage-min_wal_size');
+  const run = await agent(agentDir(), ['--check']);
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(
+    run.stdout,
+    /WARN {2}Azure's intelligent tuning leaves the tuned parameters to the agent \(server parameter intelligent_tuning\): intelligent_tuning = on, intelligent_tuning\.metric_targets = Storage-max_wal_size,Storage-min_wal_size: Azure changes min_wal_size, max_wal_size itself, so the agent leaves them out of its search and refuses changes to them; it tunes the other 11\n/,
+  );
+  assert.match(
+    run.stdout,
+    /fix: to let the tuner tune them instead, turn intelligent tuning off: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name intelligent_tuning --value off/,
+  );
+  assert.match(run.stdout, /PASS {2}tuned parameters are changeable without a restart: all 13/);
 });
 
 test('the SKU table, its estimate for a size it does not know, and the agent.yaml figures that override it', () => {
