@@ -57,7 +57,7 @@ const transcript: string[] = [];
 
 type Identity = 'imds' | 'app-service' | 'service-principal';
 
-function agentDir(options: { allowRestart?: boolean; managedIdentityClientId?: string } = {}): string {
+function agentDir(options: { allowRestart?: boolean; managedIdentityClientId?: string; resourceGroup?: string } = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'tuner-agent-b-'));
   dirs.push(dir);
   const lines = [
@@ -66,7 +66,7 @@ function agentDir(options: { allowRestart?: boolean; managedIdentityClientId?: s
     `  allow_restart: ${options.allowRestart ?? false}`,
     'managed_b_flex:',
     `  subscription_id: ${azure.subscriptionId}`,
-    `  resource_group_name: ${azure.resourceGroup}`,
+    `  resource_group_name: ${options.resourceGroup ?? azure.resourceGroup}`,
     `  server_name: ${azure.serverName}`,
     `  resource_manager_endpoint: ${azure.url}`,
     ...(options.managedIdentityClientId ? [`  managed_identity_client_id: ${options.managedIdentityClientId}`] : []),
@@ -622,6 +622,60 @@ test('in process: a restart in progress is waited out before a change, PostgreSQ
     );
     assert.equal((await db.query<{ one: number }>('SELECT 1 AS one'))[0]?.one, 1, "the agent's session works again");
     await restarted;
+  });
+});
+
+// The specification's custom role, exactly (permissions.ts prints it): enough for everything the
+// agent does on Cloud B.
+test("with exactly the specification's role: --check passes, a change applies, reads back and reverts", async () => {
+  azure.useRole(ROLE_ACTIONS);
+  const dir = agentDir();
+  const check = await agent(dir, ['--check']);
+  assert.equal(check.code, 0, check.stdout + check.stderr);
+  assert.doesNotMatch(check.stdout, /^FAIL/m, check.stdout);
+  const before = await setting('random_page_cost');
+  const applied = await agent(dir, ['--apply', 'random_page_cost=1.3']);
+  assert.equal(applied.code, 0, applied.stdout + applied.stderr);
+  assert.match(applied.stdout, /applied and read back from pg_settings: random_page_cost = 1\.3/);
+  assert.equal(await setting('random_page_cost'), '1.3');
+  const reverted = await agent(dir, ['--revert']);
+  assert.equal(reverted.code, 0, reverted.stdout + reverted.stderr);
+  assert.equal(await setting('random_page_cost'), before);
+  const refused = azure.requests.filter((r) => r.status === 403);
+  assert.deepEqual(refused, [], show(refused));
+});
+
+test('--check against a resource group that does not exist: ResourceGroupNotFound, and the setting to fix', async () => {
+  const run = await agent(agentDir({ resourceGroup: 'no-such-rg' }), ['--check']);
+  assert.equal(run.code, 3, run.stdout);
+  assert.match(
+    run.stdout,
+    /FAIL {2}flexible server readable .*\(ResourceGroupNotFound: Resource group 'no-such-rg' could not be found\.\)/,
+  );
+  assert.match(run.stdout, /fix: check managed_b_flex\.resource_group_name\n/);
+});
+
+// Resource Manager throttles with 429 and Retry-After: the SDK the agent uses waits as long as
+// it says and tries again; throttled still after that, the agent says so clearly.
+test('in process: throttling (429 with Retry-After) is waited out as it asks, or reported clearly when it persists', async () => {
+  await inProcess(async (target) => {
+    const since = Date.now();
+    azure.throttle({ requests: 1, retryAfterSeconds: 2 });
+    assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: false } });
+    // The first page of the list (the others follow its nextLink).
+    const lists = azure.requests.filter((r) => r.at >= since && r.path.endsWith('/configurations') && !r.query['$skipToken']);
+    assert.deepEqual(
+      lists.map((r) => r.status),
+      [429, 200],
+    );
+    assert.ok(lists[1]!.at - lists[0]!.at >= 2_000, `tried again ${lists[1]!.at - lists[0]!.at} ms later`);
+
+    azure.throttle({ requests: 100, retryAfterSeconds: 1 });
+    await assert.rejects(target.readOverrides(['work_mem']), (err: Error) =>
+      /reading the server parameters of the flexible server tuner-flex-1 .*: Resource Manager is throttling the requests of the managed identity of this host \(SubscriptionRequestsThrottled, retry after 1 s\), still after the SDK waited and tried again as it asked: Number of 'read' requests for subscription/.test(
+        err.message,
+      ),
+    );
   });
 });
 
