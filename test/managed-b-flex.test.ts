@@ -346,6 +346,20 @@ test('--check reports pg_stat_statements missing from the extension allow-list, 
   assert.match(run.stdout, /preflight: 1 of \d+ checks failed/);
 });
 
+test('--check fails on pg_stat_statements.track other than ALL or TOP, with the az command that sets it', async () => {
+  await azure.server.set('pg_stat_statements.track', 'none');
+  const run = await agent(agentDir(), ['--check']);
+  assert.equal(run.code, 3, run.stdout);
+  assert.match(run.stdout, /FAIL {2}server parameter pg_stat_statements\.track is ALL or TOP: pg_stat_statements\.track = none\n/);
+  assert.match(
+    run.stdout,
+    /fix: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name pg_stat_statements\.track --value top\n/,
+  );
+  await azure.server.set('pg_stat_statements.track', 'TOP');
+  const top = await agent(agentDir(), ['--check']);
+  assert.match(top.stdout, /PASS {2}server parameter pg_stat_statements\.track is ALL or TOP: pg_stat_statements\.track = top\n/);
+});
+
 test('a role without an action: --check names it, and a refused write changes nothing', async () => {
   azure.deny('Microsoft.DBforPostgreSQL/flexibleServers/configurations/read');
   const check = await agent(agentDir(), ['--check']);
