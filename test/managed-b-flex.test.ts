@@ -16,6 +16,7 @@ import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts'
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
 import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/index.ts';
 import { createIdentity } from '../src/agent/targets/managed-b-flex/identity.ts';
+import { azureTunesReason, intelligentTuningOf } from '../src/agent/targets/managed-b-flex/intelligent-tuning.ts';
 import { catalogSettings } from '../src/agent/system.ts';
 import { applyChange } from '../src/agent/apply.ts';
 import { Journal } from '../src/agent/journal.ts';
@@ -25,7 +26,7 @@ import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import type { Target } from '../src/agent/targets/target.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
-import { TargetMetricSchema } from '../src/protocol/v1.ts';
+import { SettingSchema, TargetMetricSchema } from '../src/protocol/v1.ts';
 import { startFakeAzure, type FakeAzure, type RecordedRequest } from './fakes/azure/index.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
@@ -793,6 +794,45 @@ test('--check with intelligent tuning on: a WARN naming what Azure tunes, what i
     /fix: to let the tuner tune them instead, turn intelligent tuning off: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name intelligent_tuning --value off/,
   );
   assert.match(run.stdout, /PASS {2}tuned parameters are changeable without a restart: all 13/);
+});
+
+test('which parameters intelligent tuning takes, from intelligent_tuning and its metric targets; the reason fits the protocol', () => {
+  const of = (on: string | undefined, targets: string | undefined) =>
+    intelligentTuningOf(
+      new Map([
+        ...(on === undefined ? [] : [['intelligent_tuning', { name: 'intelligent_tuning', value: on }] as const]),
+        ...(targets === undefined
+          ? []
+          : [['intelligent_tuning.metric_targets', { name: 'intelligent_tuning.metric_targets', value: targets }] as const]),
+      ]),
+    ).parameters;
+  assert.deepEqual(of(undefined, undefined), [], 'a server without the parameters (PostgreSQL 18)');
+  assert.deepEqual(of('off', 'all'), []);
+  assert.deepEqual(of('on', 'none'), []);
+  assert.deepEqual(of('on', 'all,none'), [], 'none wins over all');
+  assert.deepEqual(of('on', 'tuning-autovacuum'), []);
+  assert.deepEqual(of('ON', 'all'), AZURE_TUNED);
+  assert.deepEqual(of('on', 'STORAGE-bgwriter_delay, Storage-min_wal_size'), ['min_wal_size', 'bgwriter_delay']);
+  const long = intelligentTuningOf(
+    new Map([
+      ['intelligent_tuning', { name: 'intelligent_tuning', value: 'on' }],
+      [
+        'intelligent_tuning.metric_targets',
+        { name: 'intelligent_tuning.metric_targets', value: Array(40).fill('Storage-max_wal_size').join(',') },
+      ],
+    ]),
+  );
+  const reason = azureTunesReason(long);
+  assert.ok(reason.length <= 300, `${reason.length} characters`);
+  SettingSchema.parse({
+    name: 'max_wal_size',
+    setting: '1024',
+    unit: 'MB',
+    context: 'sighup',
+    source: null,
+    pendingRestart: false,
+    unwritable: reason,
+  });
 });
 
 test('the SKU table, its estimate for a size it does not know, and the agent.yaml figures that override it', () => {

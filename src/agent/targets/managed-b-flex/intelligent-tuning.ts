@@ -51,7 +51,12 @@ export function intelligentTuningOf(params: ReadonlyMap<string, ServerParameter>
   return { on: true, parameters, setting };
 }
 
-/** Why the agent leaves `name` alone: one line, within the protocol's 300 characters. */
+/** The protocol's bound on a setting's `unwritable` reason (SettingSchema). */
+const REASON_MAX = 300;
+
+/** Why the agent leaves a parameter alone: one line, cut to the protocol's bound (a long
+ * metric_targets list could pass it, and the report would then be refused). */
 export function azureTunesReason(tuning: IntelligentTuning): string {
-  return `changed by Azure's intelligent tuning on this server (${tuning.setting}): left to Azure, not tuned by the agent`;
+  const reason = `changed by Azure's intelligent tuning on this server (${tuning.setting}): left to Azure, not tuned by the agent`;
+  return reason.length > REASON_MAX ? `${reason.slice(0, REASON_MAX - 1)}…` : reason;
 }
