@@ -120,9 +120,15 @@ export const CORPUS: CorpusStatement[] = [
     runs: true,
   },
   {
-    sql: 'SET app.list = "SetKeyIdent77", -42, other_word',
-    redacted: 'SET app.list = $1, -$2, $3',
+    sql: 'SET search_path = "SetKeyIdent77", other_word',
+    redacted: 'SET search_path = $1, $2',
     secrets: ['SetKeyIdent77'],
+    runs: true,
+  },
+  {
+    sql: 'SET extra_float_digits = -2',
+    redacted: 'SET extra_float_digits = -$1',
+    secrets: [],
     runs: true,
   },
   {
