@@ -259,9 +259,23 @@ function render(text: string, tokens: readonly Token[]): string {
   return from === 0 ? text : out + text.slice(from);
 }
 
+const SETTING_LEAD = /^\s*(?:set|alter|create)\b/i;
+
+/** False when `text` can hold nothing to redact: no quote, no dollar quote, no comment, and no
+ * SET clause. Most texts PostgreSQL normalized are such, and skip the lexer. */
+function mayHoldSecrets(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const next = text.charCodeAt(i + 1);
+    if (c === QUOTE || (c === DOLLAR && !isDigit(next)) || (c === 45 && next === 45) || (c === 47 && next === 42)) return true;
+  }
+  return SETTING_LEAD.test(text);
+}
+
 /** A statement text with every literal (and SET value) replaced by $n, or its kind alone when it
  * cannot be lexed with certainty. Texts PostgreSQL normalized come back unchanged. */
 export function redactStatementText(text: string): string {
+  if (!mayHoldSecrets(text)) return text;
   const standard = lex(text, false);
   if (!standard.complete) return statementKind(text);
   const redacted = render(text, standard.tokens);
