@@ -25,6 +25,11 @@ test('the forms the hostile test found leaking are masked, known or not', () => 
     [JSON.stringify({ dsn: 'host=db password="AgentPw-S3cret!x"' }), '{"dsn":"host=db password=****"}'],
     [`  "dsn": ${JSON.stringify('password=Agent,Pw-S3cret')},\n  "x": 1`, '  "dsn": "password=****",\n  "x": 1'],
     ['postgresql://u@db/app?password=Q%2Fsecret&sslmode=require', 'postgresql://u@db/app?password=****&sslmode=require'],
+    // A message naming two URLs: each password masked, the example's port kept.
+    [
+      'expected a proxy URL such as http://proxy.internal:3128, got "http://u:Pr0xy/Pass@127.0.0.1:9"',
+      'expected a proxy URL such as http://proxy.internal:3128, got "http://u:****@127.0.0.1:9"',
+    ],
   ];
   for (const [text, masked] of cases) assert.equal(maskPasswordForms(text), masked, text);
   // A URL without credentials, and prose, stay as they are.

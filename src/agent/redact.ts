@@ -4,7 +4,7 @@
 // they appear, in each encoding they may be printed in (percent-encoded, JSON-escaped, escaped
 // for libpq), and so is every password written in a form a user might type it, known or not:
 // - the password of a URL's userinfo, whatever it holds (`/`, `@`, `:`, `#`, `?`, spaces): it
-//   runs to the last `@` of the line, since an unencoded `@` may be part of it;
+//   runs to the last `@` before the line's next URL, since an unencoded `@` may be part of it;
 // - a libpq keyword value `password=...` (and `sslpassword`, `PGPASSWORD`): quoted with '...' or
 //   "..." (backslash escapes, unterminated to the line's end), or unquoted up to an unescaped
 //   space (`\ ` and commas included);
@@ -45,8 +45,11 @@ export function forgetSecrets(): void {
   longestFirst = null;
 }
 
-/** `scheme://user:password@`: the password runs to the last `@` of the line. */
-const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^/:@\s"'?#]*):([^\n]*)@/gi;
+/** `scheme://user:password@`: the password runs to the last `@` before the next URL on the line
+ * (so that a message naming two URLs keeps the second), or else, unless it is a port, to the last
+ * `@` of the line. */
+const URL_PASSWORD =
+  /(\b[a-z][a-z0-9+.-]*:\/\/[^/:@\s"'?#]*):((?:(?![a-z][a-z0-9+.-]*:\/\/)[^\n])*@|(?!\d{1,5}(?:[/\s,;"')]|$))[^\n]*@)/gim;
 /** The end of an unquoted value: a space, or the end of a line in JSON (`"` or `",` before it). */
 const VALUE_END = String.raw`(?=\s|"?,?$)`;
 /** `?password=secret&...`: a URL's query parameter ends at `&`, `#` or a space. */
@@ -75,7 +78,10 @@ function unquote(value: string): string {
 /** Every password written in a connection string, in whichever form it was typed. */
 export function passwordsIn(connectionString: string): string[] {
   const found: string[] = [];
-  for (const m of connectionString.matchAll(URL_PASSWORD)) found.push(m[2]!, safeDecode(m[2]!));
+  for (const m of connectionString.matchAll(URL_PASSWORD)) {
+    const password = m[2]!.slice(0, -1);
+    found.push(password, safeDecode(password));
+  }
   for (const m of connectionString.matchAll(QUERY_PASSWORD)) found.push(m[2]!, safeDecode(m[2]!.replace(/\+/g, ' ')));
   for (const m of connectionString.matchAll(KEYWORD_PASSWORD)) found.push(m[2]!, unquote(m[2]!));
   return found.filter((p) => p !== '');
