@@ -239,16 +239,22 @@ function settingValues(text: string, tokens: readonly Token[]): Set<number> {
   return values;
 }
 
+/** Statements PostgreSQL plans, and normalizes: one without a single $n was stored as typed. */
+const PLANNED_STATEMENTS = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'WITH', 'VALUES', 'TABLE']);
+
 function render(text: string, tokens: readonly Token[]): string {
   let next = 1;
   for (const t of tokens) if (t.kind === 'param') next = Math.max(next, Number(text.slice(t.start + 1, t.end)) + 1);
   const first = tokens.find((t) => t.kind !== 'comment');
-  const setValues = first?.kind === 'word' && SETTING_STATEMENTS.has(upper(text, first)) ? settingValues(text, tokens) : new Set<number>();
+  const kind = first?.kind === 'word' ? upper(text, first) : '';
+  const setValues = SETTING_STATEMENTS.has(kind) ? settingValues(text, tokens) : new Set<number>();
+  // A planned statement kept verbatim (no $n at all) loses its numbers too, as normalizing would.
+  const numbers = next === 1 && PLANNED_STATEMENTS.has(kind);
   let out = '';
   let from = 0;
   tokens.forEach((t, k) => {
     let replacement: string | null = null;
-    if (t.kind === 'literal' || setValues.has(k)) replacement = `$${next++}`;
+    if (t.kind === 'literal' || setValues.has(k) || (numbers && t.kind === 'number')) replacement = `$${next++}`;
     else if (t.kind === 'comment' && SECRET_IN_COMMENT.test(text.slice(t.start, t.end))) {
       replacement = text.startsWith('--', t.start) ? '-- …' : '/* … */';
     }
@@ -261,15 +267,19 @@ function render(text: string, tokens: readonly Token[]): string {
 
 const SETTING_LEAD = /^\s*(?:set|alter|create)\b/i;
 
-/** False when `text` can hold nothing to redact: no quote, no dollar quote, no comment, and no
- * SET clause. Most texts PostgreSQL normalized are such, and skip the lexer. */
+/** False when `text` can hold nothing to redact: no quote, no dollar quote, no comment, no SET
+ * clause, and digits only beside a $n. Most texts PostgreSQL normalized are such, and skip the lexer. */
 function mayHoldSecrets(text: string): boolean {
+  let params = false;
+  let digits = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     const next = text.charCodeAt(i + 1);
     if (c === QUOTE || (c === DOLLAR && !isDigit(next)) || (c === 45 && next === 45) || (c === 47 && next === 42)) return true;
+    if (c === DOLLAR) params = true;
+    else if (isDigit(c)) digits = true;
   }
-  return SETTING_LEAD.test(text);
+  return (digits && !params) || SETTING_LEAD.test(text);
 }
 
 /** A statement text with every literal (and SET value) replaced by $n, or its kind alone when it

@@ -103,6 +103,12 @@ export const CORPUS: CorpusStatement[] = [
     secrets: ['MixedKey-6z'],
   },
   {
+    // A planned statement stored as typed (no $n at all): its numbers go too.
+    sql: 'SELECT holder FROM cards WHERE number = 4111111111111111 AND cvv = 123 LIMIT 1',
+    redacted: 'SELECT holder FROM cards WHERE number = $1 AND cvv = $2 LIMIT $3',
+    secrets: ['4111111111111111', '123'],
+  },
+  {
     sql: "COPY zz_copy FROM PROGRAM 'curl -u admin:CurlPw-55 https://files.internal/data.csv' WITH (FORMAT csv)",
     redacted: 'COPY zz_copy FROM PROGRAM $1 WITH (FORMAT csv)',
     secrets: ['CurlPw-55'],
