@@ -30,6 +30,10 @@ test('the forms the hostile test found leaking are masked, known or not', () => 
       'expected a proxy URL such as http://proxy.internal:3128, got "http://u:Pr0xy/Pass@127.0.0.1:9"',
       'expected a proxy URL such as http://proxy.internal:3128, got "http://u:****@127.0.0.1:9"',
     ],
+    [
+      "route to Cloud A's RDS API: https://127.0.0.1:41234: through the proxy http://tuner:Pr0xy/Pass@127.0.0.1:3128, trusting",
+      "route to Cloud A's RDS API: https://127.0.0.1:41234: through the proxy http://tuner:****@127.0.0.1:3128, trusting",
+    ],
   ];
   for (const [text, masked] of cases) assert.equal(maskPasswordForms(text), masked, text);
   // A URL without credentials, and prose, stay as they are.

@@ -48,8 +48,7 @@ export function forgetSecrets(): void {
 /** `scheme://user:password@`: the password runs to the last `@` before the next URL on the line
  * (so that a message naming two URLs keeps the second), or else, unless it is a port, to the last
  * `@` of the line. */
-const URL_PASSWORD =
-  /(\b[a-z][a-z0-9+.-]*:\/\/[^/:@\s"'?#]*):((?:(?![a-z][a-z0-9+.-]*:\/\/)[^\n])*@|(?!\d{1,5}(?:[/\s,;"')]|$))[^\n]*@)/gim;
+const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^/:@\s"'?#]*):((?:(?![a-z][a-z0-9+.-]*:\/\/)[^\n])*@|(?!\d{1,5}(?:[^\w@]|$))[^\n]*@)/gim;
 /** The end of an unquoted value: a space, or the end of a line in JSON (`"` or `",` before it). */
 const VALUE_END = String.raw`(?=\s|"?,?$)`;
 /** `?password=secret&...`: a URL's query parameter ends at `&`, `#` or a space. */
