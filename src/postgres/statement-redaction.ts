@@ -11,7 +11,8 @@
 // with backslash escapes, U&'...', N'...', B'...', X'...', $$...$$ and $tag$...$tag$; quoted
 // identifiers "..." stay, and so do -- and nested /* */ comments unless they look like they hold a
 // secret. Besides literals, the one form that carries a secret without quotes: the values of
-// `SET name = value` / `TO value` in utility statements (`SET app.api_key = abc123`).
+// `SET name = value` / `TO value` in utility statements (`SET app.api_key = abc123`); and a
+// planned statement without a single $n was stored as typed, so its numbers go as well.
 //
 // A text that cannot be lexed (an unterminated string, or one cut short by the length limit) goes
 // as its statement kind only (`ALTER ROLE`): where the lexer loses track, nothing after it is sure.
