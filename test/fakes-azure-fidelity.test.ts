@@ -314,3 +314,206 @@ test('Azure Monitor honours aggregation: only the ones asked for, an unknown one
   assert.deepEqual(keys((await points())[0]!), ['average'], "without aggregation: the metric's primary one");
   await assert.rejects(points('Median'), (err: AzureError) => err.statusCode === 400 && /Median/.test(err.message));
 });
+
+// ---- issue 28: where the fake still differed from Azure (found with the Python Azure SDK) ----
+
+/** Every configuration, as the SDK lists them. */
+async function listed(): Promise<
+  Map<string, { name?: string; value?: string; isReadOnly?: boolean; isDynamicConfig?: boolean; allowedValues?: string }>
+> {
+  const all = new Map<string, { name?: string; value?: string; isReadOnly?: boolean; isDynamicConfig?: boolean; allowedValues?: string }>();
+  for await (const c of flex.configurations.listByServer(azure.resourceGroup, azure.serverName)) all.set(c.name!, c);
+  return all;
+}
+
+// Azure lists DateStyle, IntervalStyle and TimeZone with PostgreSQL's spelling, and, its names
+// being case-insensitive, answers a GET or PATCH of them in any case
+// (https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-server-parameters).
+test('DateStyle, IntervalStyle and TimeZone: listed, then read and written in any case', async () => {
+  try {
+    const all = await listed();
+    for (const name of ['DateStyle', 'IntervalStyle', 'TimeZone']) {
+      assert.ok(all.has(name), `${name} is listed`);
+      for (const asked of [name, name.toLowerCase(), name.toUpperCase()]) {
+        const got = await flex.configurations.get(azure.resourceGroup, azure.serverName, asked);
+        assert.equal(got.name, name, asked);
+      }
+    }
+    const written = await flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'timezone', {
+      value: 'Europe/Paris',
+      source: 'user-override',
+    });
+    assert.deepEqual([written.name, written.value, written.source], ['TimeZone', 'Europe/Paris', 'user-override']);
+    assert.equal(await setting('TimeZone'), 'Europe/Paris');
+    await flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'DATESTYLE', {
+      value: 'ISO, DMY',
+      source: 'user-override',
+    });
+    assert.equal(await setting('DateStyle'), 'ISO, DMY');
+  } finally {
+    await azure.reset();
+  }
+});
+
+// wal_level can be set to logical (https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-logical,
+// "set the server parameter wal_level to logical"; it takes a restart), and max_wal_senders is
+// a server parameter users set too: neither is read-only. Azure allows replica and logical only.
+test('wal_level and max_wal_senders are writable static parameters; wal_level = logical waits for a restart', async () => {
+  try {
+    const all = await listed();
+    for (const name of ['wal_level', 'max_wal_senders']) {
+      assert.deepEqual([all.get(name)?.isReadOnly, all.get(name)?.isDynamicConfig], [false, false], name);
+    }
+    assert.equal(all.get('wal_level')?.allowedValues, 'replica,logical');
+    const written = await flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'wal_level', {
+      value: 'logical',
+      source: 'user-override',
+    });
+    assert.deepEqual([written.value, written.isConfigPendingRestart], ['logical', true]);
+    assert.equal(await setting('wal_level'), 'replica', 'running the old value until a restart');
+    await assert.rejects(
+      flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'wal_level', {
+        value: 'minimal',
+        source: 'user-override',
+      }),
+      refusedWith(400, 'InvalidParameterValue'),
+    );
+  } finally {
+    await azure.reset();
+  }
+});
+
+// azure.extensions is a set: each extension must be one of its allowedValues, or Azure refuses
+// the whole value (https://learn.microsoft.com/azure/postgresql/extensions/how-to-allow-extensions).
+// The same for intelligent_tuning.metric_targets, and intelligent_tuning takes on or off.
+test('azure.extensions and the intelligent tuning parameters take only their allowed values', async () => {
+  try {
+    const all = await listed();
+    assert.equal(all.get('intelligent_tuning')?.allowedValues, 'on,off');
+    assert.match(all.get('intelligent_tuning.metric_targets')?.allowedValues ?? '', /^none,Storage-checkpoint_completion_target,.*,all$/);
+    const refuse = (name: string, value: string) =>
+      assert.rejects(
+        flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, name, { value, source: 'user-override' }),
+        (err: AzureError) => refusedWith(400, 'InvalidParameterValue')(err) && err.message.includes(name),
+        `${name} = ${value}`,
+      );
+    await refuse('azure.extensions', 'pg_stat_statements,no_such_extension');
+    await refuse('intelligent_tuning', 'maybe');
+    await refuse('intelligent_tuning.metric_targets', 'Storage-shared_buffers');
+    assert.equal((await azure.server.parameter('azure.extensions')).value, 'pgcrypto,pg_stat_statements', 'unchanged');
+    const ok = await flex.configurations.beginUpdateAndWait(azure.resourceGroup, azure.serverName, 'azure.extensions', {
+      value: 'pg_stat_statements,HSTORE',
+      source: 'user-override',
+    });
+    assert.equal(ok.value, 'pg_stat_statements,HSTORE');
+    const targets = await flex.configurations.beginUpdateAndWait(
+      azure.resourceGroup,
+      azure.serverName,
+      'intelligent_tuning.metric_targets',
+      {
+        value: 'Storage-bgwriter_delay,Storage-max_wal_size',
+        source: 'user-override',
+      },
+    );
+    assert.equal(targets.value, 'Storage-bgwriter_delay,Storage-max_wal_size');
+  } finally {
+    await azure.reset();
+  }
+});
+
+function monitorClient(): MonitorClient {
+  return new MonitorClient(credential, azure.subscriptionId, { endpoint: azure.url, credentials: { scopes: [`${azure.url}/.default`] } });
+}
+const resourceUri = () =>
+  `subscriptions/${azure.subscriptionId}/resourceGroups/${azure.resourceGroup}/providers/Microsoft.DBforPostgreSQL/flexibleServers/${azure.serverName}`;
+const DAY = 86_400_000;
+
+// Azure Monitor has data up to now, and keeps platform metrics 93 days
+// (https://learn.microsoft.com/azure/azure-monitor/essentials/data-platform-metrics, "Retention"):
+// a window in the future has no values, one that ends before the retention is refused ("Query
+// endTime: … is out of the Max metrics retention period: 93.00:00:00",
+// https://github.com/Azure/azure-sdk-for-python/issues/13547). Without timespan, Azure takes
+// the last hour (https://learn.microsoft.com/rest/api/monitor/metrics/list).
+test('Azure Monitor: values up to now only, 93 days kept, and the last hour when no timespan is given', async () => {
+  const monitor = monitorClient();
+  const valued = (answer: { value: Array<{ timeseries: Array<{ data?: object[] }> }> }) =>
+    answer.value[0]!.timeseries[0]!.data!.filter((p) => Object.entries(p).some(([k, v]) => k !== 'timeStamp' && v !== undefined));
+  const future = Date.now() + 365 * DAY;
+  const ahead = await monitor.metrics.list(resourceUri(), {
+    metricnames: 'cpu_percent',
+    timespan: `${new Date(future).toISOString()}/${new Date(future + 10 * 60_000).toISOString()}`,
+    interval: 'PT1M',
+  });
+  assert.deepEqual(valued(ahead), [], 'no values in the future');
+  await assert.rejects(
+    monitor.metrics.list(resourceUri(), {
+      metricnames: 'cpu_percent',
+      timespan: `${new Date(Date.now() - 2000 * DAY).toISOString()}/${new Date(Date.now() - 2000 * DAY + 10 * 60_000).toISOString()}`,
+      interval: 'PT1M',
+    }),
+    (err: AzureError) => err.statusCode === 400 && /out of the Max metrics retention period: 93\.00:00:00/.test(err.message),
+  );
+  const lastHour = await monitor.metrics.list(resourceUri(), { metricnames: 'cpu_percent', interval: 'PT1M' });
+  const [from, to] = (lastHour.timespan ?? '').split('/').map((t) => Date.parse(t));
+  assert.ok(Math.abs(to! - Date.now()) < 60_000 && Math.abs(to! - from! - 3_600_000) < 1_000, lastHour.timespan);
+  const points = valued(lastHour);
+  assert.ok(points.length >= 58, `about an hour of one-minute values (${points.length})`);
+});
+
+// Resource Manager's answers for what does not exist
+// (https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-not-found):
+// ResourceGroupNotFound for a resource group, ResourceNotFound for a resource in one that exists.
+test('unknown resource group and unknown server: ResourceGroupNotFound and ResourceNotFound, as Resource Manager words them', async () => {
+  await assert.rejects(
+    flex.servers.get('no-such-rg', azure.serverName),
+    (err: AzureError) =>
+      refusedWith(404, 'ResourceGroupNotFound')(err) && err.message === "Resource group 'no-such-rg' could not be found.",
+  );
+  await assert.rejects(
+    flex.configurations.get(azure.resourceGroup, 'no-such-server', 'work_mem'),
+    (err: AzureError) =>
+      refusedWith(404, 'ResourceNotFound')(err) &&
+      err.message ===
+        `The Resource 'Microsoft.DBforPostgreSQL/flexibleServers/no-such-server' under resource group '${azure.resourceGroup}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix`,
+  );
+});
+
+// Resource Manager throttles with 429 and Retry-After
+// (https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling);
+// the SDK waits as long as it says and tries again.
+test('injected throttling: 429 with Retry-After, which the SDK waits out', async () => {
+  try {
+    const since = Date.now();
+    azure.throttle({ requests: 1, retryAfterSeconds: 2 });
+    const got = await flex.configurations.get(azure.resourceGroup, azure.serverName, 'work_mem');
+    assert.equal(got.name, 'work_mem');
+    const calls = azure.requests.filter((r) => r.at >= since && r.path.endsWith('/configurations/work_mem'));
+    assert.deepEqual(
+      calls.map((r) => r.status),
+      [429, 200],
+    );
+    assert.ok(calls[1]!.at - calls[0]!.at >= 2_000, `the retry came ${calls[1]!.at - calls[0]!.at} ms later`);
+  } finally {
+    await azure.reset();
+  }
+});
+
+// A role assignment grants its role's actions and nothing else: any other answers 403
+// AuthorizationFailed (https://learn.microsoft.com/azure/role-based-access-control/troubleshooting).
+test('a given role is enforced: an action outside it answers 403 AuthorizationFailed, naming the action and scope', async () => {
+  try {
+    azure.useRole(['Microsoft.DBforPostgreSQL/flexibleServers/read']);
+    const server = await flex.servers.get(azure.resourceGroup, azure.serverName);
+    assert.equal(server.name, azure.serverName);
+    await assert.rejects(
+      flex.configurations.get(azure.resourceGroup, azure.serverName, 'work_mem'),
+      (err: AzureError) =>
+        refusedWith(403, 'AuthorizationFailed')(err) &&
+        /^The client '[^']+' with object id '[0-9a-f-]+' does not have authorization to perform action 'Microsoft\.DBforPostgreSQL\/flexibleServers\/configurations\/read' over scope '\/subscriptions\/[^']+\/configurations\/work_mem' or the scope is invalid\. If access was recently granted, please refresh your credentials\.$/.test(
+          err.message,
+        ),
+    );
+  } finally {
+    await azure.reset();
+  }
+});

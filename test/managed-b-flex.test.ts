@@ -16,13 +16,17 @@ import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts'
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
 import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/index.ts';
 import { createIdentity } from '../src/agent/targets/managed-b-flex/identity.ts';
+import { azureTunesReason, intelligentTuningOf } from '../src/agent/targets/managed-b-flex/intelligent-tuning.ts';
 import { catalogSettings } from '../src/agent/system.ts';
+import { applyChange } from '../src/agent/apply.ts';
+import { Journal } from '../src/agent/journal.ts';
+import { randomSuggest } from '../src/optimizer/index.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import type { Target } from '../src/agent/targets/target.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
-import { TargetMetricSchema } from '../src/protocol/v1.ts';
+import { SettingSchema, TargetMetricSchema } from '../src/protocol/v1.ts';
 import { startFakeAzure, type FakeAzure, type RecordedRequest } from './fakes/azure/index.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
@@ -54,7 +58,7 @@ const transcript: string[] = [];
 
 type Identity = 'imds' | 'app-service' | 'service-principal';
 
-function agentDir(options: { allowRestart?: boolean; managedIdentityClientId?: string } = {}): string {
+function agentDir(options: { allowRestart?: boolean; managedIdentityClientId?: string; resourceGroup?: string } = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'tuner-agent-b-'));
   dirs.push(dir);
   const lines = [
@@ -63,7 +67,7 @@ function agentDir(options: { allowRestart?: boolean; managedIdentityClientId?: s
     `  allow_restart: ${options.allowRestart ?? false}`,
     'managed_b_flex:',
     `  subscription_id: ${azure.subscriptionId}`,
-    `  resource_group_name: ${azure.resourceGroup}`,
+    `  resource_group_name: ${options.resourceGroup ?? azure.resourceGroup}`,
     `  server_name: ${azure.serverName}`,
     `  resource_manager_endpoint: ${azure.url}`,
     ...(options.managedIdentityClientId ? [`  managed_identity_client_id: ${options.managedIdentityClientId}`] : []),
@@ -343,6 +347,20 @@ test('--check reports pg_stat_statements missing from the extension allow-list, 
   assert.match(run.stdout, /preflight: 1 of \d+ checks failed/);
 });
 
+test('--check fails on pg_stat_statements.track other than ALL or TOP, with the az command that sets it', async () => {
+  await azure.server.set('pg_stat_statements.track', 'none');
+  const run = await agent(agentDir(), ['--check']);
+  assert.equal(run.code, 3, run.stdout);
+  assert.match(run.stdout, /FAIL {2}server parameter pg_stat_statements\.track is ALL or TOP: pg_stat_statements\.track = none\n/);
+  assert.match(
+    run.stdout,
+    /fix: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name pg_stat_statements\.track --value top\n/,
+  );
+  await azure.server.set('pg_stat_statements.track', 'TOP');
+  const top = await agent(agentDir(), ['--check']);
+  assert.match(top.stdout, /PASS {2}server parameter pg_stat_statements\.track is ALL or TOP: pg_stat_statements\.track = top\n/);
+});
+
 test('a role without an action: --check names it, and a refused write changes nothing', async () => {
   azure.deny('Microsoft.DBforPostgreSQL/flexibleServers/configurations/read');
   const check = await agent(agentDir(), ['--check']);
@@ -619,6 +637,201 @@ test('in process: a restart in progress is waited out before a change, PostgreSQ
     );
     assert.equal((await db.query<{ one: number }>('SELECT 1 AS one'))[0]?.one, 1, "the agent's session works again");
     await restarted;
+  });
+});
+
+// The specification's custom role, exactly (permissions.ts prints it): enough for everything the
+// agent does on Cloud B.
+test("with exactly the specification's role: --check passes, a change applies, reads back and reverts", async () => {
+  azure.useRole(ROLE_ACTIONS);
+  const dir = agentDir();
+  const check = await agent(dir, ['--check']);
+  assert.equal(check.code, 0, check.stdout + check.stderr);
+  assert.doesNotMatch(check.stdout, /^FAIL/m, check.stdout);
+  const before = await setting('random_page_cost');
+  const applied = await agent(dir, ['--apply', 'random_page_cost=1.3']);
+  assert.equal(applied.code, 0, applied.stdout + applied.stderr);
+  assert.match(applied.stdout, /applied and read back from pg_settings: random_page_cost = 1\.3/);
+  assert.equal(await setting('random_page_cost'), '1.3');
+  const reverted = await agent(dir, ['--revert']);
+  assert.equal(reverted.code, 0, reverted.stdout + reverted.stderr);
+  assert.equal(await setting('random_page_cost'), before);
+  const refused = azure.requests.filter((r) => r.status === 403);
+  assert.deepEqual(refused, [], show(refused));
+});
+
+test('--check against a resource group that does not exist: ResourceGroupNotFound, and the setting to fix', async () => {
+  const run = await agent(agentDir({ resourceGroup: 'no-such-rg' }), ['--check']);
+  assert.equal(run.code, 3, run.stdout);
+  assert.match(
+    run.stdout,
+    /FAIL {2}flexible server readable .*\(ResourceGroupNotFound: Resource group 'no-such-rg' could not be found\.\)/,
+  );
+  assert.match(run.stdout, /fix: check managed_b_flex\.resource_group_name\n/);
+});
+
+// Resource Manager throttles with 429 and Retry-After: the SDK the agent uses waits as long as
+// it says and tries again; throttled still after that, the agent says so clearly.
+test('in process: throttling (429 with Retry-After) is waited out as it asks, or reported clearly when it persists', async () => {
+  await inProcess(async (target) => {
+    const since = Date.now();
+    azure.throttle({ requests: 1, retryAfterSeconds: 2 });
+    assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: false } });
+    // The first page of the list (the others follow its nextLink).
+    const lists = azure.requests.filter((r) => r.at >= since && r.path.endsWith('/configurations') && !r.query['$skipToken']);
+    assert.deepEqual(
+      lists.map((r) => r.status),
+      [429, 200],
+    );
+    assert.ok(lists[1]!.at - lists[0]!.at >= 2_000, `tried again ${lists[1]!.at - lists[0]!.at} ms later`);
+
+    azure.throttle({ requests: 100, retryAfterSeconds: 1 });
+    await assert.rejects(target.readOverrides(['work_mem']), (err: Error) =>
+      /reading the server parameters of the flexible server tuner-flex-1 .*: Resource Manager is throttling the requests of the managed identity of this host \(SubscriptionRequestsThrottled, retry after 1 s\), still after the SDK waited and tried again as it asked: Number of 'read' requests for subscription/.test(
+        err.message,
+      ),
+    );
+  });
+});
+
+const AZURE_TUNED = ['checkpoint_completion_target', 'min_wal_size', 'max_wal_size', 'bgwriter_delay'];
+
+// Azure's intelligent tuning changes these four itself when it is on
+// (https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-intelligent-tuning):
+// the agent reports them unwritable at every report, so the session's space leaves them out,
+// and refuses a change to them anyway (a session that began before it was turned on).
+test('in process: with intelligent tuning on, the service is told, and a trial never touches what Azure tunes', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-agent-b-journal-'));
+  dirs.push(dir);
+  await inProcess(async (target, db) => {
+    const { machine } = await target.machine();
+    const { config } = loadConfig({ cwd: agentDir(), env: {}, target: 'managed-b-flex', needsService: false });
+    const ctx = { db, target, journal: Journal.open(dir, target.identity), config, log: createLogger({ write: () => {} }) };
+    const spaceNow = async () => {
+      const settings = await catalogSettings(db, target);
+      return {
+        settings,
+        space: buildSpace(sessionSpaceInput({ target: 'managed-b-flex', mode: 'reload-only', machine, settings, maxConnections: 100 })),
+      };
+    };
+
+    // Off (the default): all 13 are in the space.
+    const off = await spaceNow();
+    for (const name of AZURE_TUNED)
+      assert.ok(
+        off.space.dimensions.some((d) => d.name === name),
+        `${name} tuned while intelligent tuning is off`,
+      );
+
+    // Turned on while the agent runs: the next report says so.
+    await azure.server.set('intelligent_tuning', 'on');
+    await azure.server.set('intelligent_tuning.metric_targets', 'all');
+    const on = await spaceNow();
+    for (const name of AZURE_TUNED) {
+      assert.match(
+        on.settings.find((s) => s.name === name)?.unwritable ?? '',
+        /^changed by Azure's intelligent tuning on this server \(intelligent_tuning = on, intelligent_tuning\.metric_targets = all\)/,
+        name,
+      );
+      assert.ok(!on.space.dimensions.some((d) => d.name === name), `${name} is out of the space`);
+      assert.match(on.space.excluded.find((e) => e.name === name)?.reason ?? '', /intelligent tuning/);
+    }
+    assert.equal(on.space.dimensions.length, 9, 'the other nine are tuned');
+
+    // A trial drawn from that space, applied as the agent applies one: the four are never written.
+    azure.requests.length = 0;
+    const trial = randomSuggest({ space: on.space, history: [], seed: 28 });
+    const applied = await applyChange(ctx, trial.config, { accept: false });
+    assert.equal(applied.status, 'applied', JSON.stringify(applied));
+    const patched = azure.requests.filter((r) => r.method === 'PATCH').map((r) => r.path.split('/').at(-1)!);
+    assert.ok(patched.length > 0, 'the trial wrote something');
+    assert.deepEqual(
+      patched.filter((n) => AZURE_TUNED.includes(n)),
+      [],
+      `written: ${patched.join(', ')}`,
+    );
+
+    // A session that began before intelligent tuning was turned on may still ask: refused, nothing written.
+    azure.requests.length = 0;
+    const stale = await applyChange(ctx, { work_mem: '6MB', bgwriter_delay: '50ms' }, { accept: false });
+    assert.notEqual(stale.status, 'applied');
+    assert.match(
+      'errors' in stale ? stale.errors.join('; ') : '',
+      /bgwriter_delay is changed by Azure's intelligent tuning on this server .*set intelligent_tuning\.metric_targets without it, or intelligent_tuning off/,
+    );
+    assert.deepEqual(
+      azure.requests.filter((r) => r.method === 'PATCH'),
+      [],
+      'nothing written, work_mem neither',
+    );
+
+    // Only the targets named: only those are left to Azure; none at all when metric_targets is none.
+    await azure.server.set('intelligent_tuning.metric_targets', 'Storage-bgwriter_delay,tuning-autovacuum');
+    assert.deepEqual(
+      (await spaceNow()).space.excluded.filter((e) => /intelligent tuning/.test(e.reason)).map((e) => e.name),
+      ['bgwriter_delay'],
+    );
+    await azure.server.set('intelligent_tuning.metric_targets', 'none,all');
+    assert.deepEqual(
+      (await spaceNow()).settings.filter((s) => s.unwritable),
+      [],
+      'none wins over all',
+    );
+  });
+});
+
+test('--check with intelligent tuning on: a WARN naming what Azure tunes, what it means and how to turn it off', async () => {
+  await azure.server.set('intelligent_tuning', 'on');
+  await azure.server.set('intelligent_tuning.metric_targets', 'Storage-max_wal_size,Storage-min_wal_size');
+  const run = await agent(agentDir(), ['--check']);
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(
+    run.stdout,
+    /WARN {2}Azure's intelligent tuning leaves the tuned parameters to the agent \(server parameter intelligent_tuning\): intelligent_tuning = on, intelligent_tuning\.metric_targets = Storage-max_wal_size,Storage-min_wal_size: Azure changes min_wal_size, max_wal_size itself, so the agent leaves them out of its search and refuses changes to them; it tunes the other 11\n/,
+  );
+  assert.match(
+    run.stdout,
+    /fix: to let the tuner tune them instead, turn intelligent tuning off: az postgres flexible-server parameter set --resource-group tuner-rg --server-name tuner-flex-1 --name intelligent_tuning --value off/,
+  );
+  assert.match(run.stdout, /PASS {2}tuned parameters are changeable without a restart: all 13/);
+});
+
+test('which parameters intelligent tuning takes, from intelligent_tuning and its metric targets; the reason fits the protocol', () => {
+  const of = (on: string | undefined, targets: string | undefined) =>
+    intelligentTuningOf(
+      new Map([
+        ...(on === undefined ? [] : [['intelligent_tuning', { name: 'intelligent_tuning', value: on }] as const]),
+        ...(targets === undefined
+          ? []
+          : [['intelligent_tuning.metric_targets', { name: 'intelligent_tuning.metric_targets', value: targets }] as const]),
+      ]),
+    ).parameters;
+  assert.deepEqual(of(undefined, undefined), [], 'a server without the parameters (PostgreSQL 18)');
+  assert.deepEqual(of('off', 'all'), []);
+  assert.deepEqual(of('on', 'none'), []);
+  assert.deepEqual(of('on', 'all,none'), [], 'none wins over all');
+  assert.deepEqual(of('on', 'tuning-autovacuum'), []);
+  assert.deepEqual(of('ON', 'all'), AZURE_TUNED);
+  assert.deepEqual(of('on', 'STORAGE-bgwriter_delay, Storage-min_wal_size'), ['min_wal_size', 'bgwriter_delay']);
+  const long = intelligentTuningOf(
+    new Map([
+      ['intelligent_tuning', { name: 'intelligent_tuning', value: 'on' }],
+      [
+        'intelligent_tuning.metric_targets',
+        { name: 'intelligent_tuning.metric_targets', value: Array(40).fill('Storage-max_wal_size').join(',') },
+      ],
+    ]),
+  );
+  const reason = azureTunesReason(long);
+  assert.ok(reason.length <= 300, `${reason.length} characters`);
+  SettingSchema.parse({
+    name: 'max_wal_size',
+    setting: '1024',
+    unit: 'MB',
+    context: 'sighup',
+    source: null,
+    pendingRestart: false,
+    unwritable: reason,
   });
 });
 

@@ -2,13 +2,14 @@
 // Node single executable application). The same command line as bin/tuner-agent.js, which is
 // the entry point under npx; the binary carries its own Node, so it needs no version check.
 import { main } from './cli.ts';
+import { redact } from './redact.ts';
 
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`tuner-agent: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(redact(`tuner-agent: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`));
     process.exitCode = 1;
   },
 );

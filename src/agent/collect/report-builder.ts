@@ -1,6 +1,7 @@
 // From a delta to the report's metrics section: the top N statements by execution time, one
 // "other" row summing all the rest (so totals stay exact while the size stays bounded), and the
-// server-wide sections. Query text goes in only when include_queries allows it.
+// server-wide sections. Query text goes in only when include_queries allows it, and then
+// without its literals (src/postgres/statement-redaction.ts): --once prints this same report.
 import {
   METRICS_REPORT_VERSION,
   REPORT_LIMITS,
@@ -12,6 +13,7 @@ import {
   type StatementRow,
   type WalSection,
 } from '../../protocol/report.ts';
+import { redactStatementText } from '../../postgres/statement-redaction.ts';
 import { deriveMetrics, sumDatabaseCounters } from './derive.ts';
 import type { BaselineMix, SnapshotDelta, StatementCounters, StatementDelta } from './types.ts';
 
@@ -57,7 +59,7 @@ function countersRow(c: StatementCounters) {
 
 function statementRow(s: StatementDelta, includeQueries: boolean): StatementRow {
   const row: StatementRow = { queryId: s.queryId, userId: s.userId, dbId: s.dbId, toplevel: s.toplevel, ...countersRow(s) };
-  if (includeQueries && s.text !== undefined) row.text = s.text.slice(0, REPORT_LIMITS.maxQueryTextLength);
+  if (includeQueries && s.text !== undefined) row.text = redactStatementText(s.text).slice(0, REPORT_LIMITS.maxQueryTextLength);
   return row;
 }
 

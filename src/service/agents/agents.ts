@@ -20,6 +20,7 @@ import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
 import { looksLikeApiKey, matchesAnyHash, sha256Hex } from '../people/tokens.ts';
 import { afterAck, afterReport } from '../tuning/advance.ts';
 import type { AgentLease } from './store.ts';
+import { redactReportTexts } from '../storage/report-body.ts';
 
 /** The database an agent's API key opened. */
 export interface AgentDatabase {
@@ -97,6 +98,7 @@ export async function receiveReport(
   storedBody: Buffer,
   log: FastifyBaseLogger,
 ): Promise<ReportResponse> {
+  ({ report, storedBody } = redactReportTexts(report, storedBody));
   const result = await ctx.storage.recordReport(database.id, report, storedBody, ctx.leasePolicy);
   if (result.kind === 'lease_expired') throw leaseExpired(report.leaseId);
   // A command waiting already goes first. What the session queued now goes out in this answer

@@ -30,11 +30,13 @@ interface SettingRow {
   configured: string | null;
 }
 
-/** Server parameters the service has and PostgreSQL does not. */
+/** Server parameters the service has and PostgreSQL does not. A `Set` holds a comma-separated
+ * list of its allowed values; a `Boolean` one of on,off. */
 interface VirtualParameter {
   value: string;
   defaultValue: string;
   description: string;
+  dataType: 'Set' | 'Boolean';
   allowedValues: string;
 }
 
@@ -61,9 +63,19 @@ const READ_ONLY = new Set([
   'ssl_ca_file',
   'unix_socket_directories',
   'archive_command',
-  'wal_level',
-  'max_wal_senders',
 ]);
+
+/** Allowed values Azure narrows from PostgreSQL's: wal_level minimal is not offered
+ * (https://learn.microsoft.com/azure/postgresql/flexible-server/concepts-logical). */
+const AZURE_ALLOWED: Readonly<Record<string, string>> = { wal_level: 'replica,logical' };
+
+/** Whether a Set or Boolean value is within its allowed values, as Azure checks it (each item
+ * of a set, case-insensitive). */
+function allowedVirtual(v: VirtualParameter, value: string): boolean {
+  const allowed = v.allowedValues.split(',').map((a) => a.toLowerCase());
+  const items = v.dataType === 'Set' ? value.split(',').map((i) => i.trim()) : [value.trim()];
+  return items.every((i) => (i === '' ? v.dataType === 'Set' : allowed.includes(i.toLowerCase())));
+}
 
 /** Azure's own check of a value against allowedValues (see write()). */
 function allowedByAzure(value: string, allowed: string): boolean {
@@ -112,7 +124,7 @@ export class FakeFlexibleServer {
   /** Allowed values narrower than PostgreSQL's, set by a test. */
   readonly #narrowed = new Map<string, string>();
   readonly #pendingValues = new Map<string, string>();
-  readonly #initialExtensions: string;
+  readonly #initialVirtual = new Map<string, string>();
   readonly #initialSku: Sku;
   #version = { num: '0', version: '' };
   /** What the service last knew of the configurations, while PostgreSQL is down for a restart. */
@@ -125,7 +137,6 @@ export class FakeFlexibleServer {
     this.location = options.location;
     this.#fqdn = options.fqdn;
     this.sku = options.sku;
-    this.#initialExtensions = options.extensions;
     this.#initialSku = options.sku;
     this.#virtual.set('azure.extensions', {
       value: options.extensions,
@@ -133,12 +144,31 @@ export class FakeFlexibleServer {
       description: 'Specifies which extensions are allowed to be created in the server.',
       allowedValues:
         'address_standardizer,amcheck,bloom,btree_gin,btree_gist,citext,cube,hstore,pg_stat_statements,pgcrypto,postgis,uuid-ossp',
+      dataType: 'Set',
     });
+    // Azure's own tuning of some server parameters
+    // (https://learn.microsoft.com/azure/postgresql/parameters/parameters-intelligent-tuning).
+    this.#virtual.set('intelligent_tuning', {
+      value: 'off',
+      defaultValue: 'off',
+      description: 'Enables intelligent tuning',
+      allowedValues: 'on,off',
+      dataType: 'Boolean',
+    });
+    this.#virtual.set('intelligent_tuning.metric_targets', {
+      value: 'none',
+      defaultValue: 'none',
+      description: 'Specifies which metrics will be adjusted by intelligent tuning.',
+      allowedValues:
+        'none,Storage-checkpoint_completion_target,Storage-min_wal_size,Storage-max_wal_size,Storage-bgwriter_delay,tuning-autovacuum,all',
+      dataType: 'Set',
+    });
+    for (const [name, v] of this.#virtual) this.#initialVirtual.set(name, v.value);
   }
 
   static async create(options: FakeFlexibleServerOptions): Promise<FakeFlexibleServer> {
     const server = new FakeFlexibleServer(options);
-    for (const row of await server.#settings()) server.#defaults.set(row.name, row.setting);
+    for (const row of await server.#settings()) server.#defaults.set(row.name.toLowerCase(), row.setting);
     const [v] = await options.cluster.sql<{ num: string; version: string }>(
       `SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`,
     );
@@ -201,7 +231,7 @@ export class FakeFlexibleServer {
   /** A configuration's allowedValues as Azure lists them: on,off; the enum's words; min-max in
    * the parameter's unit; or a narrower range a test set (Azure's can be narrower than PostgreSQL's). */
   #allowedValues(r: SettingRow): string {
-    const narrowed = this.#narrowed.get(r.name);
+    const narrowed = this.#narrowed.get(r.name.toLowerCase()) ?? AZURE_ALLOWED[r.name.toLowerCase()];
     if (narrowed) return narrowed;
     return r.vartype === 'bool'
       ? 'on,off'
@@ -220,7 +250,10 @@ export class FakeFlexibleServer {
   async #readConfigurations(): Promise<object[]> {
     const rows = await this.#settings();
     const list = rows.map((r) => {
-      const pending = this.#pendingValues.get(r.name);
+      // Names as PostgreSQL spells them (DateStyle, TimeZone), as Azure lists them; everything
+      // the fake keeps about them is by the lower-case name.
+      const key = r.name.toLowerCase();
+      const pending = this.#pendingValues.get(key);
       const allowedValues = this.#allowedValues(r);
       // A value waiting for a restart: Azure shows the configured value with
       // isConfigPendingRestart true, not the running one
@@ -230,12 +263,12 @@ export class FakeFlexibleServer {
       return this.#configuration(r.name, {
         value: pending ?? configured ?? r.setting,
         description: r.short_desc,
-        defaultValue: this.#defaults.get(r.name) ?? r.setting,
+        defaultValue: this.#defaults.get(key) ?? r.setting,
         dataType: DATA_TYPES[r.vartype] ?? 'String',
         allowedValues,
-        source: this.#userOverrides.has(r.name) ? 'user-override' : 'system-default',
+        source: this.#userOverrides.has(key) ? 'user-override' : 'system-default',
         isDynamicConfig: r.context !== 'postmaster',
-        isReadOnly: READ_ONLY.has(r.name) || this.#readOnly.has(r.name),
+        isReadOnly: READ_ONLY.has(key) || this.#readOnly.has(key),
         isConfigPendingRestart: pending !== undefined || r.pending_restart,
         ...(r.unit && { unit: r.unit }),
         documentationLink: `https://www.postgresql.org/docs/current/runtime-config.html#GUC-${r.name.toUpperCase().replaceAll('_', '-')}`,
@@ -247,7 +280,7 @@ export class FakeFlexibleServer {
           value: v.value,
           description: v.description,
           defaultValue: v.defaultValue,
-          dataType: 'Set',
+          dataType: v.dataType,
           allowedValues: v.allowedValues,
           source: this.#userOverrides.has(name) ? 'user-override' : 'system-default',
           isDynamicConfig: true,
@@ -262,7 +295,7 @@ export class FakeFlexibleServer {
   /** One configuration; names are case-insensitive, as Resource Manager's are. */
   async configuration(name: string): Promise<object | undefined> {
     const wanted = name.toLowerCase();
-    return (await this.configurations()).find((c) => (c as { name: string }).name === wanted);
+    return (await this.configurations()).find((c) => (c as { name: string }).name.toLowerCase() === wanted);
   }
 
   /** Why the service refuses to write `value`, checked when the request comes, before any
@@ -309,7 +342,17 @@ export class FakeFlexibleServer {
   }
 
   async #check(name: string, value: string, source: string): Promise<WriteOutcome> {
-    if (this.#virtual.has(name)) return { ok: true };
+    const virtual = this.#virtual.get(name);
+    if (virtual) {
+      return allowedVirtual(virtual, value)
+        ? { ok: true }
+        : {
+            ok: false,
+            status: 400,
+            code: 'InvalidParameterValue',
+            message: `Invalid value given for parameter ${name}. Specify a valid parameter value (allowed values: ${virtual.allowedValues}).`,
+          };
+    }
     const defaultValue = this.#defaults.get(name);
     if (defaultValue === undefined || !PARAMETER_NAME.test(name)) {
       return {
@@ -335,7 +378,7 @@ export class FakeFlexibleServer {
     // (https://learn.microsoft.com/azure/postgresql/flexible-server/how-to-configure-server-parameters,
     // "Allowed values"; the error is 400 InvalidParameterValue).
     if (!toDefault) {
-      const [row] = (await this.#settings()).filter((r) => r.name === name);
+      const [row] = (await this.#settings()).filter((r) => r.name.toLowerCase() === name);
       const allowed = row ? this.#allowedValues(row) : '.*';
       if (!allowedByAzure(value, allowed)) {
         return {
@@ -378,17 +421,23 @@ export class FakeFlexibleServer {
 
   /** From now on, written values of `name` wait for a restart (isConfigPendingRestart). */
   needRestartFor(name: string): void {
-    this.#needsRestart.add(name);
+    this.#needsRestart.add(name.toLowerCase());
   }
 
   /** From now on, `name` allows only `allowed` ("min-max" or a comma list), as some Azure tiers narrow a range. */
   narrowAllowedValues(name: string, allowed: string): void {
-    this.#narrowed.set(name, allowed);
+    this.#narrowed.set(name.toLowerCase(), allowed);
   }
 
   /** From now on, `name` is read-only as well (a tier or region where Azure locks it). */
   makeReadOnly(name: string): void {
-    this.#readOnly.add(name);
+    this.#readOnly.add(name.toLowerCase());
+  }
+
+  /** Sets a server parameter the way the service does, without an operation (a test's set-up). */
+  async set(name: string, value: string): Promise<void> {
+    const outcome = await this.write(name, value, 'user-override');
+    if (!outcome.ok) throw new Error(`fake Cloud B: ${outcome.message}`);
   }
 
   setExtensions(value: string): void {
@@ -414,7 +463,7 @@ export class FakeFlexibleServer {
     this.#readOnly.clear();
     this.#narrowed.clear();
     this.#pendingValues.clear();
-    this.setExtensions(this.#initialExtensions);
+    for (const [name, value] of this.#initialVirtual) this.#virtual.get(name)!.value = value;
     this.sku = this.#initialSku;
     this.state = 'Ready';
   }

@@ -111,7 +111,13 @@ export interface FakeAzure {
   metricFigures: MetricFigures;
   /** Refuses this role action (403 AuthorizationFailed) until allowAll(). */
   deny(action: string): void;
+  /** From now on every caller holds exactly this role: any other action answers 403
+   * AuthorizationFailed (Azure's wildcards `*` allowed), until allowAll(). */
+  useRole(actions: readonly string[]): void;
   allowAll(): void;
+  /** The next `requests` Resource Manager and Azure Monitor requests (token requests aside)
+   * answer 429, as Resource Manager throttles, with Retry-After: `retryAfterSeconds`. */
+  throttle(options: { requests: number; retryAfterSeconds: number }): void;
   /** The next configuration writes meet a busy server, one style each. */
   busy(...styles: BusyStyle[]): void;
   /** The next configuration write is carried out, but its operation reports a failure: an
@@ -170,6 +176,9 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
 
   const requests: RecordedRequest[] = [];
   const denied = new Set<string>();
+  /** The role's actions as patterns, or null when every action is allowed. */
+  let role: RegExp[] | null = null;
+  const throttled = { requests: 0, retryAfterSeconds: 0 };
   const busyQueue: BusyStyle[] = [];
   let failAfterApplying = false;
   let restartBeforeWrite = false;
@@ -321,6 +330,32 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     });
   };
 
+  /** What Resource Manager answers for a path outside what exists
+   * (https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-not-found):
+   * the first missing scope, in its words. */
+  const missing = (path: string): { answer: () => Reply } | null => {
+    const scope = /^\/subscriptions\/([^/]+)(?:\/resourcegroups\/([^/]+)(?:\/providers\/([^/]+)\/([^/]+)\/([^/]+))?)?/i.exec(path);
+    if (!scope) return null;
+    const [, subscription, group, namespace, type, name] = scope;
+    if (subscription!.toLowerCase() !== subscriptionId.toLowerCase())
+      return { answer: () => armError(404, 'SubscriptionNotFound', `The subscription '${subscription}' could not be found.`) };
+    if (group === undefined) return null;
+    if (group.toLowerCase() !== resourceGroup.toLowerCase())
+      return { answer: () => armError(404, 'ResourceGroupNotFound', `Resource group '${group}' could not be found.`) };
+    if (name === undefined) return null;
+    return {
+      answer: () =>
+        armError(
+          404,
+          'ResourceNotFound',
+          `The Resource '${namespace}/${type}/${name}' under resource group '${group}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix`,
+        ),
+    };
+  };
+
+  /** Whether the caller may perform `action`: not denied, and in the role when one is given. */
+  const allowed = (action: string): boolean => !denied.has(action) && (role === null || role.some((pattern) => pattern.test(action)));
+
   /** Resource Manager: the route, the role action it needs, and the answer. */
   const arm = (method: string, url: URL, body: string): { action?: string; answer: () => Promise<Reply> | Reply } | null => {
     const path = url.pathname;
@@ -331,7 +366,7 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       'i',
     ).exec(path);
     if (ops && method === 'GET') return { answer: () => operationStatus(ops[2]!, ops[1]!.toLowerCase() === 'operationresults') };
-    if (!lower.startsWith(serverLower)) return null;
+    if (!lower.startsWith(serverLower)) return missing(path);
     // Resource Manager's paths are case-insensitive: the segments after the server's id too.
     const rest = path.slice(serverId.length);
     const restLower = rest.toLowerCase();
@@ -422,7 +457,21 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
         caller: owner.identity,
       };
     }
-    if (route.action && denied.has(route.action))
+    if (throttled.requests > 0) {
+      throttled.requests--;
+      // Resource Manager's throttling answer
+      // (https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling).
+      return {
+        reply: armError(
+          429,
+          'SubscriptionRequestsThrottled',
+          `Number of '${method === 'GET' ? 'read' : 'write'}' requests for subscription '${subscriptionId}' actor '${owner.identity}' exceeded. Please try again after '${throttled.retryAfterSeconds}' seconds after additional '1' requests.`,
+          { 'Retry-After': String(throttled.retryAfterSeconds) },
+        ),
+        caller: owner.identity,
+      };
+    }
+    if (route.action && !allowed(route.action))
       return { reply: authorizationFailed(owner.identity, route.action, url.pathname), caller: owner.identity };
     return { reply: await route.answer(), caller: owner.identity };
   };
@@ -479,7 +528,24 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       metricFigures = figures;
     },
     deny: (action) => void denied.add(action),
-    allowAll: () => denied.clear(),
+    useRole(actions) {
+      // An action in a role may hold `*` wildcards; actions compare case-insensitively.
+      role = actions.map(
+        (a) =>
+          new RegExp(
+            `^${a
+              .split('*')
+              .map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'))
+              .join('.*')}$`,
+            'i',
+          ),
+      );
+    },
+    allowAll: () => {
+      denied.clear();
+      role = null;
+    },
+    throttle: ({ requests, retryAfterSeconds }) => Object.assign(throttled, { requests, retryAfterSeconds }),
     busy: (...styles) => void busyQueue.push(...styles),
     failNextWriteAfterApplying: () => void (failAfterApplying = true),
     async restart() {
@@ -491,6 +557,8 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     async reset() {
       await operations.idle();
       denied.clear();
+      role = null;
+      throttled.requests = 0;
       busyQueue.length = 0;
       failAfterApplying = false;
       restartBeforeWrite = false;

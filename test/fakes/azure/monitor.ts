@@ -4,7 +4,9 @@
 // (https://learn.microsoft.com/rest/api/monitor/metrics/list: "aggregation: the list of
 // aggregation types (comma separated) to retrieve"; without it, the metric's primary aggregation,
 // Average for these). active_connections is counted on the real cluster; the others are the
-// test's figures.
+// test's figures. There are values up to now only, and for 93 days back (platform metrics'
+// retention, https://learn.microsoft.com/azure/azure-monitor/essentials/data-platform-metrics);
+// without a timespan, the last hour.
 import type { Cluster } from '../../../src/lab/cluster.ts';
 import { json, type Reply } from './http.ts';
 
@@ -45,6 +47,19 @@ function badRequest(message: string): Reply {
 }
 
 const ONE_MINUTE = 60_000;
+const RETENTION_MS = 93 * 86_400_000;
+const DEFAULT_TIMESPAN_MS = 3_600_000;
+
+/** .NET's d.hh:mm:ss, as Azure Monitor writes a retention period. */
+const RETENTION_TEXT = '93.00:00:00';
+
+/** The form Azure Monitor's retention message gives a time in: 6/1/2020 12:00:00 AM. */
+function usDateTime(t: number): string {
+  const d = new Date(t);
+  const h = d.getUTCHours();
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getUTCMonth() + 1}/${d.getUTCDate()}/${d.getUTCFullYear()} ${h % 12 === 0 ? 12 : h % 12}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} ${h < 12 ? 'AM' : 'PM'}`;
+}
 
 /** The aggregations asked for (case-insensitive, comma-separated), or the unknown ones. */
 function aggregationsOf(raw: string | null): { ok: Aggregation[] } | { unknown: string[] } {
@@ -72,7 +87,9 @@ export async function answerMetrics(
     .split(',')
     .map((n) => n.trim())
     .filter(Boolean);
-  const timespan = url.searchParams.get('timespan') ?? '';
+  const now = Date.now();
+  const timespan =
+    url.searchParams.get('timespan') ?? `${new Date(now - DEFAULT_TIMESPAN_MS).toISOString()}/${new Date(now).toISOString()}`;
   const interval = url.searchParams.get('interval') ?? 'PT1M';
   if (names.length === 0) return badRequest('metricnames is required');
   const unknown = names.filter((n) => !(n in UNITS));
@@ -92,12 +109,16 @@ export async function answerMetrics(
   if (from === undefined || to === undefined || !Number.isFinite(from) || !Number.isFinite(to) || from >= to) {
     return badRequest(`Invalid timespan '${timespan}': expected <start ISO 8601>/<end ISO 8601>`);
   }
+  if (to < now - RETENTION_MS)
+    return badRequest(`Query endTime: ${usDateTime(to)} is out of the Max metrics retention period: ${RETENTION_TEXT}`);
   const [connections] = await cluster.sql<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`,
   );
   const value = (name: string) => (name === 'active_connections' ? (connections?.n ?? 0) : (figures[name] ?? 0));
   const start = Math.floor(from / ONE_MINUTE) * ONE_MINUTE;
   const newest = Math.floor(to / ONE_MINUTE) * ONE_MINUTE;
+  // The minute running now is not published yet, nor any later one; nor what retention dropped.
+  const published = (t: number) => t < Math.floor(now / ONE_MINUTE) * ONE_MINUTE && t >= now - RETENTION_MS;
   return json(200, {
     cost: names.length * Math.round((to - from) / ONE_MINUTE),
     timespan,
@@ -106,8 +127,8 @@ export async function answerMetrics(
       const data: object[] = [];
       for (let t = start; t <= newest; t += ONE_MINUTE) {
         const at = new Date(t).toISOString();
-        // The newest minute is not published yet.
-        data.push(t === newest ? { timeStamp: at } : point(at, value(name), aggregations.ok));
+        // The newest minute of the window is not published yet either.
+        data.push(t === newest || !published(t) ? { timeStamp: at } : point(at, value(name), aggregations.ok));
       }
       return {
         id: `${resourceId}/providers/Microsoft.Insights/metrics/${name}`,

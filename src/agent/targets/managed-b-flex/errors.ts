@@ -72,6 +72,14 @@ export interface ErrorContext {
 
 const ACTION_IN_MESSAGE = /perform action '([^']+)'/i;
 
+/** Which setting names the scope Resource Manager did not find
+ * (https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-not-found). */
+const NOT_FOUND_KEY: Readonly<Record<string, string>> = {
+  SubscriptionNotFound: 'subscription_id',
+  ResourceGroupNotFound: 'resource_group_name',
+  ResourceNotFound: 'server_name',
+};
+
 function short(text: string): string {
   const oneLine = redact(text).replace(/\s+/g, ' ').trim();
   return oneLine.length > 400 ? `${oneLine.slice(0, 400)}…` : oneLine;
@@ -115,8 +123,16 @@ export function explainManagedBFlexError(err: unknown, what: string, action: str
   }
   if (f.status === 404) {
     return new ManagedBFlexError(
-      `${what}: ${ctx.server} was not found (${f.code ?? '404'})`,
-      'check managed_b_flex.subscription_id, resource_group_name and server_name',
+      `${what}: ${ctx.server} was not found (${f.code ?? '404'}: ${short(f.message)})`,
+      `check managed_b_flex.${NOT_FOUND_KEY[f.code ?? ''] ?? 'subscription_id, resource_group_name and server_name'}`,
+      err,
+    );
+  }
+  if (f.status === 429) {
+    const after = retryAfterMs(err);
+    return new ManagedBFlexError(
+      `${what}: Resource Manager is throttling the requests of the ${ctx.identity} (${f.code ?? '429'}${after === undefined ? '' : `, retry after ${Math.ceil(after / 1000)} s`}), still after the SDK waited and tried again as it asked: ${short(f.message)}`,
+      "the agent tries again at its next step; if it persists, look for other clients using up the subscription's Resource Manager request limits",
       err,
     );
   }

@@ -13,6 +13,7 @@ import type { TargetMetric } from '../../../protocol/v1.ts';
 import { errorMessage } from '../../log.ts';
 import { ManagedBFlexApi, type FlexibleServer } from './api.ts';
 import { createIdentity, resourceManager } from './identity.ts';
+import { azureTunesReason, intelligentTuningOf } from './intelligent-tuning.ts';
 import { machineOfServer, type ServerMachine } from './machine.ts';
 import { monitorMetrics } from './metrics.ts';
 import { managedBFlexPermissionsText } from './permissions.ts';
@@ -124,6 +125,9 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
       try {
         const params = await api.listParameters();
         for (const name of names) if (params.get(name)?.isReadOnly) found.set(name, `read-only on the ${api.server}`);
+        // Read at every report, so that intelligent tuning turned on later is seen too.
+        const tuning = intelligentTuningOf(params);
+        for (const name of tuning.parameters) if (names.includes(name) && !found.has(name)) found.set(name, azureTunesReason(tuning));
       } catch (err) {
         // The write path checks again (write.ts), so an unread list only costs a refused trial.
         log.debug(`Cloud B: could not tell which server parameters are read-only: ${errorMessage(err)}`);

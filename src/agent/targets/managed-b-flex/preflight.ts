@@ -8,6 +8,7 @@ import { errorMessage } from '../../log.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
 import { ACTIONS, type ManagedBFlexApi, type FlexibleServer, type ServerParameter } from './api.ts';
 import { ManagedBFlexError } from './errors.ts';
+import { intelligentTuningOf, INTELLIGENT_TUNING, METRIC_TARGETS } from './intelligent-tuning.ts';
 import { describeServer, type ServerMachine } from './machine.ts';
 import { MONITOR_METRICS } from './metrics.ts';
 import type { PreflightCheck } from '../target.ts';
@@ -105,6 +106,8 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
     ...(!tracking && { fix: parameterSetCommand(config, TRACK_PARAMETER, 'top') }),
   });
 
+  checks.push(intelligentTuningCheck(params, config));
+
   const problems = MANAGED_B_FLEX_KNOBS.flatMap((name) => {
     const p = params.get(name);
     if (!p) return [`${name} missing`];
@@ -122,6 +125,28 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
     }),
   });
   return checks;
+}
+
+/** Azure's intelligent tuning changes some of the tuned parameters itself: a warning, since the
+ * agent then tunes the others (index.ts reports these as unwritable, write.ts refuses them). */
+function intelligentTuningCheck(params: Map<string, ServerParameter>, config: AgentConfig['managedBFlex']): PreflightCheck {
+  const tuning = intelligentTuningOf(params);
+  const name = `Azure's intelligent tuning leaves the tuned parameters to the agent (server parameter ${INTELLIGENT_TUNING})`;
+  if (tuning.parameters.length === 0) {
+    return {
+      name,
+      ok: true,
+      detail: tuning.on ? `${tuning.setting}: none of the tuned parameters is among its targets` : `${tuning.setting}`,
+    };
+  }
+  const left = MANAGED_B_FLEX_KNOBS.length - tuning.parameters.length;
+  return {
+    name,
+    ok: false,
+    severity: 'warning',
+    detail: `${tuning.setting}: Azure changes ${tuning.parameters.join(', ')} itself, so the agent leaves them out of its search and refuses changes to them; it tunes the other ${left}`,
+    fix: `to let the tuner tune them instead, turn intelligent tuning off: ${parameterSetCommand(config, INTELLIGENT_TUNING, 'off')} (or set ${METRIC_TARGETS} to the targets you want Azure to keep, without these)`,
+  };
 }
 
 export interface PreflightDeps {

@@ -15,6 +15,7 @@ import { errorMessage } from '../../log.ts';
 import { sameSetting } from '../../settings.ts';
 import { USER_OVERRIDE, type ManagedBFlexApi, type ServerParameter } from './api.ts';
 import { ManagedBFlexError } from './errors.ts';
+import { intelligentTuningOf, INTELLIGENT_TUNING, METRIC_TARGETS } from './intelligent-tuning.ts';
 import { UndoFailedError, type Override, type Overrides } from '../target.ts';
 
 /** How long the agent's own session may take to see what Cloud B reports as applied. */
@@ -79,9 +80,16 @@ export function allowedValueProblem(value: string, allowed: string | undefined):
 /** Checks every entry before anything is written, so that a refusal changes nothing. */
 function checkWritable(overrides: Overrides, params: Map<string, ServerParameter>): void {
   const problems: string[] = [];
+  // Read with every change: intelligent tuning may have been turned on since the session began.
+  // Back to the default stays allowed: it hands the parameter back (a revert must always work).
+  const tuning = intelligentTuningOf(params);
   for (const [name, o] of Object.entries(overrides)) {
     const p = params.get(name);
     if (!p) problems.push(`${name} is not a server parameter of this server`);
+    else if (o.set && tuning.parameters.includes(name))
+      problems.push(
+        `${name} is changed by Azure's intelligent tuning on this server (${tuning.setting}), and the agent does not tune against it (set ${METRIC_TARGETS} without it, or ${INTELLIGENT_TUNING} off, to let the agent tune it)`,
+      );
     else if (p.isReadOnly) problems.push(`${name} is read-only on this server`);
     else if (p.isDynamicConfig === false)
       problems.push(`${name} is a static server parameter on this server (it takes a restart), and Cloud B is tuned reload-only`);
