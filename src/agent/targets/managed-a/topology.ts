@@ -1,10 +1,15 @@
 // Where the target is: the DB instance (class, status, engine, parameter group and its apply
 // status), and for --managed-a-cluster the cluster and its current writer, found again on every
 // call because a failover moves it. What the SDK returns is checked before it is used.
+// Without rds:DescribeDBClusters (the spec's policy lacks it) the writer is the instance the
+// configuration names, as the spec defines DATABASE_IDENTIFIER, while the connection is not
+// in recovery; the cluster parameter group is then unknown.
 import { DescribeDBClustersCommand, DescribeDBInstancesCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { z } from 'zod';
+import type { Db } from '../../db.ts';
 import type { Logger } from '../../log.ts';
-import { AwsCallError, awsCall, hasCode } from './aws.ts';
+import { AwsCallError, awsCall, hasCode, isAccessDenied } from './aws.ts';
+import type { Capabilities } from './capabilities.ts';
 
 const InstanceSchema = z.object({
   DBInstanceIdentifier: z.string(),
@@ -54,7 +59,8 @@ export interface InstanceFacts {
 
 export interface ClusterFacts {
   id: string;
-  parameterGroup: string;
+  /** null: unknown (the policy does not allow rds:DescribeDBClusters). */
+  parameterGroup: string | null;
   writerId: string | undefined;
   members: Array<{ id: string; writer: boolean; parameterGroupStatus: string }>;
   /** Aurora Serverless v2 capacity range, in ACUs. */
@@ -113,6 +119,9 @@ export interface TopologyOptions {
   identifier: string;
   cluster: boolean;
   log: Logger;
+  caps: Capabilities;
+  /** The agent's connection: without rds:DescribeDBClusters, it tells a writer from a reader. */
+  db: Db;
 }
 
 export class Topology {
@@ -166,7 +175,15 @@ export class Topology {
       return { instance, cluster: null };
     }
     const clusterId = this.#clusterId ?? (await this.#findCluster());
-    const cluster = await this.describeCluster(clusterId);
+    if (!this.#o.caps.allows('rds:DescribeDBClusters')) return this.#configuredWriter(clusterId);
+    let cluster: ClusterFacts;
+    try {
+      cluster = await this.describeCluster(clusterId);
+    } catch (err) {
+      if (!isAccessDenied(err)) throw err;
+      this.#o.caps.refuse('rds:DescribeDBClusters');
+      return this.#configuredWriter(clusterId);
+    }
     if (!cluster.writerId) {
       throw new Error(
         `the DB cluster ${clusterId} has no writer instance right now (a failover may be under way); the agent tries again at its next step`,
@@ -177,6 +194,35 @@ export class Topology {
     }
     this.#lastWriter = cluster.writerId;
     return { instance: await this.describeInstance(cluster.writerId), cluster };
+  }
+
+  /** Without DescribeDBClusters: the configured instance, a member of the cluster, is the writer
+   * while the connection (the cluster endpoint) is not in recovery; the cluster group is unknown. */
+  async #configuredWriter(clusterId: string): Promise<Placement> {
+    const id = this.#o.identifier;
+    const instance = await this.describeInstance(id);
+    if (instance.clusterId !== clusterId) {
+      throw new Error(
+        `managed_a.DATABASE_IDENTIFIER must name the writer instance of cluster ${clusterId} when the policy does not allow rds:DescribeDBClusters (it names ${id})`,
+      );
+    }
+    const [row] = await this.#o.db.query<{ recovery: boolean }>('SELECT pg_is_in_recovery() AS recovery');
+    if (row?.recovery !== false) {
+      throw new Error(
+        `the connection reaches a reader of cluster ${clusterId} (pg_is_in_recovery() is true): connect to the cluster endpoint, and set managed_a.DATABASE_IDENTIFIER to its writer ` +
+          '(without rds:DescribeDBClusters the agent cannot follow a failover by itself)',
+      );
+    }
+    return {
+      instance,
+      cluster: {
+        id: clusterId,
+        parameterGroup: null,
+        writerId: id,
+        members: [{ id, writer: true, parameterGroupStatus: 'unknown' }],
+        serverless: undefined,
+      },
+    };
   }
 
   /** The cluster of the configured identifier: an instance of it (the spec's form), or the cluster itself. */
