@@ -129,7 +129,9 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
   }
   try {
     const metas = await Promise.all(layersOf(placement).map((g) => d.groups.metadata(g)));
-    const missing = wanted.filter((n) => !metas.some((m) => m.has(n)));
+    // Cluster-level parameters the agent cannot write have their own line above.
+    const routes = await d.unwritable(placement, wanted);
+    const missing = wanted.filter((n) => !routes.get(n)?.excluded && !metas.some((m) => m.has(n)));
     const fixed = wanted.filter(
       (n) => metas.some((m) => m.get(n)?.modifiable === false) && !metas.some((m) => m.get(n)?.modifiable === true),
     );
