@@ -826,6 +826,47 @@ test('cluster failover between cycles: the same target follows the writer to its
   assert.ok(metrics.some((m) => m.name === 'pi:db.load.avg'));
 });
 
+test("cluster failover with the spec's policy (no rds:DescribeDBClusters): the writer the connection reaches is followed by aurora_db_instance_identifier()", async () => {
+  await newFake({ policy: policyDocument() });
+  const groupA = fake!.cloud.addGroup({ name: 'aurora-a-pg', aurora: true });
+  const groupB = fake!.cloud.addGroup({ name: 'aurora-b-pg', aurora: true });
+  fake!.cloud.addGroup({ name: `default.aurora-postgresql${pgMajor}`, kind: 'cluster' });
+  await fake!.cloud.addInstance({ id: 'aurora-a', group: 'aurora-a-pg', clusterId: 'aurora-1', instanceClass: 'db.r6g.large' });
+  await fake!.cloud.addInstance({ id: 'aurora-b', group: 'aurora-b-pg', clusterId: 'aurora-1', instanceClass: 'db.r6g.xlarge' });
+  await fake!.cloud.addCluster({
+    id: 'aurora-1',
+    group: `default.aurora-postgresql${pgMajor}`,
+    members: ['aurora-a', 'aurora-b'],
+    writer: 'aurora-a',
+  });
+  const workMem = await setting('work_mem');
+  const { target, log } = await inProcess({ identifier: 'aurora-a', cluster: true });
+
+  await target.writeOverrides({ work_mem: { set: true, value: '8192' } }, { allowRestart: false });
+  assert.deepEqual(userValues(groupA), { work_mem: '8192' });
+  assert.equal(await setting('work_mem'), '8192');
+
+  await fake!.cloud.failover('aurora-1', 'aurora-b');
+  // The values found on the new writer (pg_settings: the group cannot be read with this policy).
+  assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: true, value: workMem } });
+  await target.writeOverrides({ work_mem: { set: true, value: '16384' } }, { allowRestart: false });
+  assert.deepEqual(userValues(groupB), { work_mem: '16384' });
+  assert.deepEqual(userValues(groupA), { work_mem: '8192' }, "the old writer's group is left alone");
+  assert.equal(await setting('work_mem'), '16384');
+  assert.equal((await target.machine()).machine.vcpus, 4);
+  assert.ok(
+    log.some((l) => /the writer of cluster aurora-1 is now aurora-b \(was aurora-a\)/.test(l)),
+    log.join(''),
+  );
+  assert.deepEqual(
+    fake!.callsOf('rds:DescribeDBClusters').map((c) => c.error),
+    ['AccessDenied'],
+    'refused once, then never asked again',
+  );
+  const unwritable = await target.unwritable(['jit', 'work_mem']);
+  assert.deepEqual([...unwritable.keys()], ['jit']);
+});
+
 test('metrics: canonical names from CloudWatch and the instance type, provider series, Performance Insights when on', async () => {
   await newFake();
   fake!.cloud.addGroup({ name: 'tuner-mydb' });

@@ -36,7 +36,7 @@ export const OPTIONAL_ACTIONS = {
     sid: 'DescribeAndModifyDBInstance',
     adds: "finds the cluster's current writer and its DB cluster parameter group, so the agent follows a failover and can tune cluster-level parameters",
     without:
-      'the writer is the instance DATABASE_IDENTIFIER names while the connection is not in recovery (pg_is_in_recovery()); after a failover the agent applies nothing until DATABASE_IDENTIFIER names the new writer, and cluster-level parameters are not tuned',
+      "the writer is the instance the connection reaches while pg_is_in_recovery() is false, as Aurora's aurora_db_instance_identifier() names it (DATABASE_IDENTIFIER where that function is missing); the cluster parameter group is not seen, so cluster-level parameters are not tuned and a group shared with other clusters is not noticed",
     clusterOnly: true,
   },
   'cloudwatch:GetMetricData': {

@@ -2,8 +2,8 @@
 // status), and for --managed-a-cluster the cluster and its current writer, found again on every
 // call because a failover moves it. What the SDK returns is checked before it is used.
 // Without rds:DescribeDBClusters (the spec's policy lacks it) the writer is the instance the
-// configuration names, as the spec defines DATABASE_IDENTIFIER, while the connection is not
-// in recovery; the cluster parameter group is then unknown.
+// connection reaches while it is not in recovery (Aurora names it; otherwise the configured
+// DATABASE_IDENTIFIER, as the spec defines it); the cluster parameter group is then unknown.
 import { DescribeDBClustersCommand, DescribeDBInstancesCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { z } from 'zod';
 import type { Db } from '../../db.ts';
@@ -196,23 +196,34 @@ export class Topology {
     return { instance: await this.describeInstance(cluster.writerId), cluster };
   }
 
-  /** Without DescribeDBClusters: the configured instance, a member of the cluster, is the writer
-   * while the connection (the cluster endpoint) is not in recovery; the cluster group is unknown. */
+  /**
+   * Without DescribeDBClusters: the writer is the instance the connection (the cluster endpoint)
+   * reaches while it is not in recovery: Aurora's aurora_db_instance_identifier() names it, so a
+   * failover is followed; where that function is missing, the configured instance, as the spec
+   * defines DATABASE_IDENTIFIER. The cluster parameter group stays unknown.
+   */
   async #configuredWriter(clusterId: string): Promise<Placement> {
-    const id = this.#o.identifier;
+    const { db, identifier, log } = this.#o;
+    const [state] = await db.query<{ recovery: boolean; aurora: boolean }>(
+      "SELECT pg_is_in_recovery() AS recovery, to_regprocedure('aurora_db_instance_identifier()') IS NOT NULL AS aurora",
+    );
+    if (state?.recovery !== false) {
+      throw new Error(
+        `the connection reaches a reader of cluster ${clusterId} (pg_is_in_recovery() is true): set postgresql.connection_url to the cluster endpoint, which reaches the writer`,
+      );
+    }
+    const [named] = state.aurora ? await db.query<{ id: string }>('SELECT aurora_db_instance_identifier() AS id') : [];
+    const id = named?.id ?? identifier;
     const instance = await this.describeInstance(id);
     if (instance.clusterId !== clusterId) {
       throw new Error(
-        `managed_a.DATABASE_IDENTIFIER must name the writer instance of cluster ${clusterId} when the policy does not allow rds:DescribeDBClusters (it names ${id})`,
+        `${id} is not a member of cluster ${clusterId}: set managed_a.DATABASE_IDENTIFIER to the writer of the cluster the connection reaches`,
       );
     }
-    const [row] = await this.#o.db.query<{ recovery: boolean }>('SELECT pg_is_in_recovery() AS recovery');
-    if (row?.recovery !== false) {
-      throw new Error(
-        `the connection reaches a reader of cluster ${clusterId} (pg_is_in_recovery() is true): connect to the cluster endpoint, and set managed_a.DATABASE_IDENTIFIER to its writer ` +
-          '(without rds:DescribeDBClusters the agent cannot follow a failover by itself)',
-      );
+    if (this.#lastWriter !== null && this.#lastWriter !== id) {
+      log.info(`the writer of cluster ${clusterId} is now ${id} (was ${this.#lastWriter}): the agent follows it`);
     }
+    this.#lastWriter = id;
     return {
       instance,
       cluster: {
