@@ -213,6 +213,9 @@ test("permissions prints the spec's policy by default (its five Sids, AWS's acti
       assert.match(extended.stderr, new RegExp(`^# ${action} \\((required|optional)\\): .+`, 'm'), action);
     assert.match(extended.stderr, /^# rds:DescribeDBParameters \(optional\): .*; without it .*\{DBInstanceClassMemory\/32768\}/m);
   }
+  const misuse = await agent(mkdtempSync(join(tmpdir(), 'tuner-perm-')), ['--managed-a', '--check', '--extended']);
+  assert.equal(misuse.code, 2);
+  assert.match(misuse.stderr, /--extended goes with permissions --managed-a or --managed-a-cluster only/);
 });
 
 test('custom group end to end with the extended policy: --check, --apply reaches pg_settings, a static parameter is refused in reload-only mode, --revert restores a formula exactly', async () => {

@@ -154,6 +154,8 @@ export function parseInvocation(argv: string[]): Invocation {
   if (positionals[0] === 'init' && positionals[1] === undefined)
     throw new UsageError('init needs a directory: tuner-agent init DIR --local (or another target)');
   if (commands.length > 1) throw new UsageError(`choose one command, not ${commands.join(' and ')}`);
+  if (values.extended && (positionals[0] !== 'permissions' || (target !== 'managed-a' && target !== 'managed-a-cluster')))
+    throw new UsageError('--extended goes with permissions --managed-a or --managed-a-cluster only; see tuner-agent --help');
   const command = values.help ? 'help' : values.version ? 'version' : (commands[0] ?? 'run');
 
   const apply: Record<string, string> = {};
