@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import {
+  DescribeDBClustersCommand,
   DescribeDBInstancesCommand,
   DescribeDBParametersCommand,
   ModifyDBParameterGroupCommand,
@@ -20,6 +21,7 @@ import { GetResourceMetricsCommand, PIClient } from '@aws-sdk/client-pi';
 import { DescribeInstanceTypesCommand, EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
+import { policyDocument } from '../src/agent/targets/managed-a/permissions.ts';
 import { startFakeAws, type FakeAws } from './fakes/aws/index.ts';
 import { until } from './helpers/until.ts';
 
@@ -362,4 +364,138 @@ test('after a change the old in-sync shows for a moment, then applying, then in-
   await until('applying', async () => (await applyStatus()) === 'applying', 10_000, 10);
   await until('in-sync again', async () => (await applyStatus()) === 'in-sync', 10_000, 10);
   assert.equal(await setting('random_page_cost'), '3.5');
+});
+
+// IAM refuses an action no statement of the caller's policy allows, each service in its own
+// protocol: RDS's query XML and CloudWatch's query-compatible JSON `AccessDenied` (403), EC2's
+// `UnauthorizedOperation`, Performance Insights' `AccessDeniedException`; the message names the
+// action (https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
+test("a fake started with the spec's policy refuses every other action as IAM does, and allows the spec's", async () => {
+  const strict = await startFakeAws({ postgres: cluster, policy: policyDocument() });
+  strict.cloud.addGroup({ name: 'tuner-pg' });
+  await strict.cloud.addInstance({ id: 'mydb', group: 'tuner-pg' });
+  const client = { endpoint: strict.url, region: 'us-east-1', credentials: CREDENTIALS };
+  const rdsStrict = new RDSClient(client);
+  const cloudwatch = new CloudWatchClient(client);
+  try {
+    const denied = (action: string, code: string) => (err: Error & { $metadata?: { httpStatusCode?: number } }) => {
+      assert.equal(err.name, code);
+      assert.equal(err.$metadata?.httpStatusCode, 403);
+      assert.match(
+        err.message,
+        new RegExp(`not authorized to perform: ${action} on resource: \\* because no identity-based policy allows the ${action} action`),
+      );
+      return true;
+    };
+    await assert.rejects(
+      rdsStrict.send(new DescribeDBParametersCommand({ DBParameterGroupName: 'tuner-pg' })),
+      denied('rds:DescribeDBParameters', 'AccessDenied'),
+    );
+    await assert.rejects(rdsStrict.send(new DescribeDBClustersCommand({})), denied('rds:DescribeDBClusters', 'AccessDenied'));
+    const { StartTime, EndTime } = pastHalfHour();
+    await assert.rejects(
+      cloudwatch.send(
+        new GetMetricDataCommand({
+          StartTime,
+          EndTime,
+          MetricDataQueries: [{ Id: 'm0', MetricStat: { Metric: cpuOf('mydb'), Period: 60, Stat: 'Average' } }],
+        }),
+      ),
+      denied('cloudwatch:GetMetricData', 'AccessDenied'),
+    );
+    // What the spec's policy names goes through.
+    assert.equal((await rdsStrict.send(new DescribeDBInstancesCommand({ DBInstanceIdentifier: 'mydb' }))).DBInstances?.length, 1);
+    const stats = await cloudwatch.send(
+      new GetMetricStatisticsCommand({ ...cpuOf('mydb'), StartTime, EndTime, Period: 60, Statistics: ['Average'] }),
+    );
+    assert.ok((stats.Datapoints ?? []).length > 0);
+    assert.deepEqual(
+      strict.calls.map((c) => [c.action, c.error ?? 'ok']),
+      [
+        ['rds:DescribeDBParameters', 'AccessDenied'],
+        ['rds:DescribeDBClusters', 'AccessDenied'],
+        ['cloudwatch:GetMetricData', 'AccessDenied'],
+        ['rds:DescribeDBInstances', 'ok'],
+        ['cloudwatch:GetMetricStatistics', 'ok'],
+      ],
+    );
+  } finally {
+    rdsStrict.destroy();
+    cloudwatch.destroy();
+    await strict.close();
+  }
+
+  // A policy without EC2 and Performance Insights: their own refusals.
+  const narrow = await startFakeAws({
+    postgres: cluster,
+    policy: { Statement: [{ Effect: 'Allow', Action: ['rds:Describe*'] }] },
+  });
+  const ec2 = new EC2Client({ endpoint: narrow.url, region: 'us-east-1', credentials: CREDENTIALS });
+  const pi = new PIClient({ endpoint: narrow.url, region: 'us-east-1', credentials: CREDENTIALS });
+  const rdsNarrow = new RDSClient({ endpoint: narrow.url, region: 'us-east-1', credentials: CREDENTIALS });
+  try {
+    await assert.rejects(ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ['m5.large'] })), (err: Error) => {
+      assert.equal(err.name, 'UnauthorizedOperation');
+      assert.match(err.message, /^You are not authorized to perform this operation\. User: .* ec2:DescribeInstanceTypes/);
+      return true;
+    });
+    const { StartTime, EndTime } = pastHalfHour();
+    await assert.rejects(
+      pi.send(
+        new GetResourceMetricsCommand({
+          ServiceType: 'RDS',
+          Identifier: 'db-X',
+          StartTime,
+          EndTime,
+          PeriodInSeconds: 60,
+          MetricQueries: [{ Metric: 'db.load.avg' }],
+        }),
+      ),
+      (err: Error) => err.name === 'AccessDeniedException' && /pi:GetResourceMetrics/.test(err.message),
+    );
+    // rds:Describe* allows every describe, and nothing else.
+    await rdsNarrow.send(new DescribeDBClustersCommand({}));
+    await assert.rejects(
+      rdsNarrow.send(new RebootDBInstanceCommand({ DBInstanceIdentifier: 'mydb' })),
+      (err: Error) => err.name === 'AccessDenied',
+    );
+  } finally {
+    ec2.destroy();
+    pi.destroy();
+    rdsNarrow.destroy();
+    await narrow.close();
+  }
+});
+
+// DescribeDBInstances takes Filters, e.g. db-cluster-id for the members of a cluster
+// (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DescribeDBInstances.html).
+test('DescribeDBInstances with a db-cluster-id filter lists the members of that cluster only', async () => {
+  fake.cloud.addGroup({ name: 'aurora-fid', aurora: true });
+  fake.cloud.addGroup({ name: 'aurora-fid-cluster', kind: 'cluster' });
+  await fake.cloud.addInstance({ id: 'fid-a', group: 'aurora-fid', clusterId: 'fid-1', instanceClass: 'db.r6g.large' });
+  await fake.cloud.addInstance({ id: 'fid-b', group: 'aurora-fid', clusterId: 'fid-1', instanceClass: 'db.r6g.large' });
+  await fake.cloud.addCluster({ id: 'fid-1', group: 'aurora-fid-cluster', members: ['fid-a', 'fid-b'], writer: 'fid-a', postgres: false });
+  const ids = async (Filters: Array<{ Name: string; Values: string[] }>) =>
+    ((await rds.send(new DescribeDBInstancesCommand({ Filters }))).DBInstances ?? []).map((i) => i.DBInstanceIdentifier).sort();
+  assert.deepEqual(await ids([{ Name: 'db-cluster-id', Values: ['fid-1'] }]), ['fid-a', 'fid-b']);
+  assert.deepEqual(await ids([{ Name: 'db-cluster-id', Values: ['arn:aws:rds:us-east-1:123456789012:cluster:fid-1'] }]), [
+    'fid-a',
+    'fid-b',
+  ]);
+  assert.deepEqual(await ids([{ Name: 'db-instance-id', Values: ['mydb', 'fid-b'] }]), ['fid-b', 'mydb']);
+  assert.deepEqual(await ids([{ Name: 'db-cluster-id', Values: ['no-such-cluster'] }]), []);
+  await assert.rejects(
+    rds.send(new DescribeDBInstancesCommand({ Filters: [{ Name: 'colour', Values: ['blue'] }] })),
+    (err: Error) => err.name === 'InvalidParameterValue',
+  );
+});
+
+// RebootDBInstance answers with the instance already `rebooting`
+// (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_RebootDBInstance.html).
+test('RebootDBInstance answers the instance as rebooting', async () => {
+  await until('mydb available', () => Promise.resolve(fake.cloud.instance('mydb').status === 'available'), 10_000);
+  const out = await rds.send(new RebootDBInstanceCommand({ DBInstanceIdentifier: 'mydb' }));
+  assert.equal(out.DBInstance?.DBInstanceStatus, 'rebooting');
+  await until('mydb available again', () => Promise.resolve(fake.cloud.instance('mydb').status === 'available'), 30_000);
+  await fake.cloud.settle();
 });

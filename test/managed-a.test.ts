@@ -23,7 +23,8 @@ import type { Target } from '../src/agent/targets/target.ts';
 import { catalogFor } from '../src/knobs/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
-import { startFakeAws, type FakeAws, type FakeGroup } from './fakes/aws/index.ts';
+import { policyDocument } from '../src/agent/targets/managed-a/permissions.ts';
+import { startFakeAws, type FakeAws, type FakeGroup, type FakePolicy } from './fakes/aws/index.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
 const ACCESS_KEY_ID = 'AKIAFAKETUNER7Q2W';
@@ -58,7 +59,11 @@ after(async () => {
 });
 
 async function newFake(
-  options: { accessKeyId?: string; timings?: { applyDelayMs?: number; rebootDelayMs?: number; statusLagMs?: number } } = {},
+  options: {
+    accessKeyId?: string;
+    timings?: { applyDelayMs?: number; rebootDelayMs?: number; statusLagMs?: number };
+    policy?: FakePolicy;
+  } = {},
 ): Promise<FakeAws> {
   fake = await startFakeAws({ postgres: cluster, ...options });
   return fake;
@@ -165,36 +170,56 @@ const applyArgs = (change: Record<string, string>) => Object.entries(change).fla
 
 // ---- the real agent process ----------------------------------------------------------------
 
-test('permissions --managed-a prints the policy as JSON with the five Sids and real action names', async () => {
+const SIDS = ['DescribeInstanceTypes', 'DescribeAndModifyDBInstance', 'GetDBMetrics', 'ModifyDBParameterGroup', 'RebootDBInstance'];
+type Policy = { Version: string; Statement: Array<{ Sid: string; Effect: string; Action: string[]; Resource: string }> };
+
+test("permissions prints the spec's policy by default (its five Sids, AWS's action names), the optional actions with --extended, and why each one on stderr", async () => {
   for (const flag of ['--managed-a', '--managed-a-cluster']) {
     const run = await agent(mkdtempSync(join(tmpdir(), 'tuner-perm-')), ['permissions', flag]);
     assert.equal(run.code, 0, run.stderr);
-    const policy = JSON.parse(run.stdout) as {
-      Version: string;
-      Statement: Array<{ Sid: string; Effect: string; Action: string[]; Resource: string }>;
-    };
+    const policy = JSON.parse(run.stdout) as Policy;
     assert.equal(policy.Version, '2012-10-17');
     assert.deepEqual(
-      policy.Statement.map((s) => s.Sid),
-      ['DescribeInstanceTypes', 'DescribeAndModifyDBInstance', 'GetDBMetrics', 'ModifyDBParameterGroup', 'RebootDBInstance'],
+      policy.Statement.map((s) => [s.Sid, s.Effect, s.Resource, s.Action]),
+      [
+        ['DescribeInstanceTypes', 'Allow', '*', ['ec2:DescribeInstanceTypes']],
+        ['DescribeAndModifyDBInstance', 'Allow', '*', ['rds:DescribeDBInstances']],
+        ['GetDBMetrics', 'Allow', '*', ['cloudwatch:GetMetricStatistics', 'pi:GetResourceMetrics']],
+        ['ModifyDBParameterGroup', 'Allow', '*', ['rds:ModifyDBParameterGroup']],
+        ['RebootDBInstance', 'Allow', '*', ['rds:RebootDBInstance']],
+      ],
     );
-    const actions = (sid: string) => policy.Statement.find((s) => s.Sid === sid)!.Action;
-    assert.deepEqual(actions('DescribeInstanceTypes'), ['ec2:DescribeInstanceTypes']);
-    assert.ok(actions('DescribeAndModifyDBInstance').includes('rds:DescribeDBInstances'));
-    for (const a of ['cloudwatch:GetMetricStatistics', 'cloudwatch:GetMetricData', 'pi:GetResourceMetrics'])
-      assert.ok(actions('GetDBMetrics').includes(a), a);
-    for (const a of ['rds:ModifyDBParameterGroup', 'rds:DescribeDBParameters', 'rds:ResetDBParameterGroup'])
-      assert.ok(actions('ModifyDBParameterGroup').includes(a), a);
-    assert.deepEqual(actions('RebootDBInstance'), ['rds:RebootDBInstance']);
-    for (const s of policy.Statement) {
-      assert.equal(s.Effect, 'Allow');
-      assert.equal(s.Resource, '*');
-    }
+    assert.match(run.stderr, /^# rds:ModifyDBParameterGroup \(required\): /m);
+    assert.match(run.stderr, /^# rds:DescribeDBParameters \(optional, not in this document: --extended adds it\): /m);
+
+    const extended = await agent(mkdtempSync(join(tmpdir(), 'tuner-perm-')), ['permissions', flag, '--extended']);
+    assert.equal(extended.code, 0, extended.stderr);
+    const wide = JSON.parse(extended.stdout) as Policy;
+    assert.deepEqual(
+      wide.Statement.map((s) => s.Sid),
+      SIDS,
+    );
+    const actions = (sid: string) => wide.Statement.find((s) => s.Sid === sid)!.Action;
+    const cluster = flag === '--managed-a-cluster';
+    assert.deepEqual(actions('DescribeAndModifyDBInstance'), ['rds:DescribeDBInstances', ...(cluster ? ['rds:DescribeDBClusters'] : [])]);
+    assert.deepEqual(actions('GetDBMetrics'), ['cloudwatch:GetMetricStatistics', 'pi:GetResourceMetrics', 'cloudwatch:GetMetricData']);
+    assert.deepEqual(actions('ModifyDBParameterGroup'), [
+      'rds:ModifyDBParameterGroup',
+      'rds:DescribeDBParameters',
+      'rds:ResetDBParameterGroup',
+      ...(cluster ? ['rds:ModifyDBClusterParameterGroup', 'rds:DescribeDBClusterParameters', 'rds:ResetDBClusterParameterGroup'] : []),
+    ]);
+    for (const action of wide.Statement.flatMap((s) => s.Action))
+      assert.match(extended.stderr, new RegExp(`^# ${action} \\((required|optional)\\): .+`, 'm'), action);
+    assert.match(extended.stderr, /^# rds:DescribeDBParameters \(optional\): .*; without it .*\{DBInstanceClassMemory\/32768\}/m);
   }
+  const misuse = await agent(mkdtempSync(join(tmpdir(), 'tuner-perm-')), ['--managed-a', '--check', '--extended']);
+  assert.equal(misuse.code, 2);
+  assert.match(misuse.stderr, /--extended goes with permissions --managed-a or --managed-a-cluster only/);
 });
 
-test('custom group end to end: --check, --apply reaches pg_settings, a static parameter is refused in reload-only mode, --revert restores a formula exactly', async () => {
-  await newFake();
+test('custom group end to end with the extended policy: --check, --apply reaches pg_settings, a static parameter is refused in reload-only mode, --revert restores a formula exactly', async () => {
+  await newFake({ policy: policyDocument({ extended: true }) });
   const group = fake!.cloud.addGroup({ name: 'tuner-mydb', values: { effective_cache_size: FORMULA } });
   await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true, performanceInsights: true });
   // 8 GiB / 32768 = 262144 pages of 8 kB: the formula as PostgreSQL runs it.
@@ -218,6 +243,7 @@ test('custom group end to end: --check, --apply reaches pg_settings, a static pa
   assert.match(check.stdout, /PASS {2}machine size: 8192 MB, 2 vCPUs \(EC2 DescribeInstanceTypes m5\.large/);
   assert.match(check.stdout, /PASS {2}CloudWatch metrics \(cloudwatch:GetMetricData\): 9 series/);
   assert.match(check.stdout, /PASS {2}Performance Insights metrics \(pi:GetResourceMetrics\): 4 series/);
+  assert.doesNotMatch(check.stdout, /WARN {2}(?!tuning service configured)/, 'nothing lost with the extended policy');
 
   const applied = await agent(dir, [
     '--managed-a',
@@ -263,6 +289,84 @@ test('custom group end to end: --check, --apply reaches pg_settings, a static pa
   assert.equal(await setting('work_mem'), before.work_mem);
   assert.equal(await setting('random_page_cost'), before.random_page_cost);
   assert.equal(await setting('jit'), before.jit);
+});
+
+test("the spec's policy is enough: --check passes with one WARN line per optional action, a change applies, reads back and reverts by writing the values found", async () => {
+  await newFake({ policy: policyDocument() });
+  const group = fake!.cloud.addGroup({ name: 'tuner-mydb', values: { effective_cache_size: FORMULA } });
+  await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true, performanceInsights: true });
+  const before = { work_mem: await setting('work_mem'), random_page_cost: await setting('random_page_cost'), jit: await setting('jit') };
+  const dir = agentDir();
+
+  const check = await agent(dir, ['--managed-a', '--check']);
+  assert.equal(check.code, 0, check.stdout + check.stderr);
+  assert.doesNotMatch(check.stdout, /FAIL/);
+  const warnings = check.stdout.split('\n').filter((l) => /^ {2}WARN {2}(?!tuning service configured)/.test(l));
+  assert.deepEqual(
+    warnings.map((l) => /^ {2}WARN {2}optional ([a-z]+:[A-Za-z]+): not allowed by the policy: without \1 /.exec(l)?.[1]).sort(),
+    ['cloudwatch:GetMetricData', 'rds:DescribeDBParameters'],
+    warnings.join('\n'),
+  );
+  assert.match(
+    check.stdout,
+    /WARN {2}optional rds:DescribeDBParameters: not allowed by the policy: without rds:DescribeDBParameters current values come from pg_settings, .* the revert writes the values found rather than restoring the group's own spelling such as \{DBInstanceClassMemory\/32768\}/,
+  );
+  assert.match(check.stdout, /PASS {2}CloudWatch metrics \(cloudwatch:GetMetricStatistics\): 9 series/);
+  assert.match(
+    check.stdout,
+    /PASS {2}DB parameter group tuner-mydb is readable: \d+ parameters, told by pg_settings \(the policy does not allow rds:DescribeDBParameters\)/,
+  );
+  assert.equal(fake!.callsOf('cloudwatch:GetMetricStatistics').filter((c) => !c.error).length, 9, 'one call per series');
+
+  const applied = await agent(dir, ['--managed-a', '--apply', 'work_mem=8MB', '--apply', 'random_page_cost=1.1', '--apply', 'jit=off']);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.match(applied.stdout, /applied and read back from pg_settings: work_mem = 8192, random_page_cost = 1\.1, jit = off/);
+  assert.deepEqual(userValues(group), { effective_cache_size: FORMULA, work_mem: '8192', random_page_cost: '1.1', jit: '0' });
+  assert.equal(await setting('work_mem'), '8192');
+
+  const reverted = await agent(dir, ['--managed-a', '--revert']);
+  assert.equal(reverted.code, 0, reverted.stderr);
+  // The values found at the start, written back (ModifyDBParameterGroup): not unset, but the same.
+  assert.deepEqual(userValues(group), {
+    effective_cache_size: FORMULA,
+    work_mem: before.work_mem,
+    random_page_cost: before.random_page_cost,
+    jit: before.jit === 'on' ? '1' : '0',
+  });
+  assert.equal(await setting('work_mem'), before.work_mem);
+  assert.equal(await setting('random_page_cost'), before.random_page_cost);
+  assert.equal(await setting('jit'), before.jit);
+  const refused = fake!.calls.filter((c) => c.error).map((c) => c.action);
+  assert.deepEqual(
+    [...new Set(refused)].sort(),
+    ['cloudwatch:GetMetricData', 'rds:DescribeDBParameters'],
+    'only optional actions were refused',
+  );
+  assert.equal(fake!.callsOf('rds:ResetDBParameterGroup').length, 0);
+});
+
+test('a policy without rds:ResetDBParameterGroup: a parameter that was not set is reverted by writing the value it had', async () => {
+  const extended = policyDocument({ extended: true });
+  const policy = {
+    Statement: extended.Statement.map((s) => ({ ...s, Action: s.Action.filter((a) => a !== 'rds:ResetDBParameterGroup') })),
+  };
+  await newFake({ policy });
+  const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });
+  await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true });
+  const workMem = await setting('work_mem');
+  const dir = agentDir();
+  const applied = await agent(dir, ['--managed-a', '--apply', 'work_mem=8MB']);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.deepEqual(userValues(group), { work_mem: '8192' });
+  const reverted = await agent(dir, ['--managed-a', '--revert']);
+  assert.equal(reverted.code, 0, reverted.stderr);
+  assert.deepEqual(userValues(group), { work_mem: workMem }, 'written, not reset');
+  assert.equal(await setting('work_mem'), workMem);
+  assert.deepEqual(
+    fake!.callsOf('rds:ResetDBParameterGroup').map((c) => c.error),
+    ['AccessDenied'],
+    'tried once, then written instead',
+  );
 });
 
 test('a default.* group: no change is applied, the agent says why and how to fix it, --once still works (SDK default credential chain)', async () => {
@@ -455,18 +559,18 @@ test('throttling and a busy group are retried: the change goes through', async (
   );
 });
 
-test('AccessDenied names the action: --check fails on a read the policy lacks, --apply on a write, nothing changed', async () => {
+test("AccessDenied names the action: --check fails on a read the spec's policy has, --apply on a write, nothing changed", async () => {
   await newFake();
   const group = fake!.cloud.addGroup({ name: 'tuner-mydb' });
   await fake!.cloud.addInstance({ id: 'mydb', group: 'tuner-mydb', postgres: true, performanceInsights: true });
   const dir = agentDir();
-  fake!.deny('rds:DescribeDBParameters');
+  fake!.deny('ec2:DescribeInstanceTypes');
   fake!.deny('pi:GetResourceMetrics');
   const check = await agent(dir, ['--managed-a', '--check']);
   assert.equal(check.code, 3, check.stdout + check.stderr);
   assert.match(
     check.stdout,
-    /FAIL {2}DB parameter group tuner-mydb is readable: rds:DescribeDBParameters was refused \(AccessDenied\): the policy attached to the agent's role or IAM user must allow rds:DescribeDBParameters; print it with tuner-agent permissions --managed-a/,
+    /FAIL {2}machine size: ec2:DescribeInstanceTypes was refused \(UnauthorizedOperation\): the policy attached to the agent's role or IAM user must allow ec2:DescribeInstanceTypes; print it with tuner-agent permissions --managed-a/,
   );
   assert.match(
     check.stdout,
@@ -487,8 +591,8 @@ test('AccessDenied names the action: --check fails on a read the policy lacks, -
   assert.equal(await setting('work_mem'), workMem);
 });
 
-test("--managed-a-cluster: instance-level values go to the writer's DB parameter group, cluster-level ones to the cluster parameter group", async () => {
-  await newFake();
+test("--managed-a-cluster with the extended policy: instance-level values go to the writer's DB parameter group, cluster-level ones to the custom cluster parameter group", async () => {
+  await newFake({ policy: policyDocument({ extended: true, cluster: true }) });
   const writerGroup = fake!.cloud.addGroup({ name: 'aurora-writer', aurora: true });
   const readerGroup = fake!.cloud.addGroup({ name: 'aurora-reader', aurora: true });
   const clusterGroup = fake!.cloud.addGroup({ name: 'aurora-cluster', kind: 'cluster' });
@@ -504,6 +608,7 @@ test("--managed-a-cluster: instance-level values go to the writer's DB parameter
     /PASS {2}Cloud A: DB cluster and its writer instance found: writer of cluster aurora-1: aurora-a, db\.r6g\.large, aurora-postgresql/,
   );
   assert.match(check.stdout, /PASS {2}machine size: 16384 MB, 2 vCPUs/);
+  assert.doesNotMatch(check.stdout, /WARN {2}(?!tuning service configured)/, 'nothing lost with the extended policy');
 
   const apply = await agent(dir, ['--managed-a-cluster', '--apply', 'work_mem=8MB', '--apply', 'jit=off']);
   assert.equal(apply.code, 0, apply.stderr);
@@ -513,6 +618,87 @@ test("--managed-a-cluster: instance-level values go to the writer's DB parameter
   assert.equal(fake!.callsOf('rds:ModifyDBClusterParameterGroup').length, 1);
   assert.equal(await setting('work_mem'), '8192');
   assert.equal(await setting('jit'), 'off');
+});
+
+/** An Aurora cluster whose writer aurora-a has a custom DB parameter group and whose cluster group is `clusterGroup`. */
+async function auroraWithWriterGroup(clusterGroup: string): Promise<{ writerGroup: FakeGroup; cluster: FakeGroup }> {
+  const writerGroup = fake!.cloud.addGroup({ name: 'aurora-writer', aurora: true });
+  const clusterParams = fake!.cloud.addGroup({ name: clusterGroup, kind: 'cluster' });
+  await fake!.cloud.addInstance({ id: 'aurora-a', group: 'aurora-writer', clusterId: 'aurora-1', instanceClass: 'db.r6g.large' });
+  await fake!.cloud.addInstance({ id: 'aurora-b', group: 'aurora-writer', clusterId: 'aurora-1', instanceClass: 'db.r6g.large' });
+  await fake!.cloud.addCluster({ id: 'aurora-1', group: clusterGroup, members: ['aurora-a', 'aurora-b'], writer: 'aurora-a' });
+  return { writerGroup, cluster: clusterParams };
+}
+
+interface OnceReport {
+  system: { applyBlockedReason: string | null; settings: Array<{ name: string; unwritable?: string }> };
+}
+
+test("Aurora with the spec's policy and the usual default.* cluster group: work_mem applies on the writer, the cluster-level jit is excluded with its reason", async () => {
+  await newFake({ policy: policyDocument() });
+  const { writerGroup, cluster: clusterParams } = await auroraWithWriterGroup(`default.aurora-postgresql${pgMajor}`);
+  const dir = agentDir({ identifier: 'aurora-a' });
+
+  const check = await agent(dir, ['--managed-a-cluster', '--check']);
+  assert.equal(check.code, 0, check.stdout + check.stderr);
+  assert.doesNotMatch(check.stdout, /FAIL/);
+  assert.match(check.stdout, /PASS {2}Cloud A: DB cluster and its writer instance found: writer of cluster aurora-1: aurora-a/);
+  assert.match(check.stdout, /PASS {2}parameter group is custom \(not default\.\*\): DB parameter group aurora-writer is custom/);
+  assert.match(
+    check.stdout,
+    /WARN {2}cluster-level parameters: jit not tuned \(instance-level parameters are, in the writer's DB parameter group\): the agent cannot see the DB cluster parameter group of cluster aurora-1 without rds:DescribeDBClusters/,
+  );
+  const optional = [...check.stdout.matchAll(/^ {2}WARN {2}optional ([a-z]+:[A-Za-z]+): not allowed by the policy: without /gm)].map(
+    (m) => m[1],
+  );
+  assert.deepEqual(optional.sort(), ['cloudwatch:GetMetricData', 'rds:DescribeDBClusters', 'rds:DescribeDBParameters']);
+
+  const apply = await agent(dir, ['--managed-a-cluster', '--apply', 'work_mem=8MB']);
+  assert.equal(apply.code, 0, apply.stderr);
+  assert.deepEqual(userValues(writerGroup), { work_mem: '8192' });
+  assert.deepEqual(userValues(clusterParams), {});
+  assert.equal(await setting('work_mem'), '8192');
+
+  const jit = await setting('jit');
+  const refused = await agent(dir, ['--managed-a-cluster', '--apply', 'jit=off']);
+  assert.notEqual(refused.code, 0);
+  assert.match(
+    refused.stderr,
+    /jit is a cluster-level parameter \(set in the DB cluster parameter group, not in DB parameter group aurora-writer\): the agent cannot see/,
+  );
+  assert.equal(await setting('jit'), jit);
+  assert.equal(fake!.callsOf('rds:ModifyDBClusterParameterGroup').length, 0);
+
+  const once = await agent(dir, ['--managed-a-cluster', '--once', '--interval', '1']);
+  assert.equal(once.code, 0, once.stderr);
+  const report = JSON.parse(once.stdout) as OnceReport;
+  assert.equal(report.system.applyBlockedReason, null);
+  const unwritable = Object.fromEntries(report.system.settings.filter((x) => x.unwritable).map((x) => [x.name, x.unwritable]));
+  assert.deepEqual(Object.keys(unwritable), ['jit'], 'told to the service, so sessions never propose it');
+  assert.match(unwritable['jit']!, /cluster-level parameter/);
+});
+
+test('Aurora with the extended policy and a default.* cluster group (issue 28): work_mem applies, jit is excluded because the cluster group is a default one', async () => {
+  await newFake({ policy: policyDocument({ extended: true, cluster: true }) });
+  const name = `default.aurora-postgresql${pgMajor}`;
+  const { writerGroup } = await auroraWithWriterGroup(name);
+  const dir = agentDir({ identifier: 'aurora-a' });
+  const check = await agent(dir, ['--managed-a-cluster', '--check']);
+  assert.equal(check.code, 0, check.stdout + check.stderr);
+  assert.doesNotMatch(check.stdout, /WARN {2}optional/);
+  assert.match(
+    check.stdout,
+    new RegExp(
+      `WARN {2}cluster-level parameters: jit not tuned .*: the DB cluster parameter group ${name.replace('.', '\\.')} of cluster aurora-1 is a default group, which Cloud A lets no one modify: create a custom DB cluster parameter group of family aurora-postgresql${pgMajor}`,
+    ),
+  );
+  const apply = await agent(dir, ['--managed-a-cluster', '--apply', 'work_mem=8MB']);
+  assert.equal(apply.code, 0, apply.stderr);
+  assert.deepEqual(userValues(writerGroup), { work_mem: '8192' });
+  const refused = await agent(dir, ['--managed-a-cluster', '--apply', 'jit=off']);
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /jit is a cluster-level parameter .* is a default group/);
+  assert.equal(fake!.callsOf('rds:ModifyDBClusterParameterGroup').length, 0);
 });
 
 test('wrong or half-given keys: a clear error, and no key or secret in anything the agent printed in this file', async () => {
@@ -641,6 +827,47 @@ test('cluster failover between cycles: the same target follows the writer to its
   const dims = JSON.stringify(fake!.callsOf('cloudwatch:GetMetricData').at(-1)!.input);
   assert.match(dims, /"Value":"aurora-b"/);
   assert.ok(metrics.some((m) => m.name === 'pi:db.load.avg'));
+});
+
+test("cluster failover with the spec's policy (no rds:DescribeDBClusters): the writer the connection reaches is followed by aurora_db_instance_identifier()", async () => {
+  await newFake({ policy: policyDocument() });
+  const groupA = fake!.cloud.addGroup({ name: 'aurora-a-pg', aurora: true });
+  const groupB = fake!.cloud.addGroup({ name: 'aurora-b-pg', aurora: true });
+  fake!.cloud.addGroup({ name: `default.aurora-postgresql${pgMajor}`, kind: 'cluster' });
+  await fake!.cloud.addInstance({ id: 'aurora-a', group: 'aurora-a-pg', clusterId: 'aurora-1', instanceClass: 'db.r6g.large' });
+  await fake!.cloud.addInstance({ id: 'aurora-b', group: 'aurora-b-pg', clusterId: 'aurora-1', instanceClass: 'db.r6g.xlarge' });
+  await fake!.cloud.addCluster({
+    id: 'aurora-1',
+    group: `default.aurora-postgresql${pgMajor}`,
+    members: ['aurora-a', 'aurora-b'],
+    writer: 'aurora-a',
+  });
+  const workMem = await setting('work_mem');
+  const { target, log } = await inProcess({ identifier: 'aurora-a', cluster: true });
+
+  await target.writeOverrides({ work_mem: { set: true, value: '8192' } }, { allowRestart: false });
+  assert.deepEqual(userValues(groupA), { work_mem: '8192' });
+  assert.equal(await setting('work_mem'), '8192');
+
+  await fake!.cloud.failover('aurora-1', 'aurora-b');
+  // The values found on the new writer (pg_settings: the group cannot be read with this policy).
+  assert.deepEqual(await target.readOverrides(['work_mem']), { work_mem: { set: true, value: workMem } });
+  await target.writeOverrides({ work_mem: { set: true, value: '16384' } }, { allowRestart: false });
+  assert.deepEqual(userValues(groupB), { work_mem: '16384' });
+  assert.deepEqual(userValues(groupA), { work_mem: '8192' }, "the old writer's group is left alone");
+  assert.equal(await setting('work_mem'), '16384');
+  assert.equal((await target.machine()).machine.vcpus, 4);
+  assert.ok(
+    log.some((l) => /the writer of cluster aurora-1 is now aurora-b \(was aurora-a\)/.test(l)),
+    log.join(''),
+  );
+  assert.deepEqual(
+    fake!.callsOf('rds:DescribeDBClusters').map((c) => c.error),
+    ['AccessDenied'],
+    'refused once, then never asked again',
+  );
+  const unwritable = await target.unwritable(['jit', 'work_mem']);
+  assert.deepEqual([...unwritable.keys()], ['jit']);
 });
 
 test('metrics: canonical names from CloudWatch and the instance type, provider series, Performance Insights when on', async () => {

@@ -54,7 +54,7 @@ export const HELP = `tuner-agent ${AGENT_VERSION}: tunes one PostgreSQL database
 
 Usage:
   tuner-agent <target> [command] [options]
-  tuner-agent permissions <target>
+  tuner-agent permissions <target> [--extended]   (--extended: Cloud A's optional actions too)
   tuner-agent init DIR <target>   make DIR for one more instance: a copy of this binary and an
                                   agent.yaml to fill in (one directory per database)
 
@@ -104,6 +104,8 @@ interface Invocation {
   initDir: string | undefined;
   /** --metrics-listen HOST:PORT (wins over tuner.metrics_listen). */
   metricsListen: string | undefined;
+  /** permissions --extended: Cloud A's optional actions too. */
+  extended: boolean;
 }
 
 export function parseInvocation(argv: string[]): Invocation {
@@ -124,6 +126,7 @@ export function parseInvocation(argv: string[]): Invocation {
         interval: { type: 'string' },
         config: { type: 'string' },
         'metrics-listen': { type: 'string' },
+        extended: { type: 'boolean' },
         version: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -151,6 +154,8 @@ export function parseInvocation(argv: string[]): Invocation {
   if (positionals[0] === 'init' && positionals[1] === undefined)
     throw new UsageError('init needs a directory: tuner-agent init DIR --local (or another target)');
   if (commands.length > 1) throw new UsageError(`choose one command, not ${commands.join(' and ')}`);
+  if (values.extended && (positionals[0] !== 'permissions' || (target !== 'managed-a' && target !== 'managed-a-cluster')))
+    throw new UsageError('--extended goes with permissions --managed-a or --managed-a-cluster only; see tuner-agent --help');
   const command = values.help ? 'help' : values.version ? 'version' : (commands[0] ?? 'run');
 
   const apply: Record<string, string> = {};
@@ -177,6 +182,7 @@ export function parseInvocation(argv: string[]): Invocation {
     configPath: values.config,
     initDir: positionals[0] === 'init' ? positionals[1] : undefined,
     metricsListen: values['metrics-listen'],
+    extended: values.extended ?? false,
   };
 }
 
@@ -211,13 +217,18 @@ async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target>
 }
 
 /** The permissions document of a target; a cloud's may use the configuration when there is one. */
-async function permissionsText(kind: TargetKind, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+async function permissionsText(
+  kind: TargetKind,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  { extended, note }: { extended: boolean; note: (text: string) => void },
+): Promise<string> {
   switch (kind) {
     case 'local':
       return localGrantsSql('agent_user');
     case 'managed-a':
     case 'managed-a-cluster':
-      return managedAPermissions();
+      return managedAPermissions({ extended, cluster: kind === 'managed-a-cluster', note });
     case 'managed-b-flex': {
       let config: AgentConfig | null = null;
       try {
@@ -284,7 +295,7 @@ export async function main(
   }
   if (invocation.command === 'permissions') {
     try {
-      io.out(await permissionsText(kind, env, cwd));
+      io.out(await permissionsText(kind, env, cwd, { extended: invocation.extended, note: io.err }));
       return EXIT.ok;
     } catch (err) {
       io.err(`tuner-agent: ${errorMessage(err)}\n`);

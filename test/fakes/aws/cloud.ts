@@ -238,7 +238,10 @@ export class FakeCloud {
       failNextReboot: false,
     };
     this.instances.set(spec.id, instance);
-    if (instance.postgres) await this.#boot(instance);
+    if (instance.postgres) {
+      await this.engine.setAuroraInstance(null);
+      await this.#boot(instance);
+    }
     return instance;
   }
 
@@ -263,6 +266,7 @@ export class FakeCloud {
       if (i.clusterId !== spec.id) throw new Error(`fake: instance ${id} was not added with clusterId ${spec.id}`);
     }
     this.clusters.set(spec.id, cluster);
+    if (cluster.postgres) await cluster.postgres.setAuroraInstance(spec.writer);
     await this.#boot(this.instance(spec.writer));
     return cluster;
   }
@@ -465,6 +469,7 @@ export class FakeCloud {
     const cluster = this.cluster(clusterId);
     if (!cluster.members.some((m) => m.id === writer)) throw new Error(`fake: ${writer} is not a member of ${clusterId}`);
     for (const m of cluster.members) m.writer = m.id === writer;
+    if (cluster.postgres) await cluster.postgres.setAuroraInstance(writer);
     await this.#boot(this.instance(writer));
   }
 

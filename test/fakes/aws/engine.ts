@@ -103,6 +103,20 @@ export class PostgresEngine {
     return next;
   }
 
+  /**
+   * Aurora PostgreSQL's aurora_db_instance_identifier(): the DB instance a session is connected
+   * to (https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/aurora_db_instance_identifier.html),
+   * here the cluster's writer; dropped (null) when the PostgreSQL serves a plain RDS instance,
+   * which has no such function.
+   */
+  async setAuroraInstance(id: string | null): Promise<void> {
+    await this.cluster.sql(
+      id === null
+        ? 'DROP FUNCTION IF EXISTS aurora_db_instance_identifier()'
+        : `CREATE OR REPLACE FUNCTION aurora_db_instance_identifier() RETURNS text LANGUAGE sql STABLE AS $$ SELECT ${pg.escapeLiteral(id)}::text $$`,
+    );
+  }
+
   restart(): Promise<void> {
     const next = this.#queue.then(() => this.cluster.restart());
     this.#queue = next.catch(() => undefined);

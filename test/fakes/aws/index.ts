@@ -12,6 +12,7 @@
 //   await fake.cloud.addInstance({ id: 'mydb', group: 'tuner-pg', postgres: true });
 //   fake.inject('rds:ModifyDBParameterGroup', { code: 'Throttling', times: 2 });
 //   fake.deny('rds:DescribeDBParameters');
+//   const strict = await startFakeAws({ postgres: cluster, policy: specPolicy() }); // refuses what it lacks
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { TestCa } from '../../../src/lab/tls.ts';
@@ -60,6 +61,32 @@ export interface FakeAwsOptions {
   /** Serve HTTPS with a certificate this CA issues for 127.0.0.1, as Cloud A's endpoints do
    * (plain HTTP otherwise, which the SDK accepts for custom endpoints). */
   https?: TestCa;
+  /** The identity policy of the caller: an action no `Allow` statement names (exactly, or by a
+   * `*` wildcard) is refused with the service's AccessDenied, as IAM refuses it. All actions
+   * are allowed without one. */
+  policy?: FakePolicy;
+}
+
+/** An IAM identity policy as the fake reads it: Allow statements and their actions. */
+export interface FakePolicy {
+  Statement: ReadonlyArray<{ Effect: string; Action: string | readonly string[] }>;
+}
+
+/** Whether `policy` allows `action` (IAM's matching: case-insensitive, `*` and `?` wildcards). */
+export function policyAllows(policy: FakePolicy, action: string): boolean {
+  return policy.Statement.some((s) => {
+    if (s.Effect !== 'Allow') return false;
+    const actions = typeof s.Action === 'string' ? [s.Action] : s.Action;
+    return actions.some((pattern) =>
+      new RegExp(
+        `^${pattern
+          .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*/g, '.*')
+          .replace(/\?/g, '.')}$`,
+        'i',
+      ).test(action),
+    );
+  });
 }
 
 const DENIED: Record<Service, string> = {
@@ -68,6 +95,22 @@ const DENIED: Record<Service, string> = {
   cloudwatch: 'AccessDenied',
   pi: 'AccessDeniedException',
 };
+/** The caller the fake's AccessDenied messages name. */
+const CALLER = 'arn:aws:iam::123456789012:user/tuner-agent';
+
+/**
+ * IAM's refusal as each service answers it: RDS and CloudWatch `AccessDenied` (403; CloudWatch's
+ * JSON protocol carries the query code in x-amzn-query-error), EC2 `UnauthorizedOperation`
+ * (403, its message begins "You are not authorized to perform this operation."), Performance
+ * Insights `AccessDeniedException`; the message names the caller and the action, as IAM's
+ * "no identity-based policy allows" denials do
+ * (https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
+ */
+function accessDenied(service: Service, action: string): FakeAwsError {
+  const why = `User: ${CALLER} is not authorized to perform: ${action} on resource: * because no identity-based policy allows the ${action} action`;
+  return new FakeAwsError(DENIED[service], service === 'ec2' ? `You are not authorized to perform this operation. ${why}` : why, 403);
+}
+
 const BAD_KEY: Record<Service, [string, number]> = {
   rds: ['InvalidClientTokenId', 403],
   ec2: ['AuthFailure', 401],
@@ -167,13 +210,16 @@ export class FakeAws {
   readonly #server: Server;
   readonly #faults: Fault[] = [];
   readonly #accessKeyId: string | undefined;
+  readonly #policy: FakePolicy | undefined;
+  readonly #denied = new Set<string>();
   #url = '';
 
   readonly #scheme: 'http' | 'https';
 
-  constructor(cloud: FakeCloud, accessKeyId: string | undefined, https?: TestCa) {
+  constructor(cloud: FakeCloud, accessKeyId: string | undefined, https?: TestCa, policy?: FakePolicy) {
     this.cloud = cloud;
     this.#accessKeyId = accessKeyId;
+    this.#policy = policy;
     this.#scheme = https ? 'https' : 'http';
     const certificate = https?.issue(['127.0.0.1', 'localhost']);
     const serve = (req: IncomingMessage, res: ServerResponse) => {
@@ -219,23 +265,22 @@ export class FakeAws {
     });
   }
 
-  /** Refuses every call of `action` as IAM would without a policy that allows it. */
+  /** Refuses every call of `action` as IAM would without a policy that allows it (on top of
+   * the policy the fake was started with, until clearFaults). */
   deny(action: string): void {
-    const service = action.split(':')[0] as Service;
-    this.#faults.push({
-      action,
-      code: DENIED[service],
-      status: 403,
-      message: `User: arn:aws:iam::123456789012:user/tuner-agent is not authorized to perform: ${action} on resource: * because no identity-based policy allows the ${action} action`,
-      skip: 0,
-      times: Infinity,
-      afterApplying: false,
-    });
+    this.#denied.add(action);
   }
 
   /** Removes every fault of `action` (or all). */
   clearFaults(action?: string): void {
     for (let i = this.#faults.length - 1; i >= 0; i--) if (!action || this.#faults[i]!.action === action) this.#faults.splice(i, 1);
+    if (action) this.#denied.delete(action);
+    else this.#denied.clear();
+  }
+
+  /** Whether the caller's identity may call `action`: the policy allows it and the test did not deny it. */
+  allows(action: string): boolean {
+    return !this.#denied.has(action) && (this.#policy === undefined || policyAllows(this.#policy, action));
   }
 
   callsOf(action: string): RecordedCall[] {
@@ -293,6 +338,7 @@ export class FakeAws {
         throw new FakeAwsError(code, 'The security token included in the request is invalid.', status);
       }
       if (parsed.unreadable) throw parsed.unreadable;
+      if (!this.allows(action)) throw accessDenied(parsed.service, action);
       const fault = this.#faults.find((f) => f.action === action && f.times > 0);
       let failAfter: FakeAwsError | undefined;
       if (fault) {
@@ -321,7 +367,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
     throw new Error('fake Cloud A: its PostgreSQL accepts TLS only, as rds.force_ssl = 1 does: start the cluster with tls: { ca }');
   const engine = await PostgresEngine.open(options.postgres);
   const cloud = new FakeCloud(engine, { ...DEFAULT_TIMINGS, ...options.timings });
-  const fake = new FakeAws(cloud, options.accessKeyId, options.https);
+  const fake = new FakeAws(cloud, options.accessKeyId, options.https, options.policy);
   await fake.listen();
   return fake;
 }

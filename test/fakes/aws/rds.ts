@@ -33,6 +33,34 @@ function page<T>(form: Form, items: readonly T[]): { items: T[]; marker: string 
   return { items: items.slice(start, end), marker: end < items.length ? markerFor(end) : undefined };
 }
 
+/**
+ * DescribeDBInstances' Filters (`Filters.Filter.1.Name=db-cluster-id&Filters.Filter.1.Values.Value.1=…`):
+ * an instance passes when, for every filter, one of its values matches; the names RDS
+ * documents for it are db-cluster-id, db-instance-id (identifiers or ARNs), dbi-resource-id
+ * and engine (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DescribeDBInstances.html,
+ * Filters); the fake refuses another name with InvalidParameterValue.
+ */
+function instanceFilter(form: Form): (i: FakeInstance) => boolean {
+  const arnId = (v: string) => v.replace(/^arn:aws:rds:[^:]*:\d+:(?:db|cluster):/, '');
+  const fields: Record<string, (i: FakeInstance) => string | undefined> = {
+    'db-cluster-id': (i) => i.clusterId,
+    'db-instance-id': (i) => i.id,
+    'dbi-resource-id': (i) => i.resourceId,
+    engine: (i) => i.engine,
+  };
+  const filters = formList(form, 'Filters.Filter').map((f) => {
+    const name = f['Name'] ?? '';
+    const field = fields[name];
+    if (!field) throw new FakeAwsError('InvalidParameterValue', `Unrecognized filter name: ${name}`);
+    const values = Object.entries(f)
+      .filter(([k]) => k.startsWith('Values.'))
+      .map(([, v]) => (name.endsWith('-id') ? arnId(v) : v));
+    if (values.length === 0) throw new FakeAwsError('InvalidParameterValue', `The filter ${name} needs at least one value`);
+    return { field, values };
+  });
+  return (i) => filters.every(({ field, values }) => values.includes(field(i) ?? ''));
+}
+
 function instanceXml(cloud: FakeCloud, i: FakeInstance): XmlObject {
   return {
     DBInstanceIdentifier: i.id,
@@ -113,7 +141,7 @@ export function handleRds(cloud: FakeCloud, action: string, form: Form): XmlObje
     case 'DescribeDBInstances': {
       const id = form.get('DBInstanceIdentifier');
       if (id) return { DBInstances: { DBInstance: [instanceXml(cloud, cloud.instance(id))] } };
-      const { items, marker } = page(form, [...cloud.instances.values()]);
+      const { items, marker } = page(form, [...cloud.instances.values()].filter(instanceFilter(form)));
       return { DBInstances: { DBInstance: items.map((i) => instanceXml(cloud, i)) }, Marker: marker };
     }
     case 'DescribeDBClusters': {
@@ -164,8 +192,11 @@ export function handleRds(cloud: FakeCloud, action: string, form: Form): XmlObje
       reset(cloud, 'cluster', name, form);
       return { DBClusterParameterGroupName: name };
     }
+    // RDS answers a reboot with the instance already `rebooting`, whatever DescribeDBInstances
+    // shows a moment later (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_RebootDBInstance.html,
+    // and the CLI example of reboot-db-instance there: "DBInstanceStatus": "rebooting").
     case 'RebootDBInstance':
-      return { DBInstance: instanceXml(cloud, cloud.reboot(required(form, 'DBInstanceIdentifier'))) };
+      return { DBInstance: { ...instanceXml(cloud, cloud.reboot(required(form, 'DBInstanceIdentifier'))), DBInstanceStatus: 'rebooting' } };
     default:
       throw new FakeAwsError('InvalidAction', `The action ${action} is not valid for this web service.`);
   }

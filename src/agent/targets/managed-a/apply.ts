@@ -11,6 +11,7 @@ import type { Db } from '../../db.ts';
 import { errorMessage, type Logger } from '../../log.ts';
 import { sameSetting } from '../../settings.ts';
 import { awsCall } from './aws.ts';
+import type { Capabilities } from './capabilities.ts';
 import {
   allowedValueProblem,
   groupKey,
@@ -36,6 +37,7 @@ export interface ApplierDeps {
   db: Db;
   log: Logger;
   timings: ManagedATimings;
+  caps: Capabilities;
 }
 
 interface Planned extends ParameterWrite {
@@ -124,17 +126,21 @@ export class ParameterApplier {
         `${placement.instance.id} is in the incompatible-parameters state: correct its parameter group and reboot it; the agent changes nothing until then`,
       );
     }
-    const { groups, db } = this.#d;
-    const routes = await route(groups, placement, names);
-    const { overrides: current } = await readLayerValues(groups, placement, names);
+    const { groups, db, caps } = this.#d;
+    const routes = await route(groups, placement, names, caps);
+    const { overrides: current } = await readLayerValues(groups, placement, names, caps);
     const rows = new Map(
       (await db.query<PgRow>('SELECT name, setting, boot_val FROM pg_settings WHERE name = ANY($1)', [names])).map((r) => [r.name, r]),
     );
     const problems: string[] = [];
     const plan: Planned[] = [];
     for (const name of names) {
-      const { group, meta } = routes.get(name)!;
+      const { group, meta, excluded } = routes.get(name)!;
       const wanted = overrides[name]!;
+      if (excluded) {
+        problems.push(excluded);
+        continue;
+      }
       if (!meta) {
         problems.push(`${name} is not a parameter of ${layersOf(placement).map(groupLabel).join(' or ')}`);
         continue;
@@ -156,7 +162,12 @@ export class ParameterApplier {
       const running = rows.get(name)?.setting;
       const needsReboot =
         meta.applyType === 'static' && (expected === undefined || running === undefined || !sameSetting(expected, running));
-      plan.push({ name, value, applyType: meta.applyType, group, meta, before, expectedSetting: expected, needsReboot });
+      const row = rows.get(name);
+      // "Not set" as a value, for a policy without the reset action: the group's own default, or
+      // what the server ran while it was unset (before), or PostgreSQL's own default.
+      const unsetRaw = meta.unsetDefault?.value ?? (before === null ? row?.setting : (row?.boot_val ?? undefined));
+      const unsetValue = unsetRaw === undefined ? undefined : groupSpelling(meta, unsetRaw);
+      plan.push({ name, value, applyType: meta.applyType, group, meta, before, expectedSetting: expected, needsReboot, unsetValue });
     }
     if (problems.length > 0) throw new Error(`Cloud A cannot take this change, so nothing of it was written: ${problems.join('; ')}`);
 
@@ -185,7 +196,7 @@ export class ParameterApplier {
     if (instance.parameterGroup.applyStatus === 'pending-reboot')
       pending.push(groupLabel({ kind: 'instance', name: instance.parameterGroup.name }));
     const member = cluster?.members.find((m) => m.id === instance.id);
-    if (cluster && member?.parameterGroupStatus === 'pending-reboot')
+    if (cluster?.parameterGroup && member?.parameterGroupStatus === 'pending-reboot')
       pending.push(groupLabel({ kind: 'cluster', name: cluster.parameterGroup }));
     return pending;
   }

@@ -4,7 +4,7 @@
 //
 // The AWS SDK clients weigh a few hundred milliseconds of start-up, so they are loaded only
 // when a Cloud A target is made, not by every tuner-agent command.
-import { managedAPolicyJson } from './permissions.ts';
+import { managedAPolicyJson, managedAPolicyReasons } from './permissions.ts';
 import type { Target } from '../target.ts';
 import type { ManagedADeps } from './target.ts';
 
@@ -15,7 +15,9 @@ export async function createManagedATarget(deps: ManagedADeps): Promise<Target> 
   return createManagedATargetNow(deps);
 }
 
-/** What `tuner-agent permissions --managed-a` prints. */
-export function managedAPermissions(): string {
-  return managedAPolicyJson();
+/** What `tuner-agent permissions --managed-a[-cluster] [--extended]` prints: the policy (stdout)
+ * and why each action is there (`note`, which the command writes to stderr). */
+export function managedAPermissions(options: { extended: boolean; cluster: boolean; note?: (text: string) => void }): string {
+  options.note?.(managedAPolicyReasons(options));
+  return managedAPolicyJson(options);
 }

@@ -1,12 +1,13 @@
-// Machine metrics of the instance: CloudWatch (AWS/RDS, one GetMetricData call for every series)
-// and, when it is on, Performance Insights. The latest point of each series over the last few
+// Machine metrics of the instance: CloudWatch (AWS/RDS, one GetMetricData call for every series,
+// or, when the policy has only the spec's GetMetricStatistics, one call per series) and, when it is on, Performance Insights. The latest point of each series over the last few
 // minutes becomes `cloudwatch:<Name>` / `pi:<metric>`, plus the canonical names the guardrails
 // read. A source that fails is left out (and said once), never fatal.
-import { GetMetricDataCommand, type CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { GetMetricDataCommand, GetMetricStatisticsCommand, type CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { GetResourceMetricsCommand, type PIClient } from '@aws-sdk/client-pi';
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import { errorMessage, type Logger } from '../../log.ts';
 import { awsCall } from './aws.ts';
+import type { Capabilities } from './capabilities.ts';
 import type { InstanceFacts } from './topology.ts';
 
 /** CloudWatch's AWS/RDS series the agent reads, with their units. */
@@ -38,12 +39,19 @@ export class MetricsReader {
   readonly #cloudwatch: CloudWatchClient;
   readonly #pi: PIClient;
   readonly #log: Logger;
+  readonly #caps: Capabilities;
   readonly #warned = new Set<string>();
 
-  constructor(cloudwatch: CloudWatchClient, pi: PIClient, log: Logger) {
+  constructor(cloudwatch: CloudWatchClient, pi: PIClient, log: Logger, caps: Capabilities) {
     this.#cloudwatch = cloudwatch;
     this.#pi = pi;
     this.#log = log;
+    this.#caps = caps;
+  }
+
+  /** The CloudWatch action the reader uses now. */
+  get cloudwatchAction(): 'cloudwatch:GetMetricData' | 'cloudwatch:GetMetricStatistics' {
+    return this.#caps.allows('cloudwatch:GetMetricData') ? 'cloudwatch:GetMetricData' : 'cloudwatch:GetMetricStatistics';
   }
 
   async read(instance: InstanceFacts, memoryTotalBytes: number | undefined): Promise<TargetMetric[]> {
@@ -64,27 +72,34 @@ export class MetricsReader {
     return [...canonical, ...cloudwatch, ...pi];
   }
 
-  /** The latest point of each CloudWatch series (GetMetricData, newest first). */
-  async cloudwatch(instance: InstanceFacts): Promise<TargetMetric[]> {
+  /** The latest point of each CloudWatch series. */
+  cloudwatch(instance: InstanceFacts): Promise<TargetMetric[]> {
+    return this.#caps.use(
+      'cloudwatch:GetMetricData',
+      () => this.#metricData(instance),
+      () => this.#metricStatistics(instance),
+    );
+  }
+
+  /** All series in one GetMetricData call (newest first). */
+  async #metricData(instance: InstanceFacts): Promise<TargetMetric[]> {
     const end = new Date();
     const names = Object.keys(CLOUDWATCH_METRICS) as Array<keyof typeof CLOUDWATCH_METRICS>;
-    const out = await awsCall('cloudwatch:GetMetricData', () =>
-      this.#cloudwatch.send(
-        new GetMetricDataCommand({
-          StartTime: new Date(end.getTime() - WINDOW_MS),
-          EndTime: end,
-          ScanBy: 'TimestampDescending',
-          MetricDataQueries: names.map((name, i) => ({
-            Id: `m${i}`,
-            ReturnData: true,
-            MetricStat: {
-              Metric: { Namespace: 'AWS/RDS', MetricName: name, Dimensions: [{ Name: 'DBInstanceIdentifier', Value: instance.id }] },
-              Period: PERIOD_SECONDS,
-              Stat: 'Average',
-            },
-          })),
-        }),
-      ),
+    const out = await this.#cloudwatch.send(
+      new GetMetricDataCommand({
+        StartTime: new Date(end.getTime() - WINDOW_MS),
+        EndTime: end,
+        ScanBy: 'TimestampDescending',
+        MetricDataQueries: names.map((name, i) => ({
+          Id: `m${i}`,
+          ReturnData: true,
+          MetricStat: {
+            Metric: { Namespace: 'AWS/RDS', MetricName: name, Dimensions: [{ Name: 'DBInstanceIdentifier', Value: instance.id }] },
+            Period: PERIOD_SECONDS,
+            Stat: 'Average',
+          },
+        })),
+      }),
     );
     const metrics: TargetMetric[] = [];
     for (const result of out.MetricDataResults ?? []) {
@@ -100,6 +115,38 @@ export class MetricsReader {
         });
     }
     return metrics;
+  }
+
+  /** The spec's action: one GetMetricStatistics call per series, the same window and period. */
+  async #metricStatistics(instance: InstanceFacts): Promise<TargetMetric[]> {
+    const end = new Date();
+    const names = Object.keys(CLOUDWATCH_METRICS) as Array<keyof typeof CLOUDWATCH_METRICS>;
+    const series = await Promise.all(
+      names.map(async (name) => {
+        const out = await awsCall('cloudwatch:GetMetricStatistics', () =>
+          this.#cloudwatch.send(
+            new GetMetricStatisticsCommand({
+              Namespace: 'AWS/RDS',
+              MetricName: name,
+              Dimensions: [{ Name: 'DBInstanceIdentifier', Value: instance.id }],
+              StartTime: new Date(end.getTime() - WINDOW_MS),
+              EndTime: end,
+              Period: PERIOD_SECONDS,
+              Statistics: ['Average'],
+            }),
+          ),
+        );
+        const points = (out.Datapoints ?? []).filter((p) => p.Timestamp !== undefined && typeof p.Average === 'number');
+        const latest = latestPoint(
+          points.map((p) => p.Timestamp!),
+          points.map((p) => p.Average!),
+        );
+        return latest
+          ? [{ name: `cloudwatch:${name}`, value: latest.value, unit: CLOUDWATCH_METRICS[name], at: latest.at, source: 'cloudwatch' }]
+          : [];
+      }),
+    );
+    return series.flat();
   }
 
   async performanceInsights(resourceId: string): Promise<TargetMetric[]> {

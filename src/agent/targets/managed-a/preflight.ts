@@ -1,12 +1,15 @@
 // --check for Cloud A: the instance (or the cluster's writer) is found, its parameter groups are
 // custom, readable, modifiable and not shared, its size is known, and every call the agent
 // reads with is permitted. Calls that change something (modify, reset, reboot) cannot be tried
-// without changing something; when one is refused later, its error names the action.
+// without changing something; when one is refused later, its error names the action. An
+// optional action (beyond the spec's policy) that Cloud A refuses is one WARN line saying what
+// the agent does without it.
 import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
 import { errorMessage } from '../../log.ts';
 import { errorCodes, hasCode, isAccessDenied } from './aws.ts';
+import { withoutLine, type Capabilities } from './capabilities.ts';
 import { groupLabel, type ParameterGroups } from './groups.ts';
-import { layersOf } from './layers.ts';
+import { clusterLayerProblem, layersOf, type Layer } from './layers.ts';
 import type { MetricsReader } from './metrics.ts';
 import type { Placement } from './topology.ts';
 import type { MachineInfo, PreflightCheck } from '../target.ts';
@@ -24,6 +27,9 @@ export interface PreflightDeps {
   machine: (placement: Placement) => Promise<MachineInfo>;
   groups: ParameterGroups;
   metrics: MetricsReader;
+  caps: Capabilities;
+  /** Where each parameter goes, and which are excluded (cluster-level ones it cannot write). */
+  unwritable: (placement: Placement, names: readonly string[]) => Promise<Map<string, Layer>>;
 }
 
 const NETWORK_FIX = 'this host must reach the Cloud A API endpoints of the region over HTTPS (outbound 443, a proxy or VPC endpoints)';
@@ -92,14 +98,40 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
     const name = `${groupLabel(group)} is readable`;
     try {
       const meta = await d.groups.metadata(group);
-      checks.push({ name, ok: true, detail: `${meta.size} parameters` });
+      const action = d.groups.describeAction(group);
+      checks.push({
+        name,
+        ok: true,
+        detail: d.caps.allows(action)
+          ? `${meta.size} parameters`
+          : `${meta.size} parameters, told by pg_settings (the policy does not allow ${action})`,
+      });
     } catch (err) {
       checks.push(failed(name, err));
     }
   }
+  if (placement.cluster) {
+    const problem = clusterLayerProblem(placement, d.caps);
+    try {
+      const excluded = [...(await d.unwritable(placement, wanted)).entries()].filter(([, l]) => l.excluded).map(([n]) => n);
+      checks.push({
+        name: 'cluster-level parameters',
+        ok: excluded.length === 0,
+        severity: 'warning',
+        detail:
+          excluded.length === 0
+            ? `tuned in ${placement.cluster.parameterGroup === null ? 'the DB cluster parameter group' : groupLabel({ kind: 'cluster', name: placement.cluster.parameterGroup })}`
+            : `${excluded.join(', ')} not tuned (instance-level parameters are, in the writer's DB parameter group): ${problem}`,
+      });
+    } catch {
+      // Reported by the readable checks above.
+    }
+  }
   try {
     const metas = await Promise.all(layersOf(placement).map((g) => d.groups.metadata(g)));
-    const missing = wanted.filter((n) => !metas.some((m) => m.has(n)));
+    // Cluster-level parameters the agent cannot write have their own line above.
+    const routes = await d.unwritable(placement, wanted);
+    const missing = wanted.filter((n) => !routes.get(n)?.excluded && !metas.some((m) => m.has(n)));
     const fixed = wanted.filter(
       (n) => metas.some((m) => m.get(n)?.modifiable === false) && !metas.some((m) => m.get(n)?.modifiable === true),
     );
@@ -159,9 +191,13 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
 
   try {
     const series = await d.metrics.cloudwatch(placement.instance);
-    checks.push({ name: 'CloudWatch metrics (cloudwatch:GetMetricData)', ok: true, detail: `${series.length} series with recent points` });
+    checks.push({
+      name: `CloudWatch metrics (${d.metrics.cloudwatchAction})`,
+      ok: true,
+      detail: `${series.length} series with recent points`,
+    });
   } catch (err) {
-    checks.push(failed('CloudWatch metrics (cloudwatch:GetMetricData)', err));
+    checks.push(failed(`CloudWatch metrics (${d.metrics.cloudwatchAction})`, err));
   }
   if (placement.instance.performanceInsights && placement.instance.resourceId) {
     try {
@@ -182,14 +218,25 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
     });
   }
 
-  const writes = placement.cluster
-    ? 'rds:ModifyDBParameterGroup, rds:ResetDBParameterGroup, rds:ModifyDBClusterParameterGroup, rds:ResetDBClusterParameterGroup'
-    : 'rds:ModifyDBParameterGroup, rds:ResetDBParameterGroup';
+  const optionalWrites = placement.cluster
+    ? 'rds:ResetDBParameterGroup, rds:ModifyDBClusterParameterGroup, rds:ResetDBClusterParameterGroup'
+    : 'rds:ResetDBParameterGroup';
   checks.push({
     name: 'apply rights',
     ok: true,
-    detail: `${writes}${d.allowRestart ? ' and rds:RebootDBInstance' : ''} cannot be tried without a change; if one is refused, the change fails with nothing kept and the error names the action`,
+    detail:
+      `rds:ModifyDBParameterGroup${d.allowRestart ? ' and rds:RebootDBInstance' : ''} cannot be tried without a change; if one is refused, the change fails with nothing kept and the error names the action. ` +
+      `Optional, learned at the first change that needs ${placement.cluster ? 'them' : 'it'}: ${optionalWrites}; without ${placement.cluster ? 'them' : 'it'} the agent writes values instead of resets${placement.cluster ? ' and leaves cluster-level parameters alone' : ''}`,
   });
+  for (const action of d.caps.refused()) {
+    checks.push({
+      name: `optional ${action}`,
+      ok: false,
+      severity: 'warning',
+      detail: `not allowed by the policy: ${withoutLine(action)}`,
+      fix: `nothing is needed to tune; to have it, use the policy of tuner-agent permissions --${d.kind} --extended`,
+    });
+  }
   if (d.allowRestart) {
     checks.push({
       name: 'restart mode: reboots',

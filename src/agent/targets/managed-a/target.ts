@@ -5,8 +5,9 @@ import type { TargetMetric } from '../../../protocol/v1.ts';
 import { errorMessage } from '../../log.ts';
 import { ParameterApplier } from './apply.ts';
 import { createAwsClients } from './aws.ts';
+import { Capabilities } from './capabilities.ts';
 import { ParameterGroups, groupLabel } from './groups.ts';
-import { readLayerValues, route } from './layers.ts';
+import { familyOf, readLayerValues, route } from './layers.ts';
 import { MachineSizer } from './machine.ts';
 import { MetricsReader } from './metrics.ts';
 import { managedAPreflight } from './preflight.ts';
@@ -21,26 +22,16 @@ export interface ManagedADeps extends TargetDeps {
   timings?: Partial<ManagedATimings>;
 }
 
-/** `default.postgres15` → `postgres15`. */
-function familyOf(defaultGroup: string): string {
-  return defaultGroup.replace(/^default\./, '');
-}
-
-/** Why parameter changes cannot be applied to this placement (a default group), or null. */
-export function blockedReason({ instance, cluster }: Placement): string | null {
+/** Why no parameter change can be applied to this placement (a default DB parameter group on
+ * the instance), or null. A default cluster group of an Aurora writer with a custom group of its
+ * own blocks only the cluster-level parameters (layers.ts, clusterLayerProblem). */
+export function blockedReason({ instance }: Placement): string | null {
   const group = instance.parameterGroup.name;
   if (isDefaultGroup(group)) {
     return (
       `the DB parameter group ${group} attached to ${instance.id} is a default group, which Cloud A lets no one modify, ` +
       'so the agent applies no parameter changes (everything else keeps working): ' +
       `create a custom DB parameter group of family ${familyOf(group)}, attach it to ${instance.id} (modify the instance), then reboot ${instance.id}`
-    );
-  }
-  if (cluster && isDefaultGroup(cluster.parameterGroup)) {
-    return (
-      `the DB cluster parameter group ${cluster.parameterGroup} of cluster ${cluster.id} is a default group, which Cloud A lets no one modify, ` +
-      'so the agent applies no parameter changes (everything else keeps working): ' +
-      `create a custom DB cluster parameter group of family ${familyOf(cluster.parameterGroup)}, attach it to ${cluster.id} (modify the cluster), then reboot its writer ${instance.id}`
     );
   }
   return null;
@@ -57,11 +48,12 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
   const timings = { ...DEFAULT_TIMINGS, ...timingOverrides };
   const clients = createAwsClients(config.managedA, outbound);
   log.debug(`Cloud A: region ${clients.region}, credentials from ${clients.credentialSource}`);
-  const topology = new Topology({ rds: clients.rds, region: clients.region, identifier, cluster, log });
-  const groups = new ParameterGroups(clients.rds, timings);
+  const caps = new Capabilities(log);
+  const topology = new Topology({ rds: clients.rds, region: clients.region, identifier, cluster, log, caps, db });
+  const groups = new ParameterGroups(clients.rds, timings, caps, db);
   const sizer = new MachineSizer(clients.ec2, config.local);
-  const metricsReader = new MetricsReader(clients.cloudwatch, clients.pi, log);
-  const applier = new ParameterApplier({ rds: clients.rds, topology, groups, db, log, timings });
+  const metricsReader = new MetricsReader(clients.cloudwatch, clients.pi, log, caps);
+  const applier = new ParameterApplier({ rds: clients.rds, topology, groups, db, log, timings, caps });
 
   /** Groups already looked at for sharing, and whether the default-group notice was given. */
   const sharingChecked = new Set<string>();
@@ -80,7 +72,7 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
       ];
       found.push(`${groupLabel({ kind: 'instance', name: instance.parameterGroup.name })}: ${who.join(' and ')}`);
     }
-    if (c) {
+    if (c?.parameterGroup) {
       const clusters = await topology.clustersUsingGroup(c.parameterGroup, c.id);
       if (clusters.length > 0)
         found.push(
@@ -131,7 +123,7 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
     },
 
     async readOverrides(names: readonly string[]): Promise<Overrides> {
-      return (await readLayerValues(groups, await placement(), names)).overrides;
+      return (await readLayerValues(groups, await placement(), names, caps)).overrides;
     },
 
     async writeOverrides(overrides: Overrides, options: WriteOptions): Promise<WriteResult> {
@@ -159,8 +151,10 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
     async unwritable(names: readonly string[]): Promise<Map<string, string>> {
       const found = new Map<string, string>();
       try {
-        for (const [name, { group, meta }] of await route(groups, await placement(), names))
-          if (meta && !meta.modifiable) found.set(name, `not modifiable in ${groupLabel(group)} (IsModifiable is false)`);
+        for (const [name, { group, meta, excluded }] of await route(groups, await placement(), names, caps)) {
+          if (excluded) found.set(name, excluded);
+          else if (meta && !meta.modifiable) found.set(name, `not modifiable in ${groupLabel(group)} (IsModifiable is false)`);
+        }
       } catch (err) {
         // The apply path checks again (apply.ts), so an unread group only costs a refused trial.
         log.debug(`Cloud A: could not tell which parameters the group lets change: ${errorMessage(err)}`);
@@ -179,6 +173,8 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
         machine: (p) => sizer.size(p),
         groups,
         metrics: metricsReader,
+        caps,
+        unwritable: (p, names) => route(groups, p, names, caps),
       });
     },
 

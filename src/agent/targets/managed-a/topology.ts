@@ -1,10 +1,15 @@
 // Where the target is: the DB instance (class, status, engine, parameter group and its apply
 // status), and for --managed-a-cluster the cluster and its current writer, found again on every
 // call because a failover moves it. What the SDK returns is checked before it is used.
+// Without rds:DescribeDBClusters (the spec's policy lacks it) the writer is the instance the
+// connection reaches while it is not in recovery (Aurora names it; otherwise the configured
+// DATABASE_IDENTIFIER, as the spec defines it); the cluster parameter group is then unknown.
 import { DescribeDBClustersCommand, DescribeDBInstancesCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { z } from 'zod';
+import type { Db } from '../../db.ts';
 import type { Logger } from '../../log.ts';
-import { AwsCallError, awsCall, hasCode } from './aws.ts';
+import { AwsCallError, awsCall, hasCode, isAccessDenied } from './aws.ts';
+import type { Capabilities } from './capabilities.ts';
 
 const InstanceSchema = z.object({
   DBInstanceIdentifier: z.string(),
@@ -54,7 +59,8 @@ export interface InstanceFacts {
 
 export interface ClusterFacts {
   id: string;
-  parameterGroup: string;
+  /** null: unknown (the policy does not allow rds:DescribeDBClusters). */
+  parameterGroup: string | null;
   writerId: string | undefined;
   members: Array<{ id: string; writer: boolean; parameterGroupStatus: string }>;
   /** Aurora Serverless v2 capacity range, in ACUs. */
@@ -113,6 +119,9 @@ export interface TopologyOptions {
   identifier: string;
   cluster: boolean;
   log: Logger;
+  caps: Capabilities;
+  /** The agent's connection: without rds:DescribeDBClusters, it tells a writer from a reader. */
+  db: Db;
 }
 
 export class Topology {
@@ -166,7 +175,15 @@ export class Topology {
       return { instance, cluster: null };
     }
     const clusterId = this.#clusterId ?? (await this.#findCluster());
-    const cluster = await this.describeCluster(clusterId);
+    if (!this.#o.caps.allows('rds:DescribeDBClusters')) return this.#configuredWriter(clusterId);
+    let cluster: ClusterFacts;
+    try {
+      cluster = await this.describeCluster(clusterId);
+    } catch (err) {
+      if (!isAccessDenied(err)) throw err;
+      this.#o.caps.refuse('rds:DescribeDBClusters');
+      return this.#configuredWriter(clusterId);
+    }
     if (!cluster.writerId) {
       throw new Error(
         `the DB cluster ${clusterId} has no writer instance right now (a failover may be under way); the agent tries again at its next step`,
@@ -177,6 +194,46 @@ export class Topology {
     }
     this.#lastWriter = cluster.writerId;
     return { instance: await this.describeInstance(cluster.writerId), cluster };
+  }
+
+  /**
+   * Without DescribeDBClusters: the writer is the instance the connection (the cluster endpoint)
+   * reaches while it is not in recovery: Aurora's aurora_db_instance_identifier() names it, so a
+   * failover is followed; where that function is missing, the configured instance, as the spec
+   * defines DATABASE_IDENTIFIER. The cluster parameter group stays unknown.
+   */
+  async #configuredWriter(clusterId: string): Promise<Placement> {
+    const { db, identifier, log } = this.#o;
+    const [state] = await db.query<{ recovery: boolean; aurora: boolean }>(
+      "SELECT pg_is_in_recovery() AS recovery, to_regprocedure('aurora_db_instance_identifier()') IS NOT NULL AS aurora",
+    );
+    if (state?.recovery !== false) {
+      throw new Error(
+        `the connection reaches a reader of cluster ${clusterId} (pg_is_in_recovery() is true): set postgresql.connection_url to the cluster endpoint, which reaches the writer`,
+      );
+    }
+    const [named] = state.aurora ? await db.query<{ id: string }>('SELECT aurora_db_instance_identifier() AS id') : [];
+    const id = named?.id ?? identifier;
+    const instance = await this.describeInstance(id);
+    if (instance.clusterId !== clusterId) {
+      throw new Error(
+        `${id} is not a member of cluster ${clusterId}: set managed_a.DATABASE_IDENTIFIER to the writer of the cluster the connection reaches`,
+      );
+    }
+    if (this.#lastWriter !== null && this.#lastWriter !== id) {
+      log.info(`the writer of cluster ${clusterId} is now ${id} (was ${this.#lastWriter}): the agent follows it`);
+    }
+    this.#lastWriter = id;
+    return {
+      instance,
+      cluster: {
+        id: clusterId,
+        parameterGroup: null,
+        writerId: id,
+        members: [{ id, writer: true, parameterGroupStatus: 'unknown' }],
+        serverless: undefined,
+      },
+    };
   }
 
   /** The cluster of the configured identifier: an instance of it (the spec's form), or the cluster itself. */
