@@ -168,7 +168,8 @@ const ROUTES: RouteDoc[] = [
       "Stores one interval's report (metrics, settings, target metrics, events) and renews the lease. The answer carries the interval until the next report (the database's own, or the service default) and, when there is one, the oldest command not yet acknowledged: a command sent and not acknowledged is sent again, with the same id, in the next answer (the agent deduplicates by id). " +
       'Per lease (from its start; a resumed lease starts again too), `seq` increases: the last report sent again under its `seq` (its answer was lost) gets the same kind of answer and is not stored twice; a lower `seq` is refused. ' +
       `\`sentAt\` (stamped when the report is sent) may be at most ${REPORT_CLOCK_TOLERANCE.aheadSeconds} s ahead of the service's clock and ${REPORT_CLOCK_TOLERANCE.behindSeconds} s (the agent's queue at its longest, 120 reports of 3600 s) behind it. ` +
-      "The dashboard's latest report is the one received last, whatever its `sentAt`.",
+      "The dashboard's latest report is the one received last, whatever its `sentAt`. " +
+      "A trial (an apply a tuning session issues) is handed out only until its deadline (its session's window): one the agent has not received by then is cancelled, never delivered late. Revoking an API key cancels the apply commands not acknowledged yet; reverts are still delivered.",
     request: ReportRequestSchema,
     response: { status: 200, schema: ReportResponseSchema, note: '`command` is null when there is nothing to do (hold).' },
     errors: [

@@ -3,8 +3,22 @@
 // events, next command), as it is by far the most frequent request.
 import type { Command, TargetKind } from '../../protocol/v1.ts';
 import type { AckResult, AgentStore, LeasePolicy, ReportResult, StartResult, StopResult } from '../agents/store.ts';
+import { TRIAL_EXPIRED_REASON } from '../databases/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
-import { LEASE_COLUMNS, one, toLease, type LeaseColumns } from './sql-rows.ts';
+import { LEASE_COLUMNS, cancelledOutcome, one, toLease, type LeaseColumns } from './sql-rows.ts';
+
+const EXPIRED_OUTCOME = cancelledOutcome(TRIAL_EXPIRED_REASON);
+/** Cancels the database's commands ($1) still pending past their deadline, with outcome $15. A
+ * statement does not see its own CTEs' writes: DELIVERABLE leaves them out of the same statement. */
+const EXPIRED_TRIALS = `expired AS (
+           UPDATE commands SET status = 'done', outcome = $15::jsonb
+            WHERE database_id = $1::uuid AND status = 'pending' AND deliver_by <= now()
+           RETURNING id
+         )`;
+/** A command that may go out now (`c`): not done, and not past its deadline. A trial sent in time
+ * whose answer was lost is not sent again after it either: the session waits for its
+ * acknowledgement until its ack timeout, as for any command sent. */
+const DELIVERABLE = `c.status <> 'done' AND (c.deliver_by IS NULL OR c.deliver_by > now())`;
 
 function leaseSeconds(policy: LeasePolicy, intervalSeconds: number): number {
   return Math.max(policy.intervalsPerLease * intervalSeconds, policy.minLeaseSeconds);
@@ -129,13 +143,14 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
            SELECT $1::uuid, (e ->> 'at')::timestamptz, e ->> 'level', e ->> 'code', e ->> 'message', e ->> 'commandId'
              FROM lease, verdict v, json_array_elements($11::json) AS e WHERE v.verdict = 'new'
            RETURNING id
-         ), next_command AS (
+         ), ${EXPIRED_TRIALS}, next_command AS (
            SELECT c.id FROM commands c, lease
-            WHERE c.database_id = $1::uuid AND c.status <> 'done'
+            WHERE c.database_id = $1::uuid AND ${DELIVERABLE}
             ORDER BY c.seq LIMIT 1
          ), sent AS (
+           -- Checked again on the row: a revocation that cancelled it meanwhile wins.
            UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
-             FROM next_command n WHERE c.id = n.id
+             FROM next_command n WHERE c.id = n.id AND ${DELIVERABLE}
            RETURNING c.body
          )
          SELECT v.verdict, v.last_seq::float8 AS last_seq, v.interval_seconds, lease.expires_at, (SELECT body FROM sent) AS command
@@ -155,6 +170,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
           policy.intervalsPerLease,
           policy.defaultIntervalSeconds,
           policy.minLeaseSeconds,
+          EXPIRED_OUTCOME,
         ],
         { name: 'record_report' },
       );
@@ -205,13 +221,13 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
     async sendNextCommand(databaseId) {
       const row = await one<{ body: Command }>(
         db,
-        `WITH next_command AS (
-           SELECT id FROM commands WHERE database_id = $1::uuid AND status <> 'done' ORDER BY seq LIMIT 1
+        `WITH ${EXPIRED_TRIALS.replaceAll('$15', '$2')}, next_command AS (
+           SELECT c.id FROM commands c WHERE c.database_id = $1::uuid AND ${DELIVERABLE} ORDER BY c.seq LIMIT 1
          )
          UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
-           FROM next_command n WHERE c.id = n.id
+           FROM next_command n WHERE c.id = n.id AND ${DELIVERABLE}
          RETURNING c.body`,
-        [databaseId],
+        [databaseId, EXPIRED_OUTCOME],
       );
       return row?.body ?? null;
     },
