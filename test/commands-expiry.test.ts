@@ -50,8 +50,9 @@ for (const kind of STORAGE_KINDS) {
       await store?.dispose();
     });
 
-    test('a trial the agent has not received within its window is cancelled, never delivered, and the session moves on', async () => {
-      const { databaseId, apiKey } = await person.createDatabase('expiry');
+    /** A session whose second trial is queued while the agent is quiet (not received yet). */
+    async function trialQueuedWhileQuiet(name: string) {
+      const { databaseId, apiKey } = await person.createDatabase(name);
       const agent = new SimulatedAgent(service.url, databaseId, apiKey);
       await agent.start();
       await agent.report();
@@ -75,7 +76,13 @@ for (const kind of STORAGE_KINDS) {
       assert.notEqual(second.commandId, first.commandId, `a second trial is queued: ${JSON.stringify(waiting.map((it) => it.state))}`);
       assert.equal(second.state, 'applying');
       assert.equal((await commands(databaseId)).find((c) => c.id === second.commandId)?.state, 'pending');
+      const record = await service.storage.withTuningSession(databaseId, null, {}, (tx) => tx.command(second.commandId));
+      assert.equal(record!.deliverBy!.getTime() - record!.createdAt.getTime(), 3_000, 'its deadline: max(window 2 s, 3 × 1 s)');
+      return { databaseId, agent, started, second };
+    }
 
+    test('a trial the agent has not received within its window is cancelled, never delivered, and the session moves on', async () => {
+      const { databaseId, agent, started, second } = await trialQueuedWhileQuiet('expiry');
       // The agent comes back after the deadline: the trial is not handed over.
       await sleep(3_500);
       await agent.report();
@@ -95,6 +102,19 @@ for (const kind of STORAGE_KINDS) {
         agent.received.some((c) => c.id === next.commandId),
         'the new trial reached the agent',
       );
+    });
+
+    test('while the agent stays away, the session itself cancels a trial past its deadline', async () => {
+      const { databaseId, agent, started, second } = await trialQueuedWhileQuiet('expiry-quiet');
+      await sleep(3_500);
+      // What the timer does: no report comes.
+      await advanceTuningSession(service.storage, databaseId);
+      const cancelled = (await commands(databaseId)).find((c) => c.id === second.commandId)!;
+      assert.deepEqual([cancelled.state, cancelled.sentCount, cancelled.outcome?.errors], ['failed', 0, [TRIAL_EXPIRED_REASON]]);
+      const { iterations } = await getTuningSession(person, databaseId, started.id);
+      assert.equal(iterations.find((it) => it.ordinal === second.ordinal)?.state, 'cancelled');
+      await agent.report();
+      assert.ok(!agent.received.some((c) => c.id === second.commandId), 'the expired trial never reached the agent');
     });
 
     test('a trial issued before a key is revoked is never delivered to the agent back with a new key', async () => {
