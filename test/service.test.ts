@@ -381,7 +381,8 @@ for (const kind of STORAGE_KINDS) {
       const fresh = await admin.post<{ apiKey: string }>(`/api/manage/databases/${databaseId}/keys`, { label: 'second' });
       assert.equal(fresh.status, 201);
       const again = new AgentClient(service.url, databaseId, fresh.body.apiKey);
-      await report(again, lease.leaseId, 1);
+      // The lease's last report was seq 2 ** 50 (above): its sequence goes on from there.
+      await report(again, lease.leaseId, 2 ** 50 + 1);
     });
 
     test("accounts are apart: a user never sees nor touches another account's database", async () => {

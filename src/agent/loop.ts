@@ -298,7 +298,10 @@ class AgentLoop {
       this.#nextAttemptAt = 0;
     } catch (err) {
       if (err instanceof LeaseExpiredError) {
-        log.warn(`the lease lapsed (${errorMessage(err)}): starting again`);
+        // The lease lapsed, or the service refused a report's seq as out of order (two processes
+        // on one lease, say): a start takes the lease back with a new sequence, and the queue,
+        // kept whole, goes out under it.
+        log.warn(`the service asks for a new start (${errorMessage(err)}): starting again`);
         this.#lease = await this.#takeLease();
         this.#seq = 0;
       } else if (err instanceof RequestRefusedError) {

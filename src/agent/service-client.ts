@@ -44,7 +44,8 @@ export class RequestRefusedError extends Error {
   override name = 'RequestRefusedError';
 }
 
-/** The lease lapsed (for example after a long outage): start again. */
+/** The lease lapsed (for example after a long outage), or the service refused a report's seq as
+ * out of order (409 `report_out_of_order`): start again, which begins a new sequence. */
 export class LeaseExpiredError extends Error {
   override name = 'LeaseExpiredError';
 }

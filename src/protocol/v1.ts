@@ -140,8 +140,12 @@ export const TargetMetricSchema = z.strictObject({
 
 export const ReportRequestSchema = z.strictObject({
   leaseId: id,
-  /** Increases by one per report of this lease, so the service can see gaps. */
+  /** Increases by one per report of this lease, so the service can see gaps; each start (a resumed
+   * lease too) begins a new sequence. A report sent again under the same seq is acknowledged and
+   * not stored twice; a seq below the lease's last one is refused (409 `report_out_of_order`). */
   seq: z.number().int().nonnegative(),
+  /** When the report was sent, by the agent's clock; refused when further from the service's clock
+   * than REPORT_CLOCK_TOLERANCE allows. */
   sentAt: z.iso.datetime({ offset: true }),
   /** Null when collection failed in this interval (an event says why). */
   metrics: MetricsReportSchema.nullable(),
@@ -168,6 +172,11 @@ export const CommandSchema = z.discriminatedUnion('kind', [
   z.strictObject({ id, kind: z.literal('revert'), to: z.enum(['baseline', 'known-good']) }),
 ]);
 
+/** How far a report's `sentAt` may be from the service's clock. Ahead: the clocks' offset only.
+ * Behind: as old as the agent's queue can hold a report (120 reports at the longest interval,
+ * 3600 s), for agents that stamp a report when they collect it rather than when they send it. */
+export const REPORT_CLOCK_TOLERANCE = { aheadSeconds: 5 * 60, behindSeconds: 120 * 3600 } as const;
+
 export const ReportResponseSchema = z.strictObject({
   nextReportInSeconds: z.number().int().min(1).max(3600),
   leaseExpiresAt: z.iso.datetime({ offset: true }),
@@ -193,6 +202,7 @@ export const ErrorCodeSchema = z.enum([
   'not_found',
   'agent_conflict',
   'lease_expired',
+  'report_out_of_order',
   'conflict',
   'payload_too_large',
   'unsupported_media_type',

@@ -15,6 +15,8 @@ export type ServiceErrorKind =
   | 'agent_conflict'
   /** The lease an agent names is not the database's live lease. */
   | 'lease_expired'
+  /** A report's sequence number is below its lease's last one: start again (a new sequence). */
+  | 'report_out_of_order'
   /** Too many attempts: wait. */
   | 'rate_limited';
 

@@ -15,6 +15,7 @@ import type {
   ReportResponse,
   TargetKind,
 } from '../../protocol/v1.ts';
+import { REPORT_CLOCK_TOLERANCE } from '../../protocol/v1.ts';
 import type { ServiceContext } from '../app/context.ts';
 import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
 import { looksLikeApiKey, matchesAnyHash, sha256Hex } from '../people/tokens.ts';
@@ -36,6 +37,28 @@ const leaseExpired = (leaseId: string) =>
     'lease_expired',
     `lease ${leaseId} is not the live lease of this database (it lapsed, was released, or another agent holds the database): start again`,
   );
+
+const outOfOrder = (report: ReportRequest, lastSeq: number) =>
+  new ServiceError(
+    'report_out_of_order',
+    `body.seq: report ${report.seq} of lease ${report.leaseId} comes after report ${lastSeq}: sequence numbers of a lease increase; start again (a start begins a new sequence)`,
+  );
+
+/** A report dated far from the service's clock is refused, naming the field (REPORT_CLOCK_TOLERANCE). */
+function checkSentAt(sentAt: string, now: Date): void {
+  const aheadSeconds = (Date.parse(sentAt) - now.getTime()) / 1000;
+  const { aheadSeconds: maxAhead, behindSeconds: maxBehind } = REPORT_CLOCK_TOLERANCE;
+  if (aheadSeconds > maxAhead) {
+    throw invalid(
+      `body.sentAt: ${sentAt} is ${Math.round(aheadSeconds)} s ahead of the service's clock (${now.toISOString()}); at most ${maxAhead} s is accepted: set the agent host's clock right (NTP)`,
+    );
+  }
+  if (-aheadSeconds > maxBehind) {
+    throw invalid(
+      `body.sentAt: ${sentAt} is ${Math.round(-aheadSeconds)} s behind the service's clock (${now.toISOString()}); at most ${maxBehind} s (the agent's queue at its longest) is accepted: set the agent host's clock right (NTP)`,
+    );
+  }
+}
 
 function describeHolder(holder: AgentLease): string {
   return `host ${holder.hostname}, pid ${holder.pid}, agent ${holder.agentVersion}, started ${holder.startedAt.toISOString()}`;
@@ -90,7 +113,9 @@ export async function startAgent(
 }
 
 /** Stores the report (`storedBody`: as sent, compressed), moves the database's tuning session on,
- * and answers with the command that goes out now and when to report next. */
+ * and answers with the command that goes out now and when to report next. The lease's last report
+ * sent again (its answer was lost) gets the same kind of answer and is not stored twice, so the
+ * agent drops it from its queue. */
 export async function receiveReport(
   ctx: ServiceContext,
   database: AgentDatabase,
@@ -98,9 +123,11 @@ export async function receiveReport(
   storedBody: Buffer,
   log: FastifyBaseLogger,
 ): Promise<ReportResponse> {
+  checkSentAt(report.sentAt, new Date());
   ({ report, storedBody } = redactReportTexts(report, storedBody));
   const result = await ctx.storage.recordReport(database.id, report, storedBody, ctx.leasePolicy);
   if (result.kind === 'lease_expired') throw leaseExpired(report.leaseId);
+  if (result.kind === 'out_of_order') throw outOfOrder(report, result.lastSeq);
   // A command waiting already goes first. What the session queued now goes out in this answer
   // (else with the next report), and while the session measures, the agent reports often enough
   // to fill its window: the database's own interval wins only when it is shorter.

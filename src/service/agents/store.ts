@@ -35,8 +35,12 @@ export type StartResult =
   | { kind: 'granted'; leaseId: string; expiresAt: Date; reportIntervalSeconds: number; resumed: boolean }
   | { kind: 'conflict'; holder: AgentLease };
 
+/** accepted: stored, or (`repeat`) the lease's last report sent again, acknowledged and not stored
+ * twice; out_of_order: a seq below the lease's last one (`lastSeq`), nothing changed. */
 export type ReportResult =
-  { kind: 'accepted'; expiresAt: Date; reportIntervalSeconds: number; command: Command | null } | { kind: 'lease_expired' };
+  | { kind: 'accepted'; repeat: boolean; expiresAt: Date; reportIntervalSeconds: number; command: Command | null }
+  | { kind: 'out_of_order'; lastSeq: number }
+  | { kind: 'lease_expired' };
 
 export type AckResult =
   { kind: 'recorded'; commandKind: Command['kind'] } | { kind: 'already_done' } | { kind: 'lease_expired' } | { kind: 'unknown_command' };
@@ -50,7 +54,9 @@ export interface AgentStore {
   /** Whether a live key with this SHA-256 hash (hex) exists, of any database. */
   isLiveKeyHash(keyHash: string): Promise<boolean>;
   startAgent(databaseId: string, request: AgentStartRequest, newLeaseId: string, policy: LeasePolicy): Promise<StartResult>;
-  /** `body` is the report's JSON, gzip-compressed (report-body.ts). */
+  /** `body` is the report's JSON, gzip-compressed (report-body.ts). Per lease, sequence numbers
+   * increase: a repeat of the last one renews the lease and hands out the next command, but stores
+   * nothing; a lower one changes nothing. */
   recordReport(databaseId: string, report: ReportRequest, body: Buffer, policy: LeasePolicy): Promise<ReportResult>;
   recordAck(databaseId: string, commandId: string, ack: CommandAckRequest): Promise<AckResult>;
   stopAgent(databaseId: string, leaseId: string): Promise<StopResult>;

@@ -43,7 +43,20 @@ export interface CommandRecord {
   sentCount: number;
   ackedAt: Date | null;
   outcome: CommandOutcome | null;
+  /** A trial's deadline: not handed to the agent by then, it is cancelled, never delivered later. */
+  deliverBy: Date | null;
 }
+
+/** Why a trial past its deadline (deliverBy) was cancelled rather than handed to the agent. */
+export const TRIAL_EXPIRED_REASON =
+  "cancelled by the service: the agent did not receive this trial within its tuning session's window, and a trial is never delivered late";
+
+/** Why revoking an API key cancelled an apply command the agent had not acknowledged. */
+export const KEY_REVOKED_REASON =
+  'cancelled by the service: an API key of this database was revoked before the agent acknowledged it; a change issued before a revocation is never delivered after it';
+
+/** Done without an acknowledgement: the service cancelled it (its outcome's errors say why). */
+export const cancelledByService = (record: CommandRecord): boolean => record.status === 'done' && record.ackedAt === null;
 
 export interface StoredReport {
   id: number;

@@ -16,6 +16,7 @@ import {
   ErrorResponseSchema,
   MAX_BODY_BYTES,
   PROTOCOL_VERSION,
+  REPORT_CLOCK_TOLERANCE,
   ReportRequestSchema,
   ReportResponseSchema,
 } from '../../protocol/v1.ts';
@@ -164,10 +165,18 @@ const ROUTES: RouteDoc[] = [
     method: 'POST',
     path: `${API_PREFIX}/databases/{databaseId}/reports`,
     purpose:
-      "Stores one interval's report (metrics, settings, target metrics, events) and renews the lease. The answer carries the interval until the next report (the database's own, or the service default) and, when there is one, the oldest command not yet acknowledged: a command sent and not acknowledged is sent again, with the same id, in the next answer (the agent deduplicates by id).",
+      "Stores one interval's report (metrics, settings, target metrics, events) and renews the lease. The answer carries the interval until the next report (the database's own, or the service default) and, when there is one, the oldest command not yet acknowledged: a command sent and not acknowledged is sent again, with the same id, in the next answer (the agent deduplicates by id). " +
+      'Per lease (from its start; a resumed lease starts again too), `seq` increases: the last report sent again under its `seq` (its answer was lost) gets the same kind of answer and is not stored twice; a lower `seq` is refused. ' +
+      `\`sentAt\` (stamped when the report is sent) may be at most ${REPORT_CLOCK_TOLERANCE.aheadSeconds} s ahead of the service's clock and ${REPORT_CLOCK_TOLERANCE.behindSeconds} s (the agent's queue at its longest, 120 reports of 3600 s) behind it. ` +
+      "The dashboard's latest report is the one received last, whatever its `sentAt`. " +
+      "A trial (an apply a tuning session issues) is handed out only until its deadline (its session's window): one the agent has not received by then is cancelled, never delivered late. Revoking an API key cancels the apply commands not acknowledged yet; reverts are still delivered.",
     request: ReportRequestSchema,
     response: { status: 200, schema: ReportResponseSchema, note: '`command` is null when there is nothing to do (hold).' },
-    errors: ['400 `bad_request`', "409 `lease_expired`: the lease lapsed, was released, or is not this database's live lease: start again"],
+    errors: [
+      '400 `bad_request`: a field is wrong, or `sentAt` is beyond the clock tolerance (the message names `body.sentAt`)',
+      "409 `lease_expired`: the lease lapsed, was released, or is not this database's live lease: start again",
+      "409 `report_out_of_order`: `seq` is below the lease's last one (the message names both): start again",
+    ],
   },
   {
     title: 'Command acknowledgement',
@@ -220,10 +229,11 @@ validate what they receive with them, and the field tables below are generated f
 - **Method and paths**: every call is a \`POST\` under \`${API_PREFIX}\`, with the database id (a UUID, from
   the agent setup page) in the path.
 - **Authentication**: \`Authorization: Bearer <api_key>\`, a key of that database that has not been
-  revoked. A missing key, a wrong or revoked key, a key of another database and a database id
-  that does not exist all get the same 401 \`unauthorized\`, so the answer says nothing about
-  which ids exist. The service stores only SHA-256 hashes of keys and compares them in constant
-  time. Authentication happens before the body is read.
+  revoked. A missing, wrong or revoked key gets 401 \`unauthorized\`, whatever the database id; a
+  live key of another database gets 404 \`not_found\` (check the database id), whether or not the
+  path's database exists. Neither answer says which ids exist: it depends on the key only, and
+  only a holder of the key learns that it is live. The service stores only SHA-256 hashes of
+  keys and compares them in constant time. Authentication happens before the body is read.
 - **Bodies**: \`Content-Type: application/json\` (anything else: 415 \`unsupported_media_type\`),
   optionally \`Content-Encoding: gzip\` (other encodings: 415; a body that is not valid gzip: 400).
   At most ${MAX_BODY_BYTES} bytes (${MAX_BODY_BYTES / 1024 / 1024} MiB), counted after decompression: a larger body, or a
@@ -249,6 +259,7 @@ to be >=0\` (at most five problems, then a count).
 | \`not_found\` | 404 | no such route; a live API key of another database than the path's (check the database id); or no such command for this database |
 | \`agent_conflict\` | 409 | another agent holds the database's lease; the message names it |
 | \`lease_expired\` | 409 | the lease is not live (lapsed, released, or replaced): start again |
+| \`report_out_of_order\` | 409 | a report's \`seq\` is below its lease's last one: start again (a start begins a new sequence) |
 | \`conflict\` | 409 | (people's API) the name is taken, or a limit of the account is reached |
 | \`payload_too_large\` | 413 | body over the limit, before or after decompression |
 | \`unsupported_media_type\` | 415 | not JSON, or an encoding other than gzip |

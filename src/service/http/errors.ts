@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   conflict: 409,
   agent_conflict: 409,
   lease_expired: 409,
+  report_out_of_order: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
@@ -42,6 +43,7 @@ const KIND_CODE = {
   conflict: 'conflict',
   agent_conflict: 'agent_conflict',
   lease_expired: 'lease_expired',
+  report_out_of_order: 'report_out_of_order',
   rate_limited: 'rate_limited',
 } as const satisfies Record<ServiceErrorKind, WireErrorCode>;
 

@@ -232,6 +232,15 @@ ALTER TABLE sessions RENAME TO login_sessions;
 ALTER INDEX sessions_expires_at RENAME TO login_sessions_expires_at;
 `,
   },
+  {
+    version: 5,
+    name: 'commands expire: a trial not handed to the agent by its deadline is never delivered',
+    sql: `
+-- A trial's deadline (its session's window); NULL: none (reverts, people's commands). A pending
+-- command past it is cancelled instead of delivered (sql-agents.ts).
+ALTER TABLE commands ADD COLUMN deliver_by timestamptz;
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

@@ -1,10 +1,24 @@
 // The agents' storage: leases, reports, acknowledgements, and the commands handed over. The
-// agent's report is one statement (lease renewal, report, events, next command), as it is by far
-// the most frequent request.
+// agent's report is one statement (its place in the lease's sequence, lease renewal, report,
+// events, next command), as it is by far the most frequent request.
 import type { Command, TargetKind } from '../../protocol/v1.ts';
 import type { AckResult, AgentStore, LeasePolicy, ReportResult, StartResult, StopResult } from '../agents/store.ts';
+import { TRIAL_EXPIRED_REASON } from '../databases/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
-import { LEASE_COLUMNS, one, toLease, type LeaseColumns } from './sql-rows.ts';
+import { LEASE_COLUMNS, cancelledOutcome, one, toLease, type LeaseColumns } from './sql-rows.ts';
+
+const EXPIRED_OUTCOME = cancelledOutcome(TRIAL_EXPIRED_REASON);
+/** Cancels the database's commands ($1) still pending past their deadline, with outcome $15. A
+ * statement does not see its own CTEs' writes: DELIVERABLE leaves them out of the same statement. */
+const EXPIRED_TRIALS = `expired AS (
+           UPDATE commands SET status = 'done', outcome = $15::jsonb
+            WHERE database_id = $1::uuid AND status = 'pending' AND deliver_by <= now()
+           RETURNING id
+         )`;
+/** A command that may go out now (`c`): not done, and not past its deadline. A trial sent in time
+ * whose answer was lost is not sent again after it either: the session waits for its
+ * acknowledgement until its ack timeout, as for any command sent. */
+const DELIVERABLE = `c.status <> 'done' AND (c.deliver_by IS NULL OR c.deliver_by > now())`;
 
 function leaseSeconds(policy: LeasePolicy, intervalSeconds: number): number {
   return Math.max(policy.intervalsPerLease * intervalSeconds, policy.minLeaseSeconds);
@@ -86,40 +100,61 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
 
     async recordReport(databaseId, report, body, policy): Promise<ReportResult> {
       const derived = report.metrics?.derived;
-      const row = await one<{ expires_at: Date; interval_seconds: number; command: Command | null }>(
+      const row = await one<{
+        verdict: 'new' | 'repeat' | 'out_of_order';
+        last_seq: number | null;
+        expires_at: Date | null;
+        interval_seconds: number;
+        command: Command | null;
+      }>(
         db,
         `WITH relaxed AS (
            -- Reports do not wait for their WAL to reach the disk: a crash of the database may
            -- lose the last fraction of a second of reports and lease renewals, which the agents
            -- send again (a lapsed lease is started again, a command re-sent under its id).
            SELECT set_config('synchronous_commit', 'off', true) AS done
+         ), prior AS (
+           -- Locked, so that the same report sent twice at once is stored once: the second
+           -- waits, then reads the first one's seq.
+           SELECT l.last_seq, coalesce(d.report_interval_seconds, $13::int) AS interval_seconds
+             FROM agent_leases l JOIN databases d ON d.id = l.database_id
+            WHERE l.database_id = $1::uuid AND l.lease_id = $2 AND l.released_at IS NULL AND l.expires_at > now()
+              FOR UPDATE OF l
+         ), verdict AS (
+           SELECT CASE WHEN p.last_seq IS NULL OR $3::bigint > p.last_seq THEN 'new'
+                       WHEN $3::bigint = p.last_seq THEN 'repeat'
+                       ELSE 'out_of_order' END AS verdict,
+                  p.last_seq, p.interval_seconds
+             FROM prior p
          ), lease AS (
            UPDATE agent_leases l
-              SET expires_at = now() + make_interval(secs => greatest($12::int * coalesce(d.report_interval_seconds, $13::int), $14::int)::float8),
+              SET expires_at = now() + make_interval(secs => greatest($12::int * v.interval_seconds, $14::int)::float8),
                   last_report_at = now(), last_seq = $3::bigint
-             FROM databases d
-            WHERE l.database_id = $1::uuid AND d.id = l.database_id AND l.lease_id = $2
-              AND l.released_at IS NULL AND l.expires_at > now()
-           RETURNING l.expires_at, coalesce(d.report_interval_seconds, $13::int) AS interval_seconds
+             FROM verdict v
+            WHERE l.database_id = $1::uuid AND v.verdict <> 'out_of_order'
+           RETURNING l.expires_at
          ), report AS (
            INSERT INTO reports (database_id, lease_id, seq, sent_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections, has_metrics, body)
-           SELECT $1::uuid, $2, $3::bigint, $4::timestamptz, $5::float8, $6::float8, $7::float8, $8::float8, $9::boolean, $10::bytea FROM lease
+           SELECT $1::uuid, $2, $3::bigint, $4::timestamptz, $5::float8, $6::float8, $7::float8, $8::float8, $9::boolean, $10::bytea
+             FROM lease, verdict v WHERE v.verdict = 'new'
            RETURNING id
          ), events AS (
            INSERT INTO agent_events (database_id, at, level, code, message, command_id)
            SELECT $1::uuid, (e ->> 'at')::timestamptz, e ->> 'level', e ->> 'code', e ->> 'message', e ->> 'commandId'
-             FROM lease, json_array_elements($11::json) AS e
+             FROM lease, verdict v, json_array_elements($11::json) AS e WHERE v.verdict = 'new'
            RETURNING id
-         ), next_command AS (
+         ), ${EXPIRED_TRIALS}, next_command AS (
            SELECT c.id FROM commands c, lease
-            WHERE c.database_id = $1::uuid AND c.status <> 'done'
+            WHERE c.database_id = $1::uuid AND ${DELIVERABLE}
             ORDER BY c.seq LIMIT 1
          ), sent AS (
+           -- Checked again on the row: a revocation that cancelled it meanwhile wins.
            UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
-             FROM next_command n WHERE c.id = n.id
+             FROM next_command n WHERE c.id = n.id AND ${DELIVERABLE}
            RETURNING c.body
          )
-         SELECT lease.expires_at, lease.interval_seconds, (SELECT body FROM sent) AS command FROM relaxed, lease`,
+         SELECT v.verdict, v.last_seq::float8 AS last_seq, v.interval_seconds, lease.expires_at, (SELECT body FROM sent) AS command
+           FROM relaxed, verdict v LEFT JOIN lease ON true`,
         [
           databaseId,
           report.leaseId,
@@ -135,11 +170,19 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
           policy.intervalsPerLease,
           policy.defaultIntervalSeconds,
           policy.minLeaseSeconds,
+          EXPIRED_OUTCOME,
         ],
         { name: 'record_report' },
       );
       if (!row) return { kind: 'lease_expired' };
-      return { kind: 'accepted', expiresAt: row.expires_at, reportIntervalSeconds: row.interval_seconds, command: row.command };
+      if (row.verdict === 'out_of_order' || !row.expires_at) return { kind: 'out_of_order', lastSeq: row.last_seq ?? 0 };
+      return {
+        kind: 'accepted',
+        repeat: row.verdict === 'repeat',
+        expiresAt: row.expires_at,
+        reportIntervalSeconds: row.interval_seconds,
+        command: row.command,
+      };
     },
 
     recordAck: (databaseId, commandId, ack) =>
@@ -178,13 +221,13 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
     async sendNextCommand(databaseId) {
       const row = await one<{ body: Command }>(
         db,
-        `WITH next_command AS (
-           SELECT id FROM commands WHERE database_id = $1::uuid AND status <> 'done' ORDER BY seq LIMIT 1
+        `WITH ${EXPIRED_TRIALS.replaceAll('$15', '$2')}, next_command AS (
+           SELECT c.id FROM commands c WHERE c.database_id = $1::uuid AND ${DELIVERABLE} ORDER BY c.seq LIMIT 1
          )
          UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
-           FROM next_command n WHERE c.id = n.id
+           FROM next_command n WHERE c.id = n.id AND ${DELIVERABLE}
          RETURNING c.body`,
-        [databaseId],
+        [databaseId, EXPIRED_OUTCOME],
       );
       return row?.body ?? null;
     },

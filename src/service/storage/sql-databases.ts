@@ -1,12 +1,20 @@
 // Databases, their API keys, and what people read of each: commands, reports, events. Every
 // query names the account, so one account never reads another's rows.
-import type { ApiKeyInfo, DatabaseStore, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
+import {
+  KEY_REVOKED_REASON,
+  type ApiKeyInfo,
+  type DatabaseStore,
+  type ReportPoint,
+  type StoredEvent,
+  type StoredReport,
+} from '../databases/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
 import {
   COMMAND_COLUMNS,
   DATABASE_COLUMNS,
   LEASE_COLUMNS,
+  cancelledOutcome,
   one,
   toCommand,
   toDatabase,
@@ -109,12 +117,21 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
     },
 
     async revokeApiKey(accountId, databaseId, keyId) {
-      const rows = await db.query(
-        `UPDATE api_keys k SET revoked_at = coalesce(k.revoked_at, now())
-           FROM databases d
-          WHERE k.id = $1::uuid AND k.database_id = $2::uuid AND d.id = k.database_id AND d.account_id = $3::uuid
-          RETURNING k.id`,
-        [keyId, databaseId, accountId],
+      // In the same statement, so that no report in between hands one out: the database's apply
+      // commands not acknowledged yet are cancelled (reverts stay, a late one is safe).
+      const rows = await db.query<{ revoked_now: boolean }>(
+        `WITH key AS (
+           SELECT k.id, k.revoked_at IS NULL AS live FROM api_keys k JOIN databases d ON d.id = k.database_id
+            WHERE k.id = $1::uuid AND k.database_id = $2::uuid AND d.account_id = $3::uuid
+         ), revoked AS (
+           UPDATE api_keys k SET revoked_at = now() FROM key WHERE k.id = key.id AND key.live RETURNING k.id
+         ), cancelled AS (
+           UPDATE commands c SET status = 'done', outcome = $4::jsonb
+            WHERE c.database_id = $2::uuid AND c.status <> 'done' AND c.body ->> 'kind' = 'apply' AND EXISTS (SELECT 1 FROM revoked)
+           RETURNING c.id
+         )
+         SELECT key.live AS revoked_now FROM key`,
+        [keyId, databaseId, accountId, cancelledOutcome(KEY_REVOKED_REASON)],
       );
       return rows.length > 0;
     },

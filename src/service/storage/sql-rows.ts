@@ -67,10 +67,16 @@ export interface CommandRow {
   sent_count: number;
   acked_at: Date | null;
   outcome: CommandOutcome | null;
+  deliver_by: Date | null;
 }
 
 export const COMMAND_COLUMNS = `c.id, c.database_id, c.body, c.status, u.username AS created_by, c.created_at, c.sent_at,
-  c.sent_count, c.acked_at, c.outcome`;
+  c.sent_count, c.acked_at, c.outcome, c.deliver_by`;
+
+/** The outcome the service writes on a command it cancels (never acknowledged: acked_at stays NULL). */
+export function cancelledOutcome(reason: string): string {
+  return JSON.stringify({ status: 'failed', effective: {}, errors: [reason], restarted: false, restored: false } satisfies CommandOutcome);
+}
 
 export function toUser(row: UserRow): User {
   return { id: row.id, accountId: row.account_id, username: row.username, isAdmin: row.is_admin, createdAt: row.created_at };
@@ -121,6 +127,7 @@ export function toCommand(row: CommandRow): CommandRecord {
     sentCount: row.sent_count,
     ackedAt: row.acked_at,
     outcome: row.outcome,
+    deliverBy: row.deliver_by,
   };
 }
 

@@ -5,7 +5,7 @@
 import type { Command } from '../../protocol/v1.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
-import { findCommand, isUniqueViolation, one } from './sql-rows.ts';
+import { cancelledOutcome, findCommand, isUniqueViolation, one } from './sql-rows.ts';
 import {
   ACTIVE_SESSION_STATES,
   type GuardrailBreach,
@@ -202,10 +202,17 @@ function isLockTimeout(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '55P03';
 }
 
-async function insertCommand(q: Queryable, databaseId: string, command: Command, createdById: string | null): Promise<void> {
+async function insertCommand(
+  q: Queryable,
+  databaseId: string,
+  command: Command,
+  createdById: string | null,
+  deliverWithinSeconds: number | null = null,
+): Promise<void> {
   await q.query(
-    `INSERT INTO commands (id, database_id, body, status, created_by) VALUES ($1::uuid, $2::uuid, $3::jsonb, 'pending', $4::uuid)`,
-    [command.id, databaseId, JSON.stringify(command), createdById],
+    `INSERT INTO commands (id, database_id, body, status, created_by, deliver_by)
+     VALUES ($1::uuid, $2::uuid, $3::jsonb, 'pending', $4::uuid, now() + make_interval(secs => $5::float8))`,
+    [command.id, databaseId, JSON.stringify(command), createdById, deliverWithinSeconds],
   );
 }
 
@@ -230,7 +237,7 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
       return reload();
     },
     async addIteration(iteration, command, createdById) {
-      if (command) await insertCommand(q, databaseId, command, createdById);
+      if (command) await insertCommand(q, databaseId, command, createdById, iteration.deliverWithinSeconds ?? null);
       const m = iteration.measuring;
       const row = await one<IterationRow>(
         q,
@@ -268,10 +275,9 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
     issueCommand: (command, createdById) => insertCommand(q, databaseId, command, createdById),
     command: (commandId) => findCommand(q, databaseId, commandId),
     async cancelCommand(commandId, reason) {
-      const outcome = { status: 'failed', effective: {}, errors: [reason], restarted: false, restored: false };
       const rows = await q.query(
         `UPDATE commands SET status = 'done', outcome = $3::jsonb WHERE id = $1::uuid AND database_id = $2::uuid AND status <> 'done' RETURNING id`,
-        [commandId, databaseId, JSON.stringify(outcome)],
+        [commandId, databaseId, cancelledOutcome(reason)],
       );
       return rows.length > 0;
     },

@@ -40,6 +40,7 @@ import type {
   TuningSessionRecord,
   TuningSessionTx,
 } from './store.ts';
+import { TRIAL_EXPIRED_REASON, cancelledByService } from '../databases/store.ts';
 import { constraintBreach, throughput } from './constraints.ts';
 import { historyOf, isTrial, judgeSession, searchBest, searchRecommendation } from './history.ts';
 import { sessionReportInterval } from './params.ts';
@@ -104,6 +105,11 @@ async function updateSession(s: Step, patch: TuningSessionPatch): Promise<void> 
 
 const graceMs = (session: TuningSessionRecord) =>
   Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(session.windowSeconds)) * 1000;
+/** A trial the agent has not received within the session's window (and at least three of the
+ * session's report intervals) is cancelled, never delivered late: the moment it was chosen for,
+ * between the baseline windows it is judged against, is gone. */
+export const trialDeliverySeconds = (session: TuningSessionRecord) =>
+  Math.max(session.windowSeconds, 3 * sessionReportInterval(session.windowSeconds));
 const fmt = (x: number) => x.toFixed(3);
 const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] =>
   reports.map((r) => ({ leaseId: r.leaseId, seq: r.seq, metrics: r.metrics }));
@@ -238,6 +244,7 @@ async function issueTrial(s: Step, iterations: readonly TuningIterationRecord[],
       reason: suggestion.reason,
       predicted: suggestion.predicted ?? null,
       commandId: command.id,
+      deliverWithinSeconds: trialDeliverySeconds(s.session),
     },
     command,
     s.session.createdById,
@@ -295,7 +302,9 @@ async function issueWindow(
     role === 'baseline'
       ? { id: randomUUID(), kind: 'revert', to: 'known-good' }
       : { id: randomUUID(), kind: 'apply', values: { ...config }, allowRestart: s.session.mode === 'restart', keep: false };
-  await s.tx.addIteration({ ...base, commandId: command.id }, command, s.session.createdById);
+  // A revert may arrive late: it only returns the database to what the agent found.
+  const deadline = command.kind === 'apply' ? { deliverWithinSeconds: trialDeliverySeconds(s.session) } : {};
+  await s.tx.addIteration({ ...base, commandId: command.id, ...deadline }, command, s.session.createdById);
   s.commandIssued = true;
   return false;
 }
@@ -308,11 +317,24 @@ async function failIteration(s: Step, it: TuningIterationRecord, failure: string
   return true;
 }
 
+/** Not the configuration's fault: left out of the history, and something else is measured. */
+async function cancelIteration(s: Step, it: TuningIterationRecord, failure: string): Promise<true> {
+  await s.tx.updateIteration(it.ordinal, { state: 'cancelled', failure, finished: true });
+  return true;
+}
+
 /** Waiting for the agent's acknowledgement of the window's command. */
 async function applyingStep(s: Step, it: TuningIterationRecord): Promise<boolean> {
   const command = await s.tx.command(it.commandId);
   if (!command) return failIteration(s, it, 'its command is gone from the storage');
   const sentAt = it.sentAt ?? (command.sentCount > 0 ? command.sentAt : null);
+  // Cancelled by the service (past its deadline, or an API key revoked) before the agent acknowledged it.
+  if (cancelledByService(command)) return cancelIteration(s, it, command.outcome?.errors.join('; ') || 'cancelled by the service');
+  // Past its deadline and never handed over (the agent is quiet): no report will deliver it now.
+  if (command.status === 'pending' && command.deliverBy !== null && s.now >= command.deliverBy) {
+    await s.tx.cancelCommand(it.commandId, TRIAL_EXPIRED_REASON);
+    return cancelIteration(s, it, TRIAL_EXPIRED_REASON);
+  }
   if (command.status === 'done') {
     const outcome = command.outcome;
     if (outcome?.status !== 'applied') {
@@ -473,7 +495,7 @@ async function iterationStep(s: Step): Promise<boolean> {
     await endTuningSession(
       s,
       'failed',
-      `${cancelled} trials were not in effect for their whole window (the agent kept returning to known-good): stopped`,
+      `${cancelled} trials were cancelled (not received by the agent in time, or not in effect for their whole window: the agent kept returning to known-good): stopped`,
       'known-good',
     );
     return false;

@@ -169,6 +169,8 @@ export type NewTuningIteration = Pick<
 > & {
   /** A window of a configuration that is applied already (its command's): measured from the start. */
   measuring?: Pick<TuningIterationRecord, 'sentAt' | 'ackedAt' | 'effective' | 'window'>;
+  /** A trial's command: the agent must receive it within this many seconds, else it is cancelled. */
+  deliverWithinSeconds?: number;
 };
 
 /** A report as a session measures it: the agent's clock (sentAt) beside the service's (receivedAt),
