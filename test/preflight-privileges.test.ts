@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { tuningBlockedReason } from '../src/agent/preflight.ts';
 import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, startAgent } from './helpers/agent-process.ts';
@@ -178,4 +179,24 @@ test('a run without pg_monitor reports, tells the service why it will not tune, 
     agent.child.kill('SIGTERM');
     assert.equal(await agent.exited, 0, agent.output());
   }
+});
+
+test('what blocks tuning: a FAIL line; not a warning, nor a group that could not be checked (the database restarting)', () => {
+  const pass = { name: 'connect to PostgreSQL', ok: true, detail: 'PostgreSQL 15' };
+  const warn = { name: 'journal', ok: false, severity: 'warning' as const, detail: 'unfinished' };
+  const unchecked = { name: 'the database prerequisites', ok: false, detail: 'could not be checked: ECONNREFUSED', unchecked: true };
+  assert.equal(tuningBlockedReason([pass, warn, unchecked]), null);
+  const monitor = {
+    name: 'agent_user is a member of pg_monitor',
+    ok: false,
+    detail: 'not granted',
+    fix: 'GRANT pg_monitor TO agent_user;',
+  };
+  const rights = { name: 'apply rights: pg_reload_conf()', ok: false, detail: 'not granted' };
+  assert.equal(
+    tuningBlockedReason([pass, monitor, warn, rights]),
+    'the preflight failed: agent_user is a member of pg_monitor: not granted; fix: GRANT pg_monitor TO agent_user; (and 1 more FAIL line(s): see tuner-agent --check); then restart the agent',
+  );
+  const long = tuningBlockedReason([{ ...monitor, detail: 'x'.repeat(600) }])!;
+  assert.equal(long.length, 500, "cut to the protocol's length");
 });

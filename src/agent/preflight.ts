@@ -199,7 +199,7 @@ export async function runPreflight(db: Db, target: Target, journal: Journal): Pr
     try {
       return await run();
     } catch (err) {
-      return [{ name, ok: false, detail: `could not be checked: ${errorMessage(err)}`, fix }];
+      return [{ name, ok: false, detail: `could not be checked: ${errorMessage(err)}`, fix, unchecked: true }];
     }
   };
   return [
@@ -355,11 +355,12 @@ export function preflightProblems(checks: readonly PreflightCheck[]): NonNullabl
     }));
 }
 
-/** Why the agent must not tune while these lines stand (its FAIL lines, not its warnings), in
+/** Why the agent must not tune while these lines stand (its FAIL lines: not its warnings, nor a
+ * group that could not be checked, as when the database was restarting at start), in
  * the protocol's length; null when the preflight passed. The service shows it, and refuses a
  * tuning session with it, until an agent started after the fix passes its preflight. */
 export function tuningBlockedReason(checks: readonly PreflightCheck[]): string | null {
-  const failed = checks.filter((c) => !c.ok && c.severity !== 'warning');
+  const failed = checks.filter((c) => !c.ok && c.severity !== 'warning' && !c.unchecked);
   if (failed.length === 0) return null;
   const [first] = failed;
   const more = failed.length > 1 ? ` (and ${failed.length - 1} more FAIL line(s): see tuner-agent --check)` : '';
