@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { tuningBlockedReason } from '../src/agent/preflight.ts';
+import { connectDb } from '../src/agent/db.ts';
+import { databaseChecks, tuningBlockedReason } from '../src/agent/preflight.ts';
 import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, startAgent } from './helpers/agent-process.ts';
@@ -105,6 +106,23 @@ test('--check without pg_monitor and without the extension: both FAIL, preloadin
       /WARN {2}pg_stat_statements is preloaded: shared_preload_libraries cannot be read by agent_user \(it needs pg_read_all_settings, a part of pg_monitor\), so whether it is preloaded cannot be told\n {8}fix: as the master user: GRANT pg_monitor TO agent_user;/,
     );
     assert.match(run.stdout, /preflight: 2 of \d+ checks failed/);
+
+    // The fix in the spec's words for each cloud: who may create the extension, and what comes first.
+    const db = await connectDb(cluster.agentUrl);
+    try {
+      const fixOf = async (kind: 'managed-a' | 'managed-b-flex') =>
+        (await databaseChecks(db, kind)).find((c) => c.name.startsWith('pg_stat_statements exists'))?.fix;
+      assert.equal(
+        await fixOf('managed-a'),
+        'as the master user (it has rds_superuser, which creating the extension needs), connected to database "postgres": CREATE EXTENSION IF NOT EXISTS pg_stat_statements;',
+      );
+      assert.equal(
+        await fixOf('managed-b-flex'),
+        'add pg_stat_statements to the server parameter azure.extensions (the extension allow-list), then as the admin user, connected to database "postgres": CREATE EXTENSION IF NOT EXISTS pg_stat_statements;',
+      );
+    } finally {
+      await db.close();
+    }
   } finally {
     await cluster.sql('CREATE EXTENSION pg_stat_statements');
   }
