@@ -176,6 +176,11 @@ test('a run without pg_monitor reports, tells the service why it will not tune, 
     // The dashboard shows it.
     const page = await person.get<string>(`/databases/${databaseId}`);
     assert.match(page.body, /<span class="badge bad">blocked<\/span> the preflight failed: agent_user is a member of pg_monitor/);
+    assert.match(
+      page.body,
+      /<div class="notice warn" id="tuning-blocked" role="status"><strong>No tuning session can start<\/strong>: the agent cannot apply changes to this database: the preflight failed: agent_user is a member of pg_monitor/,
+    );
+    assert.doesNotMatch(page.body, /id="session-start"/, 'no start form');
 
     // A command sent anyway is refused by the agent itself, and nothing changes.
     const issued = await person.post<{ command: { id: string } }>(`/api/manage/databases/${databaseId}/commands`, {
