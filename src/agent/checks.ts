@@ -9,4 +9,7 @@ export interface PreflightCheck {
   fix?: string;
   /** A warning does not fail the preflight. */
   severity?: 'error' | 'warning';
+  /** The check could not run at all (the database went away mid-way, an unexpected error): a
+   * FAIL for --check, but a run does not block tuning on it, since nothing was found missing. */
+  unchecked?: boolean;
 }

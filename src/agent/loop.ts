@@ -17,7 +17,7 @@ import {
   type ReportRequest,
   type SystemInfo,
 } from '../protocol/v1.ts';
-import { preflightProblems, runPreflight } from './preflight.ts';
+import { preflightProblems, runPreflight, tuningBlockedReason } from './preflight.ts';
 import { applyChange, recoverOnStart, recoveryReason, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
@@ -117,6 +117,8 @@ class AgentLoop {
   #baselineMix: BaselineMix | undefined;
   /** What the preflight found wrong at start, for the service's dashboard (with the lease). */
   #preflight: SystemInfo['preflight'] = [];
+  /** Why no change may be applied: a prerequisite FAILed at start. Reports keep flowing. */
+  #blocked: string | null = null;
   #knownGood: KnownGoodFigures | null = null;
   #trial: Trial | null = null;
   /** A trial was applied at some point in the current interval: its figures are not known-good. */
@@ -166,16 +168,21 @@ class AgentLoop {
   }
 
   /** The same checks as --check, at start: each problem logged, and told to the service with
-   * the lease so that the dashboard shows it. A preflight that cannot run stops nothing. */
+   * the lease so that the dashboard shows it. A FAIL line blocks tuning (the service is told
+   * why, and apply commands are refused) while the agent goes on monitoring what it can. */
   async #checkPrerequisites(): Promise<SystemInfo['preflight']> {
     const { db, target, journal, log } = this.#ctx;
     try {
-      const problems = preflightProblems(await runPreflight(db, target, journal));
+      const checks = await runPreflight(db, target, journal);
+      const problems = preflightProblems(checks);
       for (const p of problems) log.warn(`preflight: ${p.status.toUpperCase()} ${p.name}: ${p.detail}${p.fix ? `; fix: ${p.fix}` : ''}`);
+      this.#blocked = tuningBlockedReason(checks);
       return problems;
     } catch (err) {
-      log.warn(`preflight: could not run at start: ${errorMessage(err)}`);
+      this.#blocked = `the preflight could not run: ${errorMessage(err)}`.slice(0, 500);
       return [];
+    } finally {
+      if (this.#blocked) log.warn(`no change will be applied (reports go on): ${this.#blocked}`);
     }
   }
 
@@ -217,7 +224,7 @@ class AgentLoop {
   /** Takes the lease, retrying while the service is away; throws only what retrying cannot fix. */
   async #takeLease(): Promise<Lease | null> {
     const { service, signal, databaseId } = this.#options;
-    const { log, db, target, config } = this.#ctx;
+    const { log, target, config } = this.#ctx;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
         const resumeLeaseId = this.#readLeaseFile();
@@ -230,7 +237,7 @@ class AgentLoop {
           mode: tuningMode(config),
           includeQueries: config.postgresql.includeQueries,
           host: { hostname: hostname(), pid: process.pid },
-          system: { ...(await describeSystem(db, target)), preflight: this.#preflight },
+          system: await this.#system(),
           ...(resumeLeaseId && { resumeLeaseId }),
         });
         writeFileSync(this.#leaseFile, `${JSON.stringify({ databaseId, leaseId: response.leaseId })}\n`, { mode: 0o600 });
@@ -244,6 +251,14 @@ class AgentLoop {
       }
     }
     return null;
+  }
+
+  /** What the lease carries about the server; a blocked preflight is a reason changes cannot be applied. */
+  async #system(): Promise<SystemInfo> {
+    const system = await describeSystem(this.#ctx.db, this.#ctx.target);
+    const reasons = [system.applyBlockedReason, this.#blocked].filter((r): r is string => r !== null).join('; ');
+    const applyBlockedReason = reasons === '' ? null : reasons.length > 500 ? `${reasons.slice(0, 499)}…` : reasons;
+    return { ...system, applyBlockedReason, preflight: this.#preflight };
   }
 
   /** One interval's report; collection failures become events, never a crash. */
@@ -350,6 +365,13 @@ class AgentLoop {
 
   async #execute(command: Command): Promise<Acknowledgement> {
     const ctx = this.#ctx;
+    if (command.kind === 'apply' && this.#blocked) {
+      // A revert is still carried out: it only returns the database to what it was.
+      const error = `tuning is blocked until the preflight passes, nothing was changed: ${this.#blocked}`;
+      ctx.log.warn(`command ${command.id} (apply): refused: ${error}`);
+      this.#options.metrics?.applied('refused');
+      return { status: 'refused', effective: {}, errors: [error], restarted: false, restored: false };
+    }
     let ack: Acknowledgement;
     try {
       const outcome =

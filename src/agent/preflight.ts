@@ -16,30 +16,77 @@ import type { Db } from './db.ts';
 import type { Journal } from './journal.ts';
 import type { PreflightCheck, Target } from './targets/target.ts';
 
-export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
+/** The parts of pg_monitor, each a right the agent uses: settings such as shared_preload_libraries,
+ * the statistics of every session and statement, and the functions that scan tables. */
+const MONITOR_PARTS = ['pg_read_all_settings', 'pg_read_all_stats', 'pg_stat_scan_tables'] as const;
+
+/** SQLSTATE 42501: the query needs a right the role does not have. */
+function isPrivilegeError(err: unknown): boolean {
+  return (err as { code?: unknown }).code === '42501';
+}
+
+/** The spec's words for creating the extension, per target: who may, and what comes first. */
+function createExtensionFix(kind: TargetKind | undefined, database: string): string {
+  const create = `connected to database "${database}": CREATE EXTENSION IF NOT EXISTS pg_stat_statements;`;
+  switch (kind) {
+    case 'managed-a':
+    case 'managed-a-cluster':
+      return `as the master user (it has rds_superuser, which creating the extension needs), ${create}`;
+    case 'managed-b-flex':
+      return `add pg_stat_statements to the server parameter azure.extensions (the extension allow-list), then as the admin user, ${create}`;
+    default:
+      return `as the master user, ${create}`;
+  }
+}
+
+/**
+ * The database's prerequisites common to every target, one line each. A query the role lacks the
+ * right for becomes its line (what could not be read, and why), never an exception: one failed
+ * line never stops the others.
+ */
+export async function databaseChecks(db: Db, kind?: TargetKind): Promise<PreflightCheck[]> {
   const checks: PreflightCheck[] = [];
-  const [who] = await db.query<{ user: string; database: string; monitor: boolean; superuser: boolean; version: string }>(
+  // Needs no right beyond logging in: pg_roles and pg_has_role are open to every role.
+  const [who] = await db.query<{ user: string; database: string; superuser: boolean; version: string }>(
     `SELECT current_user AS user, current_database() AS database,
-            pg_has_role(current_user, 'pg_monitor', 'MEMBER') AS monitor,
             (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
             current_setting('server_version') AS version`,
   );
   if (!who) throw new Error('the database returned no row for the session check');
   checks.push({ name: 'connect to PostgreSQL', ok: true, detail: `PostgreSQL ${who.version}, database "${who.database}" as ${who.user}` });
   // What the server itself says about this session's encryption, beside what was verified.
-  const [ssl] = await db.query<{ ssl: boolean; version: string | null }>(
-    'SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
-  );
+  const ssl = await db
+    .query<{ ssl: boolean; version: string | null }>('SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()')
+    .then(
+      ([row]) => row,
+      () => undefined,
+    );
   checks.push({
     name: 'connection encryption',
     ok: true,
     detail: describeSecurity({ ...db.security, encrypted: ssl?.ssl ?? db.security.encrypted }, ssl?.version),
   });
+
+  // "Privileges of" (USAGE): a membership without INHERIT grants nothing to the session.
+  const roles = await db.query<{ role: string; has: boolean }>(
+    `SELECT r AS role, pg_has_role(current_user, r, 'USAGE') AS has FROM unnest($1::text[]) AS r`,
+    [['pg_monitor', ...MONITOR_PARTS]],
+  );
+  const has = (role: string) => who.superuser || roles.some((r) => r.role === role && r.has);
+  const grantMonitor = `as the master user: GRANT pg_monitor TO ${who.user};`;
+  const missingParts = MONITOR_PARTS.filter((p) => !has(p));
+  const monitor = has('pg_monitor') || missingParts.length === 0;
   checks.push({
     name: `${who.user} is a member of pg_monitor`,
-    ok: who.monitor || who.superuser,
-    detail: who.monitor ? 'granted' : who.superuser ? 'superuser' : 'not granted',
-    ...(!who.monitor && !who.superuser && { fix: `as the master user: GRANT pg_monitor TO ${who.user};` }),
+    ok: monitor,
+    detail: who.superuser
+      ? 'superuser'
+      : has('pg_monitor')
+        ? 'granted'
+        : monitor
+          ? `its parts are granted (${MONITOR_PARTS.join(', ')})`
+          : `not granted; missing ${missingParts.join(', ')}`,
+    ...(!monitor && { fix: grantMonitor }),
   });
 
   const [ext] = await db.query<{ version: string }>(`SELECT extversion AS version FROM pg_extension WHERE extname = 'pg_stat_statements'`);
@@ -47,46 +94,83 @@ export async function databaseChecks(db: Db): Promise<PreflightCheck[]> {
     name: `pg_stat_statements exists in database "${who.database}"`,
     ok: ext !== undefined,
     detail: ext ? `version ${ext.version}` : 'not created',
-    ...(!ext && { fix: `as the master user, connected to database "${who.database}": CREATE EXTENSION IF NOT EXISTS pg_stat_statements;` }),
+    ...(!ext && { fix: createExtensionFix(kind, who.database) }),
   });
 
-  const [preload] = await db.query<{ libs: string; track: string | null }>(
-    `SELECT current_setting('shared_preload_libraries') AS libs, current_setting('pg_stat_statements.track', true) AS track`,
-  );
-  const preloaded = (preload?.libs ?? '')
-    .split(',')
-    .map((s) => s.trim().replace(/^"|"$/g, ''))
-    .includes('pg_stat_statements');
-  checks.push({
-    name: 'pg_stat_statements is preloaded',
-    ok: preloaded,
-    detail: preloaded ? 'in shared_preload_libraries' : `shared_preload_libraries = '${preload?.libs ?? ''}'`,
-    ...(!preloaded && {
-      fix: 'add pg_stat_statements to shared_preload_libraries (on a managed server: its server parameter) and restart the server',
-    }),
-  });
-  if (preloaded) {
-    const track = (preload?.track ?? '').toLowerCase();
-    const tracking = track === 'top' || track === 'all';
+  // The view answers only when the library is loaded; its error says so, whatever the role's rights.
+  const probe = ext
+    ? await db.query('SELECT 1 FROM pg_stat_statements LIMIT 1').then(
+        () => null,
+        (err: unknown) => err as Error & { code?: string },
+      )
+    : undefined;
+  const notLoaded = (err: unknown) => /shared_preload_libraries/.test(errorMessage(err));
+  const preloadName = 'pg_stat_statements is preloaded';
+  const preloadFix =
+    'add pg_stat_statements to shared_preload_libraries (on a managed server: its server parameter) and restart the server';
+  let preloaded = false;
+  try {
+    const [row] = await db.query<{ libs: string }>(`SELECT current_setting('shared_preload_libraries') AS libs`);
+    preloaded = (row?.libs ?? '')
+      .split(',')
+      .map((s) => s.trim().replace(/^"|"$/g, ''))
+      .includes('pg_stat_statements');
     checks.push({
-      name: 'pg_stat_statements.track is top or all',
-      ok: tracking,
-      detail: `pg_stat_statements.track = ${track || '(unset)'}`,
-      ...(!tracking && { fix: 'set the server parameter pg_stat_statements.track to top (or all) and reload' }),
+      name: preloadName,
+      ok: preloaded,
+      detail: preloaded ? 'in shared_preload_libraries' : `shared_preload_libraries = '${row?.libs ?? ''}'`,
+      ...(!preloaded && { fix: preloadFix }),
     });
-  }
-  if (ext && preloaded) {
-    try {
-      await db.query('SELECT 1 FROM pg_stat_statements LIMIT 1');
-      checks.push({ name: 'pg_stat_statements is readable', ok: true, detail: 'readable' });
-    } catch (err) {
+  } catch (err) {
+    if (!isPrivilegeError(err)) throw err;
+    // shared_preload_libraries is readable only with pg_read_all_settings (a part of pg_monitor);
+    // the extension's own view still tells whether the library is loaded.
+    const unreadable = `shared_preload_libraries cannot be read by ${who.user} (it needs pg_read_all_settings, a part of pg_monitor)`;
+    if (probe === null) {
+      preloaded = true;
+      checks.push({ name: preloadName, ok: true, detail: `${unreadable}, but the pg_stat_statements view answers, so it is loaded` });
+    } else if (probe && notLoaded(probe)) {
+      checks.push({ name: preloadName, ok: false, detail: `${unreadable}, and the view says: ${probe.message}`, fix: preloadFix });
+    } else {
       checks.push({
-        name: 'pg_stat_statements is readable',
+        name: preloadName,
         ok: false,
-        detail: (err as Error).message,
-        fix: `GRANT pg_monitor TO ${who.user};`,
+        severity: 'warning',
+        detail: `${unreadable}, so whether it is preloaded cannot be told`,
+        fix: grantMonitor,
       });
     }
+  }
+
+  if (preloaded) {
+    try {
+      const [row] = await db.query<{ track: string | null }>(`SELECT current_setting('pg_stat_statements.track', true) AS track`);
+      const track = (row?.track ?? '').toLowerCase();
+      const tracking = track === 'top' || track === 'all';
+      checks.push({
+        name: 'pg_stat_statements.track is top or all',
+        ok: tracking,
+        detail: `pg_stat_statements.track = ${track || '(unset)'}`,
+        ...(!tracking && { fix: 'set the server parameter pg_stat_statements.track to top (or all) and reload' }),
+      });
+    } catch (err) {
+      if (!isPrivilegeError(err)) throw err;
+      checks.push({
+        name: 'pg_stat_statements.track is top or all',
+        ok: false,
+        severity: 'warning',
+        detail: `pg_stat_statements.track cannot be read by ${who.user}: ${errorMessage(err)}`,
+        fix: grantMonitor,
+      });
+    }
+  }
+  if (ext && probe !== undefined && (probe === null || !notLoaded(probe))) {
+    checks.push({
+      name: 'pg_stat_statements is readable',
+      ok: probe === null,
+      detail: probe === null ? 'readable' : probe.message,
+      ...(probe !== null && { fix: grantMonitor }),
+    });
   }
   return checks;
 }
@@ -108,11 +192,23 @@ export function journalCheck(journal: Journal): PreflightCheck {
   };
 }
 
+/** The database's lines, the target's, the journal's: a group that cannot run at all (the
+ * database went away, a cloud call failed unexpectedly) is one FAIL line, and the others still run. */
 export async function runPreflight(db: Db, target: Target, journal: Journal): Promise<PreflightCheck[]> {
-  const checks = await databaseChecks(db);
-  checks.push(...(await target.preflight()));
-  checks.push(journalCheck(journal));
-  return checks;
+  const group = async (name: string, fix: string, run: () => Promise<PreflightCheck[]>): Promise<PreflightCheck[]> => {
+    try {
+      return await run();
+    } catch (err) {
+      return [{ name, ok: false, detail: `could not be checked: ${errorMessage(err)}`, fix, unchecked: true }];
+    }
+  };
+  return [
+    ...(await group('the database prerequisites', 'check the connection and the rights of the user in postgresql.connection_url', () =>
+      databaseChecks(db, target.kind),
+    )),
+    ...(await group(`the --${target.kind} prerequisites`, `see tuner-agent permissions --${target.kind}`, () => target.preflight())),
+    journalCheck(journal),
+  ];
 }
 
 export function formatChecks(heading: string, checks: readonly PreflightCheck[]): string {
@@ -257,4 +353,17 @@ export function preflightProblems(checks: readonly PreflightCheck[]): NonNullabl
       detail: cut(c.detail),
       ...(c.fix && { fix: cut(c.fix) }),
     }));
+}
+
+/** Why the agent must not tune while these lines stand (its FAIL lines: not its warnings, nor a
+ * group that could not be checked, as when the database was restarting at start), in
+ * the protocol's length; null when the preflight passed. The service shows it, and refuses a
+ * tuning session with it, until an agent started after the fix passes its preflight. */
+export function tuningBlockedReason(checks: readonly PreflightCheck[]): string | null {
+  const failed = checks.filter((c) => !c.ok && c.severity !== 'warning' && !c.unchecked);
+  if (failed.length === 0) return null;
+  const [first] = failed;
+  const more = failed.length > 1 ? ` (and ${failed.length - 1} more FAIL line(s): see tuner-agent --check)` : '';
+  const text = `the preflight failed: ${first!.name}: ${first!.detail}${first!.fix ? `; fix: ${first!.fix}` : ''}${more}; then restart the agent`;
+  return text.length > 500 ? `${text.slice(0, 499)}…` : text;
 }

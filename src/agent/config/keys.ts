@@ -329,6 +329,21 @@ export const KEYS: readonly KeySpec[] = [
   },
 ];
 
+/** Keys that mean something only together: one credential in parts. Half of one is a
+ * configuration error (exit 2) for the targets that use it, named before anything connects. */
+export const ALL_OR_NONE: ReadonlyArray<{ keys: readonly string[]; targets: readonly TargetKind[]; why: string }> = [
+  {
+    keys: ['ACCESS_KEY_ID', 'SECRET_ACCESS_KEY'],
+    targets: ['managed-a', 'managed-a-cluster'],
+    why: 'an access key is its id and its secret together: set both, or neither to use the role attached to this host',
+  },
+  {
+    keys: ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'],
+    targets: ['managed-b-flex'],
+    why: 'a service principal is its appId, password and tenant together: set all three, or none to use the managed identity of this VM',
+  },
+];
+
 export const SECTIONS = ['postgresql', 'managed_a', 'managed_b_flex', 'tuner', 'local', 'guardrails'] as const;
 
 export function keyPath(spec: KeySpec): string {

@@ -9,7 +9,7 @@ import type { TargetKind } from '../../knobs/index.ts';
 import { redact, registerConnectionString, registerSecret } from '../redact.ts';
 import type { GuardThresholds } from '../guardrails.ts';
 import { guardThresholdsFrom } from './guardrails.ts';
-import { KEYS, SECTIONS, keyPath, type KeySpec, type ValueKind } from './keys.ts';
+import { ALL_OR_NONE, KEYS, SECTIONS, keyPath, type KeySpec, type ValueKind } from './keys.ts';
 
 export const CONFIG_FILE_NAME = 'agent.yaml';
 
@@ -282,6 +282,7 @@ export function loadConfig(options: LoadOptions): LoadResult {
     allowLooser: (resolved.get('allow_looser') as boolean | undefined) ?? false,
   });
   problems.push(...guard.problems);
+  problems.push(...partialCredentials(resolved, options.target));
 
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -329,6 +330,23 @@ export function loadConfig(options: LoadOptions): LoadResult {
     .filter(Boolean)
     .join(' + ');
   return { config, warnings, source };
+}
+
+/** Half a credential, named by the places it can be set (its values are secrets, never shown). */
+function partialCredentials(resolved: ReadonlyMap<string, Value>, target: TargetKind): string[] {
+  const problems: string[] = [];
+  for (const group of ALL_OR_NONE) {
+    if (!group.targets.includes(target)) continue;
+    const specs = group.keys.map((key) => KEYS.find((k) => k.key === key)!);
+    const given = specs.filter((s) => resolved.has(s.key));
+    if (given.length === 0 || given.length === specs.length) continue;
+    const place = (s: KeySpec) => (s.section ? `${keyPath(s)} (${s.env})` : s.env);
+    const missing = specs.filter((s) => !resolved.has(s.key));
+    problems.push(
+      `${given.map(place).join(' and ')} ${given.length === 1 ? 'is' : 'are'} set but ${missing.map(place).join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not: ${group.why}`,
+    );
+  }
+  return problems;
 }
 
 function isRequired(spec: KeySpec, options: LoadOptions): boolean {

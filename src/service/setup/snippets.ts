@@ -1,11 +1,12 @@
 // What the agent setup page shows, ready to copy: agent.yaml for the chosen target, the same as a
 // container command (environment variables) and, on Cloud A, as an ECS task definition, the
-// installer and binary commands, and the database-side SQL.
+// installer and binary commands, and the spec's setup steps before them (steps.ts).
 // Key and variable names are exactly the spec's (docs/configuration.md; a test compares them with
 // the agent's own key table). What only the operator knows stays a <PLACEHOLDER>; the real API key
 // is filled in only on the page that created it.
 import YAML from 'yaml';
 import type { TargetKind } from '../../protocol/v1.ts';
+import { DATABASE_SQL, prerequisiteSteps, type SetupStep } from './steps.ts';
 
 export interface SetupInput {
   target: TargetKind;
@@ -25,6 +26,8 @@ export interface SetupSnippets {
   /** Cloud A targets only: the agent as an ECS task, its credentials from the task role. */
   ecsTaskDefinition: string | null;
   databaseSql: string;
+  /** The spec's setup steps before agent.yaml, per target: the database, then the cloud's side. */
+  steps: SetupStep[];
 }
 
 /** Where the container keeps its journal and lease (the image's working directory and volume). */
@@ -47,11 +50,6 @@ export const TARGET_LABELS: Record<TargetKind, string> = {
   'managed-a-cluster': 'Cloud A managed PostgreSQL cluster (writer instance)',
   'managed-b-flex': 'Cloud B managed PostgreSQL flexible server',
 };
-
-export const DATABASE_SQL = `CREATE USER agent_user WITH PASSWORD '<AGENT_USER_PASSWORD>';
-GRANT pg_monitor TO agent_user;
-CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
-`;
 
 /**
  * The database's address and TLS per target: the clouds' names are the ones their certificates
@@ -261,5 +259,6 @@ export function setupSnippets(input: SetupInput): SetupSnippets {
     binaryCommands: binaryCommands(input),
     ecsTaskDefinition: ecsTaskDefinition(list, input),
     databaseSql: DATABASE_SQL,
+    steps: prerequisiteSteps(input.target, input.databaseId),
   };
 }

@@ -203,6 +203,14 @@ function startForm(input: SessionSectionInput): Html {
 </form>`;
 }
 
+/** The start form, or why no session can start: the agent cannot apply changes (a failed
+ * prerequisite of its preflight, a default parameter group), the same reason a start gets. */
+function startOrBlocked(input: SessionSectionInput): Html {
+  const blocked = input.database.agent?.system.applyBlockedReason;
+  if (!blocked) return startForm(input);
+  return html`<div class="notice warn" id="tuning-blocked" role="status"><strong>No tuning session can start</strong>: the agent cannot apply changes to this database: ${blocked}</div>`;
+}
+
 function earlierSessions(input: SessionSectionInput): Html {
   const others = input.sessions.filter((s) => s.id !== input.shown?.view.id);
   if (others.length === 0) return html``;
@@ -216,7 +224,7 @@ export function sessionSection(input: SessionSectionInput): Html {
   const hasActive = input.sessions.some((s) => ACTIVE.has(s.state));
   return html`<div class="card" id="tuning"><h2>Tuning session</h2>
 ${input.shown ? shownSession(input) : html`<p class="empty">No tuning session yet.</p>`}
-${hasActive ? '' : startForm(input)}
+${hasActive ? '' : startOrBlocked(input)}
 ${earlierSessions(input)}
 </div>`;
 }

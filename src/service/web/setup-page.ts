@@ -1,4 +1,5 @@
-// The agent setup page: the database-side SQL, agent.yaml, the installer, binary and container
+// The agent setup page: the spec's setup steps per target (the database, the cloud's
+// permissions: setup/steps.ts), agent.yaml, the installer, binary and container
 // commands (and Cloud A's ECS task), and the database's API keys. A new key appears in full
 // only on the page that created it.
 import { setupSnippets, TARGET_LABELS } from '../setup/snippets.ts';
@@ -96,16 +97,7 @@ ${
 }
 <div class="card">
 <ol class="steps">
-  <li>${snippet(
-    'database-sql',
-    'On the database, as a privileged user (psql, port 5432)',
-    s.databaseSql,
-    html`<p class="muted">Choose a strong password for <code>agent_user</code> in place of &lt;AGENT_USER_PASSWORD&gt;. pg_stat_statements must be in shared_preload_libraries.${
-      database.target === 'local'
-        ? html` To let the agent apply changes without a superuser (PostgreSQL 15+), run the grants that <code>./tuner-agent permissions --local</code> prints.`
-        : ''
-    }</p>`,
-  )}</li>
+  ${s.steps.map((step) => html`<li>${snippet(step.id, step.title, step.text, html`<p class="muted">${step.note}</p>`)}</li>`)}
   <li>${snippet('agent-yaml', 'agent.yaml, next to the tuner-agent binary', s.agentYaml, html`<p class="muted">Replace each &lt;PLACEHOLDER&gt; with your values.</p>`)}</li>
   <li>${binaries}
       ${snippet('container-command', 'Or run the container (configured by environment variables)', s.containerCommand)}
