@@ -33,7 +33,7 @@ import { safeErrorForLog } from '../errors.ts';
 import { HttpError, describeError, formatZodError, statusOfExpected } from './errors.ts';
 import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
-import { logIn } from './login.ts';
+import { LOGIN_BODY_BYTES, logIn } from './login.ts';
 import { serviceUrl } from './public-url.ts';
 import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession } from './login-sessions.ts';
 import type { LoginThrottle } from '../people/throttle.ts';
@@ -102,8 +102,6 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   // Pages need a session, except the login page and the static files.
   app.addHook('preHandler', async (request, reply) => {
-    // Text PostgreSQL cannot store is refused naming its field, in every form.
-    if (request.method === 'POST') refuseUnstorableText(null, request.body, 'form');
     const url = request.routeOptions.url ?? '';
     if (request.is404 || url === '/login' || url === '/favicon.ico' || url.startsWith('/static/')) return;
     const session = await loadLoginSession(ctx, request);
@@ -115,6 +113,8 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
       );
     }
     sessions.set(request, session);
+    // Text PostgreSQL cannot store is refused naming its field, in every form (the login's: logIn).
+    if (request.method === 'POST') refuseUnstorableText(null, request.body, 'form');
   });
 
   app.setErrorHandler(async (err, request, reply) => {
@@ -161,7 +161,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return showLogin(request, reply, 200);
   });
 
-  app.post('/login', async (request, reply) => {
+  app.post('/login', { bodyLimit: LOGIN_BODY_BYTES }, async (request, reply) => {
     const form = fields(request.body);
     const cookie = request.cookies[LOGIN_CSRF_COOKIE];
     if (!cookie || !form[CSRF_FIELD] || !sameSecret(cookie, form[CSRF_FIELD])) {
@@ -170,7 +170,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const input = LoginInputSchema.safeParse({ username: form['username'] ?? '', password: form['password'] ?? '' });
     if (!input.success) return showLogin(request, reply, 400, 'Enter a username and a password.', form['username']);
     try {
-      await logIn(ctx, throttle, request, reply, input.data);
+      await logIn(ctx, throttle, request, reply, input.data, 'form');
     } catch (err) {
       const status = statusOfExpected(err);
       if (status === 401 || status === 429) return showLogin(request, reply, status, (err as Error).message, input.data.username);
