@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { MAX_BODY_BYTES } from '../src/protocol/v1.ts';
 import { MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, jsonShapeProblem } from '../src/service/http/body.ts';
-import { LOGIN_BODY_BYTES } from '../src/service/http/login.ts';
+import { DEVICE_COOKIE, LOGIN_BODY_BYTES } from '../src/service/http/login.ts';
 import { findUnstorable } from '../src/service/http/storable.ts';
+import { deviceOf, issueDeviceToken } from '../src/service/people/devices.ts';
+import { LoginThrottle, networkOf } from '../src/service/people/throttle.ts';
 import { reportRequest, sampleMetrics, sampleTargetMetrics, SAMPLE_SETTINGS } from './helpers/service-reports.ts';
 import {
   ADMIN_PASSWORD,
@@ -131,3 +133,110 @@ test('authenticated bodies too deep are refused before they are parsed; a NUL de
     'body.values.work_mem',
   );
 });
+
+// --- A throttle that slows guessing without locking anyone out --------------------------------
+
+const attempt = (address: string, username = 'admin', device: string | null = null) => ({ address, username, device });
+
+test('guesses from two addresses do not lock out a device that logged in before; new devices wait', () => {
+  const throttle = new LoginThrottle();
+  const now = Date.now();
+  // The finding: five wrong passwords from one address, five from another.
+  for (let i = 0; i < 5; i++) throttle.fail(attempt('203.0.113.1'), now);
+  for (let i = 0; i < 5; i++) throttle.fail(attempt('203.0.113.2'), now);
+  assert.ok(throttle.retryAfterSeconds(attempt('198.51.100.30'), now) > 0, 'a new device anywhere waits: the username count is full');
+  assert.equal(throttle.retryAfterSeconds(attempt('198.51.100.30', 'admin', 'owner-laptop'), now), 0, 'the owner device may try');
+  assert.equal(throttle.retryAfterSeconds(attempt('198.51.100.30', 'alice'), now), 0, 'another username may');
+  // The device's own failures count: past five, it is a new device again.
+  for (let i = 0; i < 5; i++) throttle.fail(attempt(`198.51.100.${40 + i}`, 'admin', 'owner-laptop'), now);
+  assert.ok(throttle.retryAfterSeconds(attempt('198.51.100.30', 'admin', 'owner-laptop'), now) > 0, 'a device that failed 5 times');
+  // Its own address holds back even a known device (5 for the pair, 20 for the address).
+  for (let i = 0; i < 5; i++) throttle.fail(attempt('192.0.2.9', 'bob', 'bob-phone'), now);
+  assert.ok(throttle.retryAfterSeconds(attempt('192.0.2.9', 'bob', 'bob-phone'), now) > 0);
+});
+
+test('a flood of failures from many addresses does not free a blocked count, and memory stays bounded', () => {
+  const throttle = new LoginThrottle();
+  const now = Date.now();
+  for (let i = 0; i < 5; i++) throttle.fail(attempt('203.0.113.7'), now);
+  for (let i = 0; i < 20; i++) throttle.fail(attempt('203.0.113.8', `user${i}`), now);
+  // Thousands of failures from new addresses (a /24 each time a new one) for new usernames.
+  const flood = 3 * (LoginThrottle.MAX_TRACKED + LoginThrottle.MAX_SHARED);
+  for (let i = 0; i < flood; i++) throttle.fail(attempt(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, `spray${i}`), now);
+  const bound = LoginThrottle.MAX_TRACKED + LoginThrottle.MAX_SHARED + 3;
+  assert.ok(throttle.size <= bound, `${throttle.size} counts held, at most ${bound}`);
+  assert.ok(throttle.retryAfterSeconds(attempt('203.0.113.7'), now) > 0, 'the blocked pair is still blocked');
+  assert.ok(throttle.retryAfterSeconds(attempt('203.0.113.8', 'anyone'), now) > 0, 'the blocked address is still blocked');
+  // New addresses share counts now, and those are full: they wait; a known device does not.
+  assert.ok(throttle.retryAfterSeconds(attempt('192.0.2.1', 'carol'), now) > 0, 'a new address and username during the flood');
+  assert.equal(throttle.retryAfterSeconds(attempt('192.0.2.1', 'admin', 'owner-laptop'), now), 0, 'the owner device during the flood');
+  assert.equal(throttle.retryAfterSeconds(attempt('203.0.113.7'), now + LoginThrottle.WINDOW_MS + 1000), 0, 'the window passes');
+});
+
+test('new addresses in a full throttle are counted by network: /24 for IPv4, /64 for IPv6', () => {
+  assert.equal(networkOf('203.0.113.7'), '203.0.113.0/24');
+  assert.equal(networkOf('::ffff:203.0.113.7'), '203.0.113.0/24');
+  assert.equal(networkOf('2001:db8:1:2:3:4:5:6'), '2001:db8:1:2::/64');
+  assert.equal(networkOf('2001:db8::1'), '2001:db8:0:0::/64');
+  const throttle = new LoginThrottle();
+  const now = Date.now();
+  // Filled by known devices (whose failures never go to the username's count, shared by all new devices).
+  for (let i = 0; throttle.size < LoginThrottle.MAX_TRACKED; i++)
+    throttle.fail(attempt(`10.0.${i >> 8}.${i & 255}`, `x${i}`, `device${i}`), now);
+  // Full: 20 failures from 20 new addresses of one /64 hold back that /64, not another.
+  for (let i = 0; i < 20; i++) throttle.fail(attempt(`2001:db8:1:2::${i + 1}`, `u${i}`, `phone${i}`), now);
+  assert.ok(throttle.retryAfterSeconds(attempt('2001:db8:1:2::ffff', 'v'), now) > 0);
+  assert.equal(throttle.retryAfterSeconds(attempt('2001:db8:1:3::1', 'v'), now), 0);
+});
+
+test('a device token counts only for its user, unforged, until the password changes', () => {
+  const userId = '3f0c2b1e-9d8a-4c7b-8e6f-5a4b3c2d1e0f';
+  const token = issueDeviceToken(userId, 'scrypt$16384$8$1$salt$hash');
+  const device = deviceOf(token, userId, 'scrypt$16384$8$1$salt$hash');
+  assert.match(device ?? '', /^[A-Za-z0-9_-]{22}$/);
+  assert.equal(deviceOf(token, '00000000-0000-4000-8000-000000000000', 'scrypt$16384$8$1$salt$hash'), null, 'another user');
+  assert.equal(deviceOf(token, userId, 'scrypt$16384$8$1$salt$new-hash'), null, 'a new password');
+  const [id, dev, sig] = token.split('.');
+  assert.equal(deviceOf(`${id}.${dev}.${sig!.slice(0, -2)}AA`, userId, 'scrypt$16384$8$1$salt$hash'), null, 'forged');
+  assert.equal(deviceOf(undefined, userId, 'x'), null);
+  assert.equal(deviceOf('garbage', userId, 'x'), null);
+});
+
+test(
+  'over HTTP: attackers at two addresses cannot lock the owner out of a device that logged in before',
+  { timeout: 120_000 },
+  async () => {
+    const { url } = await service({ TUNER_TRUST_PROXY: 'true' });
+    const login = async (from: string, password: string, cookie?: string) => {
+      const response = await fetch(`${url}/api/manage/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': from, ...(cookie && { cookie }) },
+        body: JSON.stringify({ username: 'admin', password }),
+      });
+      await response.arrayBuffer();
+      return response;
+    };
+    const first = await login('198.51.100.20', ADMIN_PASSWORD);
+    assert.equal(first.status, 200);
+    const device = first.headers.getSetCookie().find((c) => c.startsWith(`${DEVICE_COOKIE}=`));
+    assert.ok(device, 'a device cookie on login');
+    assert.match(device, /HttpOnly/i);
+    assert.match(device, /SameSite=Strict/i);
+    // Five wrong passwords from one address, five from another.
+    for (const from of ['203.0.113.1', '203.0.113.2'])
+      for (let i = 0; i < 5; i++) assert.equal((await login(from, `guess-${i}`)).status, 401);
+    // Before: the right password from a third address was refused for 15 minutes (429, retry-after 899).
+    const ownerDevice = await login('198.51.100.30', ADMIN_PASSWORD, device.split(';')[0]);
+    assert.equal(ownerDevice.status, 200, 'the owner, on the device that logged in before, from a new address');
+    // Anyone else guessing for the username now waits, whatever the address.
+    const newDevice = await login('198.51.100.31', ADMIN_PASSWORD);
+    assert.equal(newDevice.status, 429, 'a new device waits');
+    assert.ok(Number(newDevice.headers.get('retry-after')) > 0);
+    assert.equal((await login('203.0.113.3', 'guess-x')).status, 429, 'a third attacker address waits too');
+    // A forged device cookie is a new device.
+    assert.equal(
+      (await login('198.51.100.32', ADMIN_PASSWORD, `${DEVICE_COOKIE}=${device.split(';')[0]!.split('=')[1]!.slice(0, -1)}A`)).status,
+      429,
+    );
+  },
+);
