@@ -2,6 +2,7 @@
 // asking (deep or wide JSON, text it cannot store deep inside), lock a user out of logging in,
 // flush the login throttle, or put an address of their choosing into the installer.
 import assert from 'node:assert/strict';
+import { get as httpGet } from 'node:http';
 import { after, test } from 'node:test';
 import { MAX_BODY_BYTES } from '../src/protocol/v1.ts';
 import { MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, jsonShapeProblem } from '../src/service/http/body.ts';
@@ -240,3 +241,53 @@ test(
     );
   },
 );
+
+// --- The installer and the setup page name the service by its configuration only ---------------
+
+/** GET with a Host header of the client's choosing (fetch does not let one set it). */
+function getWithHost(url: string, host: string, cookie = ''): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet(url, { headers: { host, ...(cookie && { cookie }) } }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+    });
+    request.on('error', reject);
+  });
+}
+
+test(
+  'without --public-url, /install.sh and the setup page name the listen address, never the Host header',
+  { timeout: 120_000 },
+  async () => {
+    const { url } = await service();
+    const install = await getWithHost(`${url}/install.sh`, 'evil.example.com');
+    assert.equal(install.status, 200);
+    assert.ok(!install.text.includes('evil.example.com'), 'the Host header is not in the script');
+    // Before: SERVICE_URL='http://evil.example.com'.
+    assert.match(install.text, new RegExp(`^SERVICE_URL='${url.replace(/\./g, '\\.')}'$`, 'm'));
+    assert.match(install.text, /^# this is the address the tuning service listens on, as --public-url .* is not set/m);
+
+    const person = await PersonClient.login(url, 'admin', ADMIN_PASSWORD);
+    const { databaseId } = await person.createDatabase('host-header');
+    const setup = await getWithHost(`${url}/databases/${databaseId}/setup`, 'evil.example.com', person.cookie);
+    assert.equal(setup.status, 200);
+    assert.ok(!setup.text.includes('evil.example.com'), 'the Host header is not on the page');
+    assert.ok(setup.text.includes(url), 'agent.yaml names the listen address');
+    assert.match(setup.text, /id="server-url-note"/);
+  },
+);
+
+test('with --public-url, /install.sh and the setup page name it, whatever the Host header', { timeout: 120_000 }, async () => {
+  const { url } = await service({ TUNER_PUBLIC_URL: 'https://tuner.example.com' });
+  const install = await getWithHost(`${url}/install.sh`, 'evil.example.com');
+  assert.match(install.text, /^SERVICE_URL='https:\/\/tuner\.example\.com'$/m);
+  assert.ok(!install.text.includes('listens on'), 'no note');
+  const person = await PersonClient.login(url, 'admin', ADMIN_PASSWORD);
+  const { databaseId } = await person.createDatabase('public-url');
+  const setup = await getWithHost(`${url}/databases/${databaseId}/setup`, 'evil.example.com', person.cookie);
+  assert.ok(!setup.text.includes('evil.example.com'));
+  assert.ok(setup.text.includes('https://tuner.example.com'));
+  assert.ok(!setup.text.includes('server-url-note'));
+});

@@ -34,7 +34,7 @@ import { HttpError, describeError, formatZodError, statusOfExpected } from './er
 import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
 import { LOGIN_BODY_BYTES, logIn } from './login.ts';
-import { serviceUrl } from './public-url.ts';
+import { UNCONFIGURED_URL_NOTE, serviceUrl } from './public-url.ts';
 import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession } from './login-sessions.ts';
 import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
@@ -87,7 +87,6 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     if (!session) throw new HttpError('unauthorized', 'log in first');
     return session;
   };
-  const serverUrl = (request: FastifyRequest) => serviceUrl(config, request);
 
   void app.register(formbody, { bodyLimit: 64 * 1024 });
 
@@ -202,7 +201,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const database = await actions.databaseOf(ctx, session.user, databaseId);
     const keys = await storage.listApiKeys(session.user.accountId, databaseId);
     const binaryTargets = readDownloads(config.downloadsDir).binaries.map((b) => b.target);
-    const url = serverUrl(request);
+    const { url, configured } = serviceUrl(config, request);
     return sendPage(
       reply,
       setupPage({
@@ -211,6 +210,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
         keys,
         newKey,
         serverUrl: url,
+        serverUrlNote: configured ? undefined : UNCONFIGURED_URL_NOTE,
         agentImage: config.agentImage,
         installScriptUrl: installScriptUrl(url),
         binaryTargets,
