@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { get as httpGet } from 'node:http';
 import { after, test } from 'node:test';
-import { MAX_BODY_BYTES } from '../src/protocol/v1.ts';
-import { MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, jsonShapeProblem } from '../src/service/http/body.ts';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from '../src/protocol/v1.ts';
+import { jsonShapeProblem } from '../src/service/http/body.ts';
 import { DEVICE_COOKIE, LOGIN_BODY_BYTES } from '../src/service/http/login.ts';
 import { findUnstorable } from '../src/service/http/storable.ts';
 import { deviceOf, issueDeviceToken } from '../src/service/people/devices.ts';

@@ -5,14 +5,8 @@
 // before JSON.parse builds anything, so no body costs more than that pass.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { gunzipSync } from 'node:zlib';
-import { MAX_BODY_BYTES } from '../../protocol/v1.ts';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from '../../protocol/v1.ts';
 import { HttpError, badRequest } from './errors.ts';
-
-/** Far deeper than any body of the protocol or the people's API (a report nests 5 levels). */
-export const MAX_JSON_DEPTH = 32;
-/** Arrays' items and objects' members, all levels together: a report with 500 statements, 200
- * settings, 200 target metrics and 100 events holds about 14,000. */
-export const MAX_JSON_ELEMENTS = 100_000;
 
 export interface JsonLimits {
   depth: number;
