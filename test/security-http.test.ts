@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { get as httpGet } from 'node:http';
 import { after, test } from 'node:test';
-import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from '../src/protocol/v1.ts';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, routes } from '../src/protocol/v1.ts';
 import { jsonShapeProblem } from '../src/service/http/body.ts';
 import { DEVICE_COOKIE, LOGIN_BODY_BYTES } from '../src/service/http/login.ts';
 import { findUnstorable } from '../src/service/http/storable.ts';
@@ -107,6 +107,9 @@ test('deep or large bodies before logging in are refused at once, with a 4xx, ne
   assertClientError(await postJson(login, JSON.stringify({ username: 'ad\u0000min', password: 'x' })), 400, 'bad_request', 'body.username');
   // Without a session, the rest of the people's API does not read the body at all.
   assertClientError(await postJson(`${url}/api/manage/databases`, nested(MAX_BODY_BYTES / 2 - 10, '0')), 401, 'unauthorized');
+  // Nor does the agent API without its key.
+  const agentPath = routes.report('00000000-0000-4000-8000-000000000000');
+  assertClientError(await postJson(`${url}${agentPath}`, nested(MAX_BODY_BYTES / 2 - 10, '0')), 401, 'unauthorized');
   assert.equal((await fetch(`${url}/healthz`)).status, 200);
 });
 
