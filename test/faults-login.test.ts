@@ -1,6 +1,7 @@
 // Password guessing against the real service: spraying one password over many usernames from
 // one address, and rotating a forged X-Forwarded-For behind a proxy, are both throttled, with
-// 429 and Retry-After; and a flood of other addresses cannot push a blocked one out of memory.
+// 429 and Retry-After; and a flood of other addresses cannot push a blocked one out of memory
+// (test/security-http.test.ts: nobody can lock a user out).
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
@@ -89,16 +90,19 @@ test('guesses for one username from ever new addresses are throttled too', { tim
   assertThrottled(throttled, 'the distributed guessing');
 });
 
-test('the throttle forgets the oldest entries one by one: a flood of new ones does not unblock anyone', () => {
+test('the throttle forgets nothing before its window ends: a flood of new entries does not unblock anyone', () => {
   const throttle = new LoginThrottle();
   const now = Date.now();
-  for (let i = 0; i < LoginThrottle.MAX_TRACKED; i++) throttle.fail(`192.0.2.${i % 250}-${i}`, `nobody${i}`, now);
-  for (let i = 0; i < 5; i++) throttle.fail('203.0.113.7', 'admin', now);
-  assert.ok(throttle.retryAfterSeconds('203.0.113.7', 'admin', now) > 0, 'blocked');
-  for (let i = 0; i < 1000; i++) throttle.fail(`198.51.100.${i % 250}-${i}`, `other${i}`, now);
-  assert.ok(throttle.retryAfterSeconds('203.0.113.7', 'admin', now) > 0, 'still blocked after 1,000 more entries');
-  assert.ok(throttle.size <= LoginThrottle.MAX_TRACKED, `at most ${LoginThrottle.MAX_TRACKED} entries kept, ${throttle.size} held`);
-  assert.equal(throttle.retryAfterSeconds('203.0.113.7', 'admin', now + 16 * 60_000), 0, 'the window passes');
+  const fail = (address: string, username: string) => throttle.fail({ address, username, device: null }, now);
+  for (let i = 0; i < LoginThrottle.MAX_TRACKED; i++) fail(`192.0.${i % 250}.${i % 200}`, `nobody${i}`);
+  for (let i = 0; i < 5; i++) fail('203.0.113.7', 'admin');
+  const blocked = { address: '203.0.113.7', username: 'admin', device: null };
+  assert.ok(throttle.retryAfterSeconds(blocked, now) > 0, 'blocked');
+  for (let i = 0; i < 1000; i++) fail(`198.51.${i % 250}.${i % 100}`, `other${i}`);
+  assert.ok(throttle.retryAfterSeconds(blocked, now) > 0, 'still blocked after 1,000 more entries');
+  const bound = LoginThrottle.MAX_TRACKED + LoginThrottle.MAX_SHARED + 3;
+  assert.ok(throttle.size <= bound, `at most ${bound} entries kept, ${throttle.size} held`);
+  assert.equal(throttle.retryAfterSeconds(blocked, now + 16 * 60_000), 0, 'the window passes');
 });
 
 test('TUNER_TRUST_PROXY trusts only the proxies it names: none, the nearest N, or their addresses', () => {

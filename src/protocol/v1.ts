@@ -13,6 +13,13 @@ export const API_PREFIX = '/api/v1';
 
 /** Largest request body the service accepts, after decompression. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Deepest nesting of a request's JSON the service accepts: far deeper than any body of the
+ * protocol or the people's API (a report nests 5 levels). */
+export const MAX_JSON_DEPTH = 32;
+/** Most array items and object members, all levels together, in a request's JSON: a report at
+ * every limit of the protocol (500 statements, 200 databases, settings and target metrics, 100
+ * events) holds fewer than 20,000. */
+export const MAX_JSON_ELEMENTS = 100_000;
 
 export const routes = {
   agentStart: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/start`,

@@ -15,6 +15,8 @@ import {
   ErrorCodeSchema,
   ErrorResponseSchema,
   MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
+  MAX_JSON_ELEMENTS,
   PROTOCOL_VERSION,
   REPORT_CLOCK_TOLERANCE,
   ReportRequestSchema,
@@ -237,7 +239,10 @@ validate what they receive with them, and the field tables below are generated f
 - **Bodies**: \`Content-Type: application/json\` (anything else: 415 \`unsupported_media_type\`),
   optionally \`Content-Encoding: gzip\` (other encodings: 415; a body that is not valid gzip: 400).
   At most ${MAX_BODY_BYTES} bytes (${MAX_BODY_BYTES / 1024 / 1024} MiB), counted after decompression: a larger body, or a
-  gzip body that inflates beyond it, gets 413 \`payload_too_large\`. Objects are strict: a key
+  gzip body that inflates beyond it, gets 413 \`payload_too_large\`. JSON nested deeper than
+  ${MAX_JSON_DEPTH} levels gets 400 \`bad_request\`, and more than ${MAX_JSON_ELEMENTS} array items and
+  object members in all 413, both found in one pass over the text before it is parsed (a report
+  nests 5 levels and, at every limit of the protocol, holds fewer than 20,000). Objects are strict: a key
   that is not in the schema is an error. Rules across fields are checked too (in a report:
   \`statements.top\` has at most \`topN\` rows, and \`top\` plus \`other.statements\` equals
   \`activeStatements\`).

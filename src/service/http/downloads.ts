@@ -1,13 +1,14 @@
 // What an operator's host fetches without logging in: GET /install.sh (the spec's
 // {install_script_url}) and, under /downloads/, the tuner-agent binaries with their SHA256SUMS,
-// from the downloads directory (--downloads-dir), exactly as the build wrote them.
+// from the downloads directory (--downloads-dir), exactly as the build wrote them. The installer
+// names the service by --public-url, or by its listen address (http/public-url.ts).
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../app/context.ts';
 import { SUMS_FILE, readDownloads } from '../setup/downloads.ts';
 import { errorBody } from './errors.ts';
-import { serviceUrl } from './public-url.ts';
+import { UNCONFIGURED_URL_NOTE, serviceUrl } from './public-url.ts';
 
 export const INSTALL_PATH = '/install.sh';
 export const DOWNLOADS_PREFIX = '/downloads';
@@ -18,10 +19,12 @@ const INSTALL_TEMPLATE = readFileSync(join(import.meta.dirname, '..', 'setup', '
 const SAFE_URL =
   /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?(\/[A-Za-z0-9._~/-]*)?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?(\/[A-Za-z0-9._~/-]*)?$/;
 
-/** The installer with this service's address in it. */
-export function installScript(url: string): string | null {
+/** The installer with this service's address in it, and a comment saying when that is only the
+ * listen address (no --public-url). */
+export function installScript(url: string, configured = true): string | null {
   if (!SAFE_URL.test(url)) return null;
-  return INSTALL_TEMPLATE.replace('__SERVICE_URL__', `'${url.replace(/\/+$/, '')}'`);
+  const note = configured ? '' : `# ${UNCONFIGURED_URL_NOTE}.\n`;
+  return INSTALL_TEMPLATE.replace('SERVICE_URL=__SERVICE_URL__', `${note}SERVICE_URL='${url.replace(/\/+$/, '')}'`);
 }
 
 export function installScriptUrl(url: string): string {
@@ -35,12 +38,13 @@ export function registerDownloads(app: FastifyInstance, ctx: ServiceContext): vo
   const dir = ctx.config.downloadsDir;
 
   app.get(INSTALL_PATH, async (request, reply) => {
-    const script = installScript(serviceUrl(ctx.config, request));
+    const { url, configured } = serviceUrl(ctx.config, request);
+    const script = installScript(url, configured);
     if (script === null) {
       return reply
         .code(400)
         .type('application/json; charset=utf-8')
-        .send(errorBody('bad_request', 'this request names a host that cannot go into a script; set --public-url'));
+        .send(errorBody('bad_request', "the service's address cannot go into a script; set --public-url"));
     }
     return reply.header('cache-control', 'no-store').type('text/x-shellscript; charset=utf-8').send(script);
   });

@@ -1,6 +1,7 @@
 // The people's JSON API (docs/service.md): what the pages do, for scripts and tests. A session
 // cookie authenticates; every state-changing request also carries the session's CSRF token in
-// the X-CSRF-Token header.
+// the X-CSRF-Token header. Bodies are validated, then checked for text PostgreSQL cannot store
+// (parseStorableBody): after the session, which onRequest checks before the body is read.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import * as actions from '../databases/actions.ts';
@@ -20,12 +21,12 @@ import * as tuning from '../tuning/actions.ts';
 import { StartSessionInputSchema } from '../tuning/params.ts';
 import { iterationViews, sessionView } from '../tuning/views.ts';
 import { commandView, databaseView, reportView, userView } from '../databases/views.ts';
-import { rawBodyOf, useJsonBodies } from './body.ts';
+import { useJsonBodies } from './body.ts';
 import { HttpError, errorBody, jsonErrorHandler, parseOr400 } from './errors.ts';
-import { logIn } from './login.ts';
+import { LOGIN_BODY_BYTES, logIn } from './login.ts';
 import { CSRF_HEADER, csrfMatches, endLoginSession, loadLoginSession } from './login-sessions.ts';
 import type { LoginThrottle } from '../people/throttle.ts';
-import { refuseUnstorableText } from './storable.ts';
+import { parseStorableBody } from './storable.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
 
@@ -52,16 +53,6 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     void reply.code(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`));
   });
 
-  // Text PostgreSQL cannot store is refused naming its field, in every body.
-  app.addHook('preHandler', (request, _reply, done) => {
-    try {
-      refuseUnstorableText(rawBodyOf(request)?.text ?? null, request.body);
-      done();
-    } catch (err) {
-      done(err as Error);
-    }
-  });
-
   app.addHook('onRequest', async (request, reply) => {
     void reply.header('cache-control', 'no-store');
     if (request.is404 || request.routeOptions.url === `${MANAGE_PREFIX}/login`) return;
@@ -73,9 +64,9 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     sessions.set(request, session);
   });
 
-  app.post('/login', async (request, reply) => {
+  app.post('/login', { bodyLimit: LOGIN_BODY_BYTES }, async (request, reply) => {
     const input = parseOr400(LoginInputSchema, request.body, 'body');
-    const session = await logIn(ctx, throttle, request, reply, input);
+    const session = await logIn(ctx, throttle, request, reply, input, 'body');
     return { user: userView(session.user), csrfToken: session.csrfToken };
   });
 
@@ -96,7 +87,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
 
   app.post('/databases', async (request, reply) => {
     const { user } = sessionOf(request);
-    const input = parseOr400(NewDatabaseInputSchema, request.body, 'body');
+    const input = parseStorableBody(NewDatabaseInputSchema, request);
     const { database, key } = await actions.createDatabase(ctx, user, input);
     const summary = await storage.getDatabase(user.accountId, database.id);
     return reply.code(201).send({ database: view(summary!), apiKey: key.apiKey, apiKeyId: key.info.id });
@@ -112,7 +103,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.post('/databases/:databaseId/report-interval', async (request) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    const input = parseOr400(ReportIntervalInputSchema, request.body, 'body');
+    const input = parseStorableBody(ReportIntervalInputSchema, request);
     await actions.setReportInterval(ctx, user, databaseId, input.reportIntervalSeconds);
     return { database: view((await storage.getDatabase(user.accountId, databaseId))!) };
   });
@@ -136,7 +127,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.post('/databases/:databaseId/keys', async (request, reply) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    const input = parseOr400(NewApiKeyInputSchema, request.body ?? {}, 'body');
+    const input = parseStorableBody(NewApiKeyInputSchema, request, {});
     const key = await actions.createApiKey(ctx, user, databaseId, input.label);
     return reply.code(201).send({ apiKey: key.apiKey, apiKeyId: key.info.id, prefix: key.info.displayPrefix });
   });
@@ -151,7 +142,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.post('/databases/:databaseId/commands', async (request, reply) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    const input = parseOr400(CommandInputSchema, request.body, 'body');
+    const input = parseStorableBody(CommandInputSchema, request);
     const record = await actions.issueCommand(ctx, user, databaseId, input);
     return reply.code(201).send({ command: commandView(record) });
   });
@@ -194,7 +185,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   app.post('/databases/:databaseId/tuning-sessions', async (request, reply) => {
     const { user } = sessionOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    const input = parseOr400(StartSessionInputSchema, request.body ?? {}, 'body');
+    const input = parseStorableBody(StartSessionInputSchema, request, {});
     const session = await tuning.startTuningSession(ctx, user, databaseId, input);
     return reply.code(201).send({ session: sessionView(session, []) });
   });
@@ -232,7 +223,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
 
   app.post('/users', async (request, reply) => {
     const { user } = sessionOf(request);
-    const input = parseOr400(NewUserInputSchema, request.body, 'body');
+    const input = parseStorableBody(NewUserInputSchema, request);
     const created = await people.createUser(ctx, user, input);
     return reply.code(201).send({ user: userView(created.user), password: created.password });
   });

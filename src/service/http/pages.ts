@@ -33,8 +33,8 @@ import { safeErrorForLog } from '../errors.ts';
 import { HttpError, describeError, formatZodError, statusOfExpected } from './errors.ts';
 import { readDownloads } from '../setup/downloads.ts';
 import { installScriptUrl } from './downloads.ts';
-import { logIn } from './login.ts';
-import { serviceUrl } from './public-url.ts';
+import { LOGIN_BODY_BYTES, logIn } from './login.ts';
+import { UNCONFIGURED_URL_NOTE, serviceUrl } from './public-url.ts';
 import { CSRF_FIELD, csrfMatches, endLoginSession, isHttps, loadLoginSession } from './login-sessions.ts';
 import type { LoginThrottle } from '../people/throttle.ts';
 import { refuseUnstorableText } from './storable.ts';
@@ -87,7 +87,6 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     if (!session) throw new HttpError('unauthorized', 'log in first');
     return session;
   };
-  const serverUrl = (request: FastifyRequest) => serviceUrl(config, request);
 
   void app.register(formbody, { bodyLimit: 64 * 1024 });
 
@@ -102,8 +101,6 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
 
   // Pages need a session, except the login page and the static files.
   app.addHook('preHandler', async (request, reply) => {
-    // Text PostgreSQL cannot store is refused naming its field, in every form.
-    if (request.method === 'POST') refuseUnstorableText(null, request.body, 'form');
     const url = request.routeOptions.url ?? '';
     if (request.is404 || url === '/login' || url === '/favicon.ico' || url.startsWith('/static/')) return;
     const session = await loadLoginSession(ctx, request);
@@ -115,6 +112,8 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
       );
     }
     sessions.set(request, session);
+    // Text PostgreSQL cannot store is refused naming its field, in every form (the login's: logIn).
+    if (request.method === 'POST') refuseUnstorableText(null, request.body, 'form');
   });
 
   app.setErrorHandler(async (err, request, reply) => {
@@ -161,7 +160,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     return showLogin(request, reply, 200);
   });
 
-  app.post('/login', async (request, reply) => {
+  app.post('/login', { bodyLimit: LOGIN_BODY_BYTES }, async (request, reply) => {
     const form = fields(request.body);
     const cookie = request.cookies[LOGIN_CSRF_COOKIE];
     if (!cookie || !form[CSRF_FIELD] || !sameSecret(cookie, form[CSRF_FIELD])) {
@@ -170,7 +169,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const input = LoginInputSchema.safeParse({ username: form['username'] ?? '', password: form['password'] ?? '' });
     if (!input.success) return showLogin(request, reply, 400, 'Enter a username and a password.', form['username']);
     try {
-      await logIn(ctx, throttle, request, reply, input.data);
+      await logIn(ctx, throttle, request, reply, input.data, 'form');
     } catch (err) {
       const status = statusOfExpected(err);
       if (status === 401 || status === 429) return showLogin(request, reply, status, (err as Error).message, input.data.username);
@@ -202,7 +201,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const database = await actions.databaseOf(ctx, session.user, databaseId);
     const keys = await storage.listApiKeys(session.user.accountId, databaseId);
     const binaryTargets = readDownloads(config.downloadsDir).binaries.map((b) => b.target);
-    const url = serverUrl(request);
+    const { url, configured } = serviceUrl(config, request);
     return sendPage(
       reply,
       setupPage({
@@ -211,6 +210,7 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
         keys,
         newKey,
         serverUrl: url,
+        serverUrlNote: configured ? undefined : UNCONFIGURED_URL_NOTE,
         agentImage: config.agentImage,
         installScriptUrl: installScriptUrl(url),
         binaryTargets,

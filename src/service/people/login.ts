@@ -1,15 +1,32 @@
-// Who is logging in: the throttle first (a refused attempt costs no password hashing), then the
-// password. The same for the JSON API and the login page.
+// Who is logging in: the user and their device first (a database lookup, no password hashing),
+// then the throttle (a refused attempt costs no password hashing), then the password. The same
+// for the JSON API and the login page.
 import type { ServiceContext } from '../app/context.ts';
 import { ServiceError, unauthorized } from '../errors.ts';
+import { deviceOf, issueDeviceToken } from './devices.ts';
 import type { LoginInput } from './inputs.ts';
 import { verifyAgainstNothing, verifyPassword } from './passwords.ts';
 import type { User } from './store.ts';
 import type { LoginThrottle } from './throttle.ts';
 
-/** `address` is the client's address as the configured proxies tell it (TUNER_TRUST_PROXY), never what the client claims. */
-export async function authenticate(ctx: ServiceContext, throttle: LoginThrottle, address: string, input: LoginInput): Promise<User> {
-  const wait = throttle.retryAfterSeconds(address, input.username);
+export interface Authenticated {
+  user: User;
+  /** The device token to give the client (people/devices.ts), which it presents at its next login. */
+  deviceToken: string;
+}
+
+/** `address` is the client's address as the configured proxies tell it (TUNER_TRUST_PROXY), never
+ * what the client claims; `deviceToken` the token it got at an earlier login, if any. */
+export async function authenticate(
+  ctx: ServiceContext,
+  throttle: LoginThrottle,
+  address: string,
+  input: LoginInput,
+  deviceToken: string | undefined,
+): Promise<Authenticated> {
+  const found = await ctx.storage.findUserForLogin(input.username);
+  const attempt = { address, username: input.username, device: found && deviceOf(deviceToken, found.user.id, found.passwordHash) };
+  const wait = throttle.retryAfterSeconds(attempt);
   if (wait > 0) {
     throw new ServiceError(
       'rate_limited',
@@ -17,12 +34,11 @@ export async function authenticate(ctx: ServiceContext, throttle: LoginThrottle,
       wait,
     );
   }
-  const found = await ctx.storage.findUserForLogin(input.username);
   const ok = found ? await verifyPassword(input.password, found.passwordHash) : await verifyAgainstNothing(input.password);
   if (!found || !ok) {
-    throttle.fail(address, input.username);
+    throttle.fail(attempt);
     throw unauthorized('wrong username or password');
   }
-  throttle.succeed(address, input.username);
-  return found.user;
+  throttle.succeed(attempt);
+  return { user: found.user, deviceToken: issueDeviceToken(found.user.id, found.passwordHash) };
 }

@@ -16,6 +16,8 @@ export interface SetupPageInput {
   /** The key just created, shown once. */
   newKey: string | null;
   serverUrl: string;
+  /** Said beside the address when it is the listen address (no --public-url): http/public-url.ts. */
+  serverUrlNote?: string | undefined;
   agentImage: string;
   installScriptUrl: string;
   /** The targets (e.g. linux-x64) of the tuner-agent binaries this service serves; empty when none. */
@@ -83,6 +85,7 @@ export function setupPage(input: SetupPageInput): Html {
     body: html`<h1>Agent setup: ${database.name}</h1>
 <p class="sub">${TARGET_LABELS[database.target]} · database id <code id="database-id">${database.id}</code> · <a href="/databases/${database.id}">Dashboard</a></p>
 ${input.error ? html`<div class="notice bad" role="alert">${input.error}</div>` : ''}
+${input.serverUrlNote ? html`<div class="notice warn" id="server-url-note" role="status"><code>${input.serverUrl}</code>: ${input.serverUrlNote}.</div>` : ''}
 ${
   keysTravelInClear(input.serverUrl)
     ? html`<div class="notice bad" id="plain-http-warning" role="alert"><strong>Agents would send their API key over plain HTTP</strong> to <code>${input.serverUrl}</code>, readable by anyone on the network path. Serve this service over HTTPS (<code>--tls-cert</code> and <code>--tls-key</code>, or a reverse proxy with <code>--public-url https://…</code>) before you install agents on other hosts.</div>`
