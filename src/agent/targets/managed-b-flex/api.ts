@@ -11,21 +11,11 @@ import type { Logger } from '../../log.ts';
 import { AGENT_VERSION } from '../../version.ts';
 import { ManagedBFlexError, errorLabel, explainManagedBFlexError, isRetryable, retryAfterMs, type ErrorContext } from './errors.ts';
 import type { ManagedBFlexIdentity, ResourceManager } from './identity.ts';
+import { ACTIONS } from './permissions.ts';
 
 /** A GA api-version of Microsoft.DBforPostgreSQL/flexibleServers, pinned rather than left to the
  * SDK's default so that an SDK update cannot change the wire contract silently. */
 export const FLEXIBLE_SERVER_API_VERSION = '2025-08-01';
-
-/** The role actions each call needs: named in errors when Cloud B refuses one. */
-export const ACTIONS = {
-  restart: 'Microsoft.DBforPostgreSQL/flexibleServers/restart/action',
-  serverRead: 'Microsoft.DBforPostgreSQL/flexibleServers/read',
-  serverMetricDefinitionsRead: 'Microsoft.DBforPostgreSQL/flexibleServers/providers/Microsoft.Insights/metricDefinitions/read',
-  configurationsRead: 'Microsoft.DBforPostgreSQL/flexibleServers/configurations/read',
-  configurationsWrite: 'Microsoft.DBforPostgreSQL/flexibleServers/configurations/write',
-  metricsRead: 'Microsoft.Insights/metrics/read',
-  metricDefinitionsRead: 'Microsoft.Insights/metricDefinitions/read',
-} as const;
 
 const ServerSchema = z.object({
   id: z.string().optional(),

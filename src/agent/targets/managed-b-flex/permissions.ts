@@ -2,7 +2,18 @@
 // file `az role definition create` takes), then the steps that create and assign it, each line
 // starting with `#`, so that everything before the first `#` line parses as JSON.
 import type { AgentConfig } from '../../config/load.ts';
-import { ACTIONS } from './api.ts';
+
+/** The role actions each call needs, named in errors when Cloud B refuses one. This module imports
+ * no SDK: the service's setup page shows the role too. */
+export const ACTIONS = {
+  restart: 'Microsoft.DBforPostgreSQL/flexibleServers/restart/action',
+  serverRead: 'Microsoft.DBforPostgreSQL/flexibleServers/read',
+  serverMetricDefinitionsRead: 'Microsoft.DBforPostgreSQL/flexibleServers/providers/Microsoft.Insights/metricDefinitions/read',
+  configurationsRead: 'Microsoft.DBforPostgreSQL/flexibleServers/configurations/read',
+  configurationsWrite: 'Microsoft.DBforPostgreSQL/flexibleServers/configurations/write',
+  metricsRead: 'Microsoft.Insights/metrics/read',
+  metricDefinitionsRead: 'Microsoft.Insights/metricDefinitions/read',
+} as const;
 
 /** The spec's seven actions, in its order. */
 export const MANAGED_B_FLEX_ROLE_ACTIONS: readonly string[] = [
