@@ -228,6 +228,13 @@ export async function applyChange(
   const mode: TuningMode = allowRestart ? 'restart' : 'reload-only';
   const verdict = validateChange(change, { machine, mode, target: ctx.target.kind, settings });
   if (!verdict.ok) return { status: 'refused', id, errors: verdict.errors };
+  // What the management interface will not write here (a cluster-level parameter behind a
+  // default.* cluster group, a parameter Cloud B's intelligent tuning owns) is refused before
+  // anything is written, as the catalog's refusals are; the target would refuse it too.
+  const unwritable = await ctx.target.unwritable(Object.keys(verdict.values));
+  if (unwritable.size > 0) {
+    return { status: 'refused', id, errors: [...unwritable].map(([name, why]) => `${name} cannot be changed here: ${why}`) };
+  }
   const to: Overrides = Object.fromEntries(Object.entries(verdict.values).map(([name, v]) => [name, { set: true, value: String(v) }]));
   ctx.log.info(
     `applying change ${id}: ${Object.entries(verdict.values)
