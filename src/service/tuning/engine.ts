@@ -41,8 +41,9 @@ import type {
   TuningSessionTx,
 } from './store.ts';
 import { constraintBreach, throughput } from './constraints.ts';
-import { historyOf, isTrial, judgeSession, searchBest, searchRecommendation } from './history.ts';
+import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecommendation } from './history.ts';
 import { sessionReportInterval } from './params.ts';
+import { ENVIRONMENT_TRIP, environmentTrips, tripAwaitingBaseline } from './trips.ts';
 import { buildSpace } from './space.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
 
@@ -57,6 +58,10 @@ export const ENGINE_LIMITS = {
   reportsPerWindow: 5000,
   /** A baseline window after this many measured trials. */
   baselineEvery: 3,
+  /** Steps in a row the model promises less than the minimum effect before the search ends (history.ts nothingLeft). */
+  exhaustedSteps: 3,
+  /** Trips the environment caused (trips.ts) before the session gives up on the environment. */
+  environmentTrips: 3,
   /** Transitions per call: each waits for something new after a few. */
   stepsPerCall: 12,
 } as const;
@@ -105,6 +110,7 @@ async function updateSession(s: Step, patch: TuningSessionPatch): Promise<void> 
 const graceMs = (session: TuningSessionRecord) =>
   Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(session.windowSeconds)) * 1000;
 const fmt = (x: number) => x.toFixed(3);
+const pct = (x: number) => `${Number((x * 100).toPrecision(2))} %`;
 const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] =>
   reports.map((r) => ({ leaseId: r.leaseId, seq: r.seq, metrics: r.metrics }));
 
@@ -466,6 +472,11 @@ async function iterationStep(s: Step): Promise<boolean> {
   const moved = await inFlightStep(s, iterations);
   if (moved !== null) return moved;
 
+  // A trip the baseline window after it shows the environment caused is no failure (trips.ts).
+  const environmental = environmentTrips(s.session, iterations);
+  for (const trip of environmental) await s.tx.updateIteration(trip.ordinal, { state: 'contaminated', failure: trip.failure });
+  if (environmental.length > 0) return true;
+
   const trials = iterations.filter(isTrial);
   const finished = trials.filter((it) => it.state === 'ok' || it.state === 'failed').length;
   const cancelled = trials.filter((it) => it.state === 'cancelled').length;
@@ -477,6 +488,28 @@ async function iterationStep(s: Step): Promise<boolean> {
       'known-good',
     );
     return false;
+  }
+  const tripped = trials.filter((it) => it.failure?.startsWith(ENVIRONMENT_TRIP)).length;
+  if (tripped > ENGINE_LIMITS.environmentTrips) {
+    await endTuningSession(
+      s,
+      'failed',
+      `${tripped} trials tripped a guardrail while the baseline was just as slow: the environment is too unsettled to tune in; stopped`,
+      'known-good',
+    );
+    return false;
+  }
+  const trip = tripAwaitingBaseline(iterations);
+  if (trip) {
+    return issueWindow(
+      s,
+      iterations,
+      'baseline',
+      'search',
+      null,
+      {},
+      `the baseline measured again after iteration ${trip.ordinal} failed (${trip.failure ?? 'no reason given'}): if it is just as slow, the environment caused it`,
+    );
   }
   if (finished >= s.session.iterations) return startVerification(s, iterations, null);
   if (baselineDue(iterations)) {
@@ -503,6 +536,16 @@ async function iterationStep(s: Step): Promise<boolean> {
     });
   } catch (err) {
     return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
+  }
+  const minEffect = s.session.minEffectPercent / 100;
+  const promised = nothingLeft(iterations, suggestion, minEffect, ENGINE_LIMITS.exhaustedSteps);
+  if (promised) {
+    const most = Math.max(...promised);
+    return startVerification(
+      s,
+      iterations,
+      `the search has nothing left to give: for ${promised.length} steps in a row the model allowed at most ${pct(most)} over the best so far (under the minimum effect of ${pct(minEffect)}), so it stopped after ${finished} of ${s.session.iterations} trials`,
+    );
   }
   return issueTrial(s, iterations, suggestion);
 }

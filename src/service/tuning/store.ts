@@ -4,7 +4,7 @@ import type { Command, TargetKind, TuningMode } from '../../protocol/v1.ts';
 import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
 import type { Decision, Interval } from '../../measure/verify.ts';
-import type { WorkloadSignals } from '../../optimizer/index.ts';
+import type { Prediction, WorkloadSignals } from '../../optimizer/index.ts';
 import type { CommandRecord, StoredReport } from '../databases/store.ts';
 
 /** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
@@ -133,7 +133,7 @@ export interface TuningIterationRecord {
   round: number | null;
   config: Record<string, number | string>;
   reason: string;
-  predicted: { objective: number; low: number; high: number } | null;
+  predicted: Prediction | null;
   commandId: string;
   state: TuningIterationState;
   createdAt: Date;
