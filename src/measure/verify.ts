@@ -54,10 +54,12 @@ export function roundOrder(round: number): readonly [Role, Role] {
   return round % 2 === 1 ? ['baseline', 'candidate'] : ['candidate', 'baseline'];
 }
 
-/** One window's figures: the baseline-mix-weighted runtime and the throughput (statements/s). */
+/** One window's figures: the baseline-mix-weighted runtime and the throughput (statements/s),
+ * and each baseline statement's mean runtime when the window kept them (objective.ts). */
 export interface WindowFigures {
   runtimeMs: number;
   throughput: number;
+  statementMs?: Readonly<Record<string, number>>;
 }
 
 export interface RoundFigures {
@@ -196,6 +198,62 @@ function decide(n: number, runtime: Interval | null, throughput: Interval | null
   if (n >= settings.maxRounds)
     return result('no_significant_improvement', `after ${n} rounds the runtime interval still reaches a gain under ${effect}`);
   return result('continue', `the runtime interval straddles a gain of ${effect}`);
+}
+
+/** Statements carrying at least this share of the baseline's time are verified one by one… */
+export const STATEMENT_MIN_SHARE = 0.05;
+/** …and one slower by at least this ratio, with the verification's confidence, is a regression. */
+export const STATEMENT_REGRESSION = 1.25;
+
+/** One statement under the candidate: its runtime ratio over the rounds, and whether it regressed. */
+export interface StatementChange {
+  key: string;
+  /** Its share of the baseline's time. */
+  share: number;
+  /** Candidate over baseline, paired by round (a confidence sequence like the runtime's); null before it can be judged. */
+  ratio: Interval | null;
+  rounds: number;
+  /** The whole interval lies at or above STATEMENT_REGRESSION. */
+  regression: boolean;
+}
+
+/**
+ * A configuration that makes the mix faster can still make one statement much slower (a plan flip
+ * from random_page_cost, a JIT threshold): the weighted mean hides it. So each statement that
+ * carries at least STATEMENT_MIN_SHARE of the baseline's time (`shares`, objective.ts timeShares)
+ * is compared on its own, paired by round, with the same confidence sequence as the runtime
+ * (its spread floored at √2 σ too: a single statement is noisier than the mix, and its own spread
+ * only widens the interval). Slowest first.
+ */
+export function statementChanges(
+  rounds: readonly RoundFigures[],
+  shares: Readonly<Record<string, number>>,
+  settings: VerifySettings,
+  windowNoise: number | null,
+): StatementChange[] {
+  return Object.entries(shares)
+    .filter(([, share]) => share >= STATEMENT_MIN_SHARE)
+    .map(([key, share]): StatementChange => {
+      const logRatios = rounds.flatMap((r) => {
+        const [a, b] = [r.baseline.statementMs?.[key], r.candidate.statementMs?.[key]];
+        return a !== undefined && b !== undefined && a > 0 && b > 0 ? [Math.log(b / a)] : [];
+      });
+      const ratio =
+        windowNoise === null || logRatios.length < settings.minRounds
+          ? null
+          : sequenceInterval(logRatios, settings.confidence, Math.SQRT2 * windowNoise, settings.minRounds);
+      return { key, share, ratio, rounds: logRatios.length, regression: ratio !== null && ratio.low >= STATEMENT_REGRESSION };
+    })
+    .sort((x, y) => (y.ratio?.estimate ?? 1) - (x.ratio?.estimate ?? 1));
+}
+
+/** "statement 10:5:4242:t (12 % of the baseline's time) ×3.00 (95 % CI ×2.41 to ×3.73)". */
+export function describeStatementChange(c: StatementChange, confidence: number): string {
+  const x = (r: number) => `×${r.toFixed(2)}`;
+  const figures = c.ratio
+    ? `${x(c.ratio.estimate)} (${Math.round(confidence * 100)} % CI ${x(c.ratio.low)} to ${x(c.ratio.high)})`
+    : 'not judged yet';
+  return `statement ${c.key} (${Math.round(c.share * 100)} % of the baseline's time) ${figures}`;
 }
 
 const signed = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(x * 100).toFixed(Math.abs(x) < 0.1 ? 1 : 0)} %`;

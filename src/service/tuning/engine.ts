@@ -18,11 +18,15 @@
 // is marked contaminated and measured again in a new row; it never reaches the optimizer.
 import { randomUUID } from 'node:crypto';
 import { callShares, contamination, type WindowReport } from '../../measure/contamination.ts';
-import { queryMix, windowStats, type WindowStats } from '../../measure/objective.ts';
+import { queryMix, timeShares, windowStats, type WindowStats } from '../../measure/objective.ts';
 import {
+  describeStatementChange,
   describeVerdict,
   roundOrder,
+  statementChanges,
+  STATEMENT_REGRESSION,
   verdict,
+  type StatementChange,
   type RoundFigures,
   type Role,
   type Verdict,
@@ -613,10 +617,12 @@ function roundsOf(iterations: readonly TuningIterationRecord[]): RoundFigures[] 
     const a = of('baseline');
     const b = of('candidate');
     if (!a?.stats || !b?.stats) return rounds;
-    rounds.push({
-      baseline: { runtimeMs: a.stats.weightedRuntimeMs!, throughput: throughput(a.stats) },
-      candidate: { runtimeMs: b.stats.weightedRuntimeMs!, throughput: throughput(b.stats) },
+    const figures = (stats: WindowStats) => ({
+      runtimeMs: stats.weightedRuntimeMs!,
+      throughput: throughput(stats),
+      ...(stats.statementMs && { statementMs: stats.statementMs }),
     });
+    rounds.push({ baseline: figures(a.stats), candidate: figures(b.stats) });
   }
 }
 
@@ -631,7 +637,11 @@ async function verifyStep(s: Step): Promise<boolean> {
   }
   const settings = verifySettings(s.session);
   const rounds = roundsOf(iterations);
-  const v = verdict(rounds, settings, judgeSession(s.session, iterations).noise);
+  const noise = judgeSession(s.session, iterations).noise;
+  const v = verdict(rounds, settings, noise);
+  const baseline = s.session.baseline;
+  const shares = baseline?.stats.statementMs ? timeShares(baseline.mix, baseline.stats.statementMs) : {};
+  const statements = statementChanges(rounds, shares, settings, noise);
   const failed = iterations.find((it) => it.phase === 'verify' && it.kind === 'candidate' && it.state === 'failed');
   if (failed) {
     const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
@@ -645,8 +655,8 @@ async function verifyStep(s: Step): Promise<boolean> {
     return false;
   }
   if (v.rounds !== verification.rounds || v.decision !== verification.decision)
-    await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
-  if (v.decision === 'recommend') return recommend(s, v);
+    await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision, statements } });
+  if (v.decision === 'recommend') return recommend(s, v, statements);
   if (v.decision === 'no_significant_improvement') {
     await endTuningSession(
       s,
@@ -671,8 +681,12 @@ const figures = (v: Verdict) => ({
   note: v.decision === 'continue' ? null : v.why,
 });
 
-/** The verified best: kept at once, or after a person's approval (meanwhile on known-good). */
-async function recommend(s: Step, v: Verdict): Promise<boolean> {
+/**
+ * The verified best: kept at once, or after a person's approval (meanwhile on known-good). A
+ * statement it makes slower (verify.ts statementChanges) is never kept silently: it is named, and
+ * the configuration waits for a person's approval whatever the session's requireApproval says.
+ */
+async function recommend(s: Step, v: Verdict, statements: readonly StatementChange[]): Promise<boolean> {
   const { session } = s;
   const candidate = session.verification!.candidate;
   const best: SessionBest = {
@@ -681,16 +695,22 @@ async function recommend(s: Step, v: Verdict): Promise<boolean> {
     objective: v.runtime!.estimate,
     measurements: v.rounds,
   };
-  const summary = `verified: ${describeVerdict(v, session.confidencePercent / 100)}`;
-  if (!session.requireApproval) {
+  const confidence = session.confidencePercent / 100;
+  const summary = `verified: ${describeVerdict(v, confidence)}`;
+  const regressions = statements.filter((c) => c.regression);
+  if (!session.requireApproval && regressions.length === 0) {
     await applyBest(s, best, session.createdById, `${summary}; `);
     return false;
   }
+  const warning =
+    regressions.length === 0
+      ? ''
+      : `; but it makes ${regressions.length === 1 ? 'a statement' : `${regressions.length} statements`} slower by ${Math.round((STATEMENT_REGRESSION - 1) * 100)} % or more: ${regressions.map((c) => describeStatementChange(c, confidence)).join('; ')}`;
   await issueRevert(s, 'known-good', session.createdById);
   await updateSession(s, {
     state: 'awaiting_approval',
     best,
-    message: `the best configuration (iteration ${best.iteration}) is ${summary}; approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
+    message: `the best configuration (iteration ${best.iteration}) is ${summary}${warning}; approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
   });
   return false;
 }

@@ -3,7 +3,7 @@
 import type { Command, TargetKind, TuningMode } from '../../protocol/v1.ts';
 import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
-import type { Decision, Interval } from '../../measure/verify.ts';
+import type { Decision, Interval, StatementChange } from '../../measure/verify.ts';
 import type { Prediction, WorkloadSignals } from '../../optimizer/index.ts';
 import type { CommandRecord, StoredReport } from '../databases/store.ts';
 
@@ -72,6 +72,9 @@ export interface SessionVerification {
   decision: Decision;
   /** Why it decided as it did (or ended early: a candidate window failed), for people. */
   note: string | null;
+  /** The statements carrying 5 % or more of the baseline's time, each compared on its own (sessions
+   * from before these checks have none). */
+  statements?: StatementChange[];
 }
 
 export interface TuningSessionParams {
