@@ -75,13 +75,16 @@ test('over 400 null sessions: a fixed 95 % interval looked at six times claims a
   const fixedOwn = claims((l) => pairedInterval(l.logRatios, 0.95));
   const fixedOwnOnce = claims((l) => pairedInterval(l.logRatios, 0.95), MIN_ROUNDS);
   const sequential = claims((l) => (l.noise === null ? null : sequenceInterval(l.logRatios, 0.95, floor(l.noise), MIN_ROUNDS)));
+  // The confidence sequence needs the spread known: the rounds' own spread of 3 rounds will not do.
+  const sequentialOwn = claims((l) => sequenceInterval(l.logRatios, 0.95, 0, MIN_ROUNDS));
   console.log(
     `false claims over rounds 3-8: fixed t interval with the rounds' spread ${rate(fixedOwn)} (at round 3 alone ${rate(fixedOwnOnce)}), ` +
-      `fixed t floored at √2σ ${rate(fixed)}, confidence sequence ${rate(sequential)}`,
+      `fixed t floored at √2σ ${rate(fixed)}, confidence sequence ${rate(sequential)} (on the rounds' own spread ${rate(sequentialOwn)})`,
   );
   assert.ok(fixedOwnOnce / SESSIONS <= 0.08, `one look keeps about its level: ${rate(fixedOwnOnce)}`);
   assert.ok(fixedOwn / SESSIONS > 0.1, `six looks do not: ${rate(fixedOwn)}`);
   assert.ok(sequential / SESSIONS <= 0.05, `the confidence sequence: ${rate(sequential)}`);
+  assert.ok(sequentialOwn / SESSIONS > 0.05, `without σ it would not hold: ${rate(sequentialOwn)}`);
 });
 
 test('over 400 null sessions the verification (minimum effect 0) recommends at most 5 % of the time; a −60 % effect stops at 3 rounds', () => {

@@ -91,6 +91,7 @@ test('a mix 20 % faster with a 10 %-share statement 3× slower: verified faster,
       JSON.stringify(changes),
     );
     assert.ok(regressions[0]!.ratio!.estimate > 2.5 && regressions[0]!.ratio!.low >= 1.25);
+    if (seed === 1) console.log(`seed 1: ${describeStatementChange(regressions[0]!, 0.95)}, after ${v.rounds} rounds`);
     assert.match(
       describeStatementChange(regressions[0]!, 0.95),
       /^statement 10:5:203:t \(10 % of the baseline's time\) ×(2\.[5-9]|3\.\d)\d \(95 % CI ×/,

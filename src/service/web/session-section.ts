@@ -109,6 +109,21 @@ function verificationText(v: View): Html {
   return html`${verdict} iteration ${verification.candidate.iteration}: ${verification.summary ?? 'no complete round yet'}${verification.note ? html`<div class="muted small">${verification.note}</div>` : ''}`;
 }
 
+/** Each statement with 5 % or more of the baseline's time under the candidate, slowest first. */
+function statementsTable(v: View): Html {
+  const statements = v.verification?.statements ?? [];
+  if (statements.length === 0) return html``;
+  const rows = statements.map(
+    (c) => html`<tr>
+  <td><code>${c.key}</code></td>
+  <td class="num">${Math.round(c.share * 100)} %</td>
+  <td class="num">${c.ratio ? html`×${c.ratio.estimate.toFixed(2)}<div class="muted small">×${c.ratio.low.toFixed(2)}–×${c.ratio.high.toFixed(2)}</div>` : '–'}</td>
+  <td>${c.regression ? html`<span class="badge warn">regression</span>` : c.ratio && c.ratio.high < 1 ? html`<span class="badge ok">gain</span>` : html`<span class="muted">no clear change</span>`}</td>
+</tr>`,
+  );
+  return html`<table id="session-statements" class="small"><thead><tr><th>Statement (user:db:queryid)</th><th class="num" title="its share of the baseline's time">Share</th><th class="num" title="candidate over baseline, paired by A/B round, with the verification's interval">Runtime</th><th></th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 const objectiveText = (it: IterationView): Html => {
   if (it.kind === 'baseline')
     return it.baselineRatio === null
@@ -170,7 +185,7 @@ ${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice w
   <dt>Progress</dt><dd id="session-progress">${progress ? progressText(progress, v) : '–'}</dd>
   <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s, ${formatNumber(baseline.tps, 1)} transactions/s, over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
   <dt>Drift</dt><dd id="session-drift">${driftText(v)}</dd>
-  <dt>Verification</dt><dd id="session-verification">${verificationText(v)}</dd>
+  <dt>Verification</dt><dd id="session-verification">${verificationText(v)}${statementsTable(v)}</dd>
   ${v.best ? html`<dt>Recommended</dt><dd id="session-best">iteration ${v.best.iteration}, verified in ${v.best.measurements} A/B rounds${diffList(v.best.diff, true)}</dd>` : ''}
   ${v.endedAt ? html`<dt>Ended</dt><dd title="${formatTime(new Date(v.endedAt))}">${formatRelative(new Date(v.endedAt))}</dd>` : ''}
 </dl>
