@@ -58,6 +58,8 @@ export class SimulatedAgent {
   plan: (command: Extract<Command, { kind: 'apply' }>, trial: number) => ApplyPlan = () => ({ status: 'applied' });
   /** How much slower than the baseline the workload runs with these settings. */
   effect: (settings: ReadonlyMap<string, string>) => number = runtimeFactor;
+  /** How much slower one statement (by its index in the report) runs with these settings, besides `effect`: a plan flip. */
+  statementEffect: (settings: ReadonlyMap<string, string>, index: number) => number = () => 1;
   /** Each report's runtimes are off by a lognormal factor of this standard deviation (seeded). */
   noise = 0;
   /** While set, the workload runs other statements than the baseline's (a batch job, say). */
@@ -100,9 +102,9 @@ export class SimulatedAgent {
     metrics.interval = { start: this.lastEnd.toISOString(), end: end.toISOString(), seconds, serverRestarted: false };
     const factor = this.effect(this.settings) * Math.exp(this.noise * this.rng.normal());
     // The same offered load whatever the configuration: calls in proportion to time.
-    for (const row of metrics.statements.top) {
+    for (const [i, row] of metrics.statements.top.entries()) {
       row.calls = Math.max(1, Math.round((row.calls / 60) * seconds));
-      row.meanExecTimeMs = row.meanExecTimeMs * factor;
+      row.meanExecTimeMs = row.meanExecTimeMs * factor * this.statementEffect(this.settings, i);
       row.totalExecTimeMs = row.meanExecTimeMs * row.calls;
     }
     metrics.statements.other = {
@@ -239,6 +241,7 @@ export interface SessionJson {
   confidencePercent: number;
   seed: number;
   requireApproval: boolean;
+  statementRegressions: 'approve' | 'refuse';
   reportIntervalSeconds: number;
   best: {
     iteration: number;
@@ -256,6 +259,13 @@ export interface SessionJson {
     decision: 'continue' | 'recommend' | 'no_significant_improvement';
     note: string | null;
     summary: string | null;
+    statements?: Array<{
+      key: string;
+      share: number;
+      ratio: { estimate: number; low: number; high: number } | null;
+      rounds: number;
+      regression: boolean;
+    }>;
   } | null;
   drift?: { perHour: number; total: number; windows: number } | null;
   noise?: number | null;

@@ -232,6 +232,16 @@ ALTER TABLE sessions RENAME TO login_sessions;
 ALTER INDEX sessions_expires_at RENAME TO login_sessions_expires_at;
 `,
   },
+  {
+    version: 5,
+    name: 'no hidden regressions: what a session does with a configuration that makes a statement slower',
+    sql: `
+-- approve: recommend it with the regression named, and wait for a person's approval;
+-- refuse: do not recommend it.
+ALTER TABLE tuning_sessions ADD COLUMN statement_regressions text NOT NULL DEFAULT 'approve'
+  CHECK (statement_regressions IN ('approve', 'refuse'));
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

@@ -702,10 +702,14 @@ async function recommend(s: Step, v: Verdict, statements: readonly StatementChan
     await applyBest(s, best, session.createdById, `${summary}; `);
     return false;
   }
-  const warning =
-    regressions.length === 0
-      ? ''
-      : `; but it makes ${regressions.length === 1 ? 'a statement' : `${regressions.length} statements`} slower by ${Math.round((STATEMENT_REGRESSION - 1) * 100)} % or more: ${regressions.map((c) => describeStatementChange(c, confidence)).join('; ')}`;
+  const slower = `it makes ${regressions.length === 1 ? 'a statement' : `${regressions.length} statements`} slower by ${Math.round((STATEMENT_REGRESSION - 1) * 100)} % or more: ${regressions.map((c) => describeStatementChange(c, confidence)).join('; ')}`;
+  if (regressions.length > 0 && session.statementRegressions === 'refuse') {
+    const note = `the configuration is ${summary}, but ${slower}`;
+    await updateSession(s, { verification: { ...session.verification!, decision: 'no_significant_improvement', note } });
+    await endTuningSession(s, 'done', `not recommended: ${note}; the database stays on its known-good configuration`, 'known-good');
+    return false;
+  }
+  const warning = regressions.length === 0 ? '' : `; but ${slower}`;
   await issueRevert(s, 'known-good', session.createdById);
   await updateSession(s, {
     state: 'awaiting_approval',

@@ -89,6 +89,9 @@ export interface TuningSessionParams {
   minEffectPercent: number;
   /** The level of the verification's intervals, in percent. */
   confidencePercent: number;
+  /** A verified configuration that makes a heavy statement slower (verify.ts statementChanges):
+   * recommended with the regression named, after a person's approval; or refused. */
+  statementRegressions: 'approve' | 'refuse';
   seed: number;
   requireApproval: boolean;
 }
