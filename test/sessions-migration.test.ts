@@ -63,7 +63,13 @@ for (const kind of STORAGE_KINDS) {
         ),
         [3],
       );
+      // The storage reads today's schema: the later migrations too (5: statementRegressions, 'approve').
+      assert.deepEqual(
+        await migrate(driver),
+        MIGRATIONS.filter((m) => m.version > 3).map((m) => m.version),
+      );
       const found = await createSqlStorage(driver).getTuningSession(account, database, session);
+      assert.equal(found?.session.statementRegressions, 'approve');
       assert.ok(found);
       const s = found.session;
       assert.deepEqual(
@@ -112,7 +118,13 @@ for (const kind of STORAGE_KINDS) {
         `INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at) VALUES ('h', $1, 'c', now() + interval '1 hour')`,
         [user],
       );
-      assert.deepEqual(await migrate(driver), [4]);
+      assert.deepEqual(
+        await migrate(
+          driver,
+          MIGRATIONS.filter((m) => m.version <= 4),
+        ),
+        [4],
+      );
       const found = await createSqlStorage(driver).findLoginSession('h');
       assert.deepEqual([found?.user.username, found?.csrfToken], ['u', 'c']);
       await assert.rejects(driver.query('SELECT 1 FROM sessions'), /sessions/, 'the old name is gone');
