@@ -7,7 +7,10 @@
 //   iterating           per trial: suggest → apply as a trial (keep=false) → ack → warm up →
 //                       measure one window → ok or failed; after every few measured trials, a
 //                       window of the known-good configuration (a revert), so that each trial is
-//                       judged against the baseline windows nearest in time; until the planned number
+//                       judged against the baseline windows nearest in time; until the planned number,
+//                       or until the model promises less than the minimum effect for a few steps
+//                       (history.ts nothingLeft). After a guardrail trip the baseline is measured at
+//                       once: a trip it shows the environment caused is contaminated (trips.ts)
 //   verifying           the search's best against the baseline in A/B rounds (A B, B A, …) until
 //                       its interval decides (src/measure/verify.ts)
 //   awaiting_approval   the verified best waits for a person; the database is back on known-good
