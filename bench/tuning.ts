@@ -40,7 +40,7 @@ import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { pgbench, type PgbenchResult } from '../src/lab/pgbench.ts';
 import { workloadByName, type Workload } from '../src/lab/workloads.ts';
 import { queryMix, windowStats, type QueryMix, type WindowStats } from '../src/measure/objective.ts';
-import { pairedInterval, verdict, type Interval, type RoundFigures } from '../src/measure/verify.ts';
+import { fixedVerdict, pairedInterval, type Interval, type RoundFigures } from '../src/measure/verify.ts';
 import {
   best,
   createSpace,
@@ -401,7 +401,7 @@ async function verifyFinals(h: Harness, finals: ReadonlyArray<[string, Config]>)
   return new Map(
     finals.map(([name]) => {
       const r = rounds.get(name)!;
-      const v = verdict(r, VERIFY);
+      const v = fixedVerdict(r, VERIFY);
       return [
         name,
         {

@@ -15,6 +15,7 @@ import {
   type Setting,
 } from '../src/protocol/v1.ts';
 import { roundOrder } from '../src/measure/verify.ts';
+import { ENVIRONMENT_TRIP } from '../src/service/tuning/trips.ts';
 import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
 import { createRng, type Rng } from '../src/optimizer/index.ts';
 import { PG15_KNOB_SETTINGS } from './helpers/pg15-settings.ts';
@@ -58,6 +59,8 @@ export class SimulatedAgent {
   plan: (command: Extract<Command, { kind: 'apply' }>, trial: number) => ApplyPlan = () => ({ status: 'applied' });
   /** How much slower than the baseline the workload runs with these settings. */
   effect: (settings: ReadonlyMap<string, string>) => number = runtimeFactor;
+  /** How much slower one statement (by its index in the report) runs with these settings, besides `effect`: a plan flip. */
+  statementEffect: (settings: ReadonlyMap<string, string>, index: number) => number = () => 1;
   /** Each report's runtimes are off by a lognormal factor of this standard deviation (seeded). */
   noise = 0;
   /** While set, the workload runs other statements than the baseline's (a batch job, say). */
@@ -100,9 +103,9 @@ export class SimulatedAgent {
     metrics.interval = { start: this.lastEnd.toISOString(), end: end.toISOString(), seconds, serverRestarted: false };
     const factor = this.effect(this.settings) * Math.exp(this.noise * this.rng.normal());
     // The same offered load whatever the configuration: calls in proportion to time.
-    for (const row of metrics.statements.top) {
+    for (const [i, row] of metrics.statements.top.entries()) {
       row.calls = Math.max(1, Math.round((row.calls / 60) * seconds));
-      row.meanExecTimeMs = row.meanExecTimeMs * factor;
+      row.meanExecTimeMs = row.meanExecTimeMs * factor * this.statementEffect(this.settings, i);
       row.totalExecTimeMs = row.meanExecTimeMs * row.calls;
     }
     metrics.statements.other = {
@@ -239,6 +242,7 @@ export interface SessionJson {
   confidencePercent: number;
   seed: number;
   requireApproval: boolean;
+  statementRegressions: 'approve' | 'refuse';
   reportIntervalSeconds: number;
   best: {
     iteration: number;
@@ -256,6 +260,13 @@ export interface SessionJson {
     decision: 'continue' | 'recommend' | 'no_significant_improvement';
     note: string | null;
     summary: string | null;
+    statements?: Array<{
+      key: string;
+      share: number;
+      ratio: { estimate: number; low: number; high: number } | null;
+      rounds: number;
+      regression: boolean;
+    }>;
   } | null;
   drift?: { perHour: number; total: number; windows: number } | null;
   noise?: number | null;
@@ -278,6 +289,7 @@ export interface IterationJson {
   baselineRatio: number | null;
   bestSoFar: number | null;
   failure: string | null;
+  stats: Record<string, number | null> | null;
   sentAt: string | null;
   window: { start: string; end: string; attempts: number } | null;
 }
@@ -326,15 +338,23 @@ export function assertSessionShape(
     summary,
   );
   let since = 0;
-  for (const it of clean.filter((x) => x.phase === 'search')) {
-    if (it.kind === 'baseline') {
+  let previous: IterationJson | undefined;
+  for (const it of iterations.filter((x) => x.phase === 'search')) {
+    // A trial a guardrail or a constraint failed is followed by a baseline window at once
+    // (src/service/tuning/trips.ts), and is contaminated when that window is just as slow.
+    const tripped = previous?.state === 'failed' || previous?.failure?.startsWith(ENVIRONMENT_TRIP) === true;
+    const afterTrip = tripped && (/\bguardrail\b/.test(previous?.failure ?? '') || previous?.stats !== null);
+    if (it.state === 'contaminated' && !it.failure?.startsWith(ENVIRONMENT_TRIP)) continue;
+    if (it.kind === 'baseline' && !afterTrip) {
       assert.equal(
         since,
         ENGINE_LIMITS.baselineEvery,
         `a baseline window after every ${ENGINE_LIMITS.baselineEvery} measured trials: ${summary}`,
       );
       since = 0;
-    } else if (it.state === 'ok') since++;
+    } else if (it.kind === 'baseline') since = 0;
+    else if (it.state === 'ok') since++;
+    previous = it;
   }
   const verify = clean.filter((it) => it.phase === 'verify');
   assert.ok(

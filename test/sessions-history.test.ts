@@ -55,6 +55,7 @@ const session: TuningSessionRecord = {
   confidencePercent: 95,
   seed: 1,
   requireApproval: false,
+  statementRegressions: 'approve',
 };
 
 let ordinal = 0;

@@ -63,7 +63,13 @@ for (const kind of STORAGE_KINDS) {
         ),
         [3],
       );
+      // The storage reads today's schema: the later migrations too (5: statementRegressions, 'approve').
+      assert.deepEqual(
+        await migrate(driver),
+        MIGRATIONS.filter((m) => m.version > 3).map((m) => m.version),
+      );
       const found = await createSqlStorage(driver).getTuningSession(account, database, session);
+      assert.equal(found?.session.statementRegressions, 'approve');
       assert.ok(found);
       const s = found.session;
       assert.deepEqual(

@@ -111,7 +111,8 @@ test(
     assert.equal(await page.locator('#session-iterations tbody tr').count(), iterations.length);
     assert.match(
       (await page.textContent('#session-progress')) ?? '',
-      new RegExp(`^8 of 8 trials measured \\(6 ok, 2 failed\\), 1 baseline window between them, ${rounds} A/B rounds \\(3–5\\)`),
+      // One baseline window after 3 measured trials, one right after the guardrail's trip (was it the environment?).
+      new RegExp(`^8 of 8 trials measured \\(6 ok, 2 failed\\), 2 baseline windows between them, ${rounds} A/B rounds \\(3–5\\)`),
     );
     assert.ok((await page.locator('#session-chart circle').count()) >= 5, 'a dot per measured trial');
     assert.ok((await page.locator('#session-chart rect').count()) >= 3, 'the baseline windows (and the plot area)');
@@ -120,6 +121,10 @@ test(
       (await page.textContent('#session-verification')) ?? '',
       /recommended iteration \d+: runtime −\d+(\.\d)? % \(95 % CI .*\), throughput .*, \d A\/B rounds/,
     );
+    // Every statement runs faster by the same factor here: each heavy one is shown, none a regression.
+    assert.ok((await page.locator('#session-statements tbody tr').count()) >= 1, 'the per-statement changes');
+    assert.match((await page.textContent('#session-statements')) ?? '', /gain/);
+    assert.doesNotMatch((await page.textContent('#session-statements')) ?? '', /regression/);
     assert.match((await page.textContent('#session-iterations')) ?? '', /refused by the agent/);
     assert.match((await page.textContent('#session-iterations')) ?? '', /guardrail/);
     assert.match((await page.textContent('#session-iterations')) ?? '', /work_mem 4MB →/);

@@ -193,6 +193,57 @@ for (const kind of STORAGE_KINDS) {
       assert.deepEqual(agent.settings, agent.baseline, 'the database is on its known-good configuration');
     });
 
+    test('a faster mix with one statement 3× slower is not kept silently: named and held for approval, or refused', async () => {
+      const flipped = async (name: string, statementRegressions: 'approve' | 'refuse') => {
+        const { databaseId, agent } = await connect(name);
+        agent.noise = 0.03;
+        // The statement with 12 % of the baseline's time runs 3× slower under any other work_mem:
+        // the mix is still about 20 % faster with work_mem 64 MB.
+        agent.statementEffect = (settings, i) => (i === 3 && settings.get('work_mem') !== '4096' ? 3 : 1);
+        const started = await startTuningSession(person, databaseId, {
+          iterations: 3,
+          windowSeconds: 2,
+          warmupSeconds: 0,
+          seed: 42,
+          abRoundsMax: 5,
+          requireApproval: false,
+          statementRegressions,
+        });
+        assert.equal(started.statementRegressions, statementRegressions);
+        await agent.runUntil(
+          'the verification to decide',
+          async () => ['awaiting_approval', 'done', 'failed', 'applying_best'].includes(await stateOf(databaseId, started.id)),
+          { timeoutMs: 90_000 },
+        );
+        return { agent, ...(await getTuningSession(person, databaseId, started.id)) };
+      };
+      const held = await flipped('regression-approve', 'approve');
+      assert.equal(held.session.state, 'awaiting_approval', held.session.message ?? '');
+      assert.match(
+        held.session.message ?? '',
+        /is verified: runtime −.*; but it makes a statement slower by 25 % or more: statement \d+:\d+:-3999976243000000000:t \(12 % of the baseline's time\) ×\d\.\d\d \(95 % CI ×\d\.\d\d to ×\d\.\d\d\); approve it/,
+      );
+      const statements = held.session.verification!.statements!;
+      const regressions = statements.filter((c) => c.regression);
+      assert.equal(regressions.length, 1, JSON.stringify(statements));
+      assert.match(regressions[0]!.key, /^\d+:\d+:-3999976243000000000:t$/);
+      assert.ok(
+        statements.some((c) => !c.regression && c.ratio !== null && c.ratio.high < 1),
+        'the faster ones are shown too',
+      );
+      assert.ok(!held.agent.received.some((c) => c.kind === 'apply' && c.keep), 'nothing kept without approval');
+
+      const refused = await flipped('regression-refuse', 'refuse');
+      assert.equal(refused.session.state, 'done', refused.session.message ?? '');
+      assert.match(
+        refused.session.message ?? '',
+        /^not recommended: the configuration is verified: .*, but it makes a statement slower by 25 % or more: statement /,
+      );
+      assert.equal(refused.session.best, null);
+      assert.equal(refused.session.verification!.decision, 'no_significant_improvement');
+      assert.ok(!refused.agent.received.some((c) => c.kind === 'apply' && c.keep), 'nothing kept');
+    });
+
     test('a window whose query mix shifts is contaminated, measured again, and not given to the optimizer', async () => {
       const { databaseId, agent } = await connect('mix-shift');
       const started = await startTuningSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 0, seed: 4 });
@@ -449,6 +500,12 @@ for (const kind of STORAGE_KINDS) {
       assertClientError(await person.post(path, { mode: 'fast' }), 400, 'bad_request', 'body.mode');
       assertClientError(await person.post(path, { seed: -3 }), 400, 'bad_request', 'body.seed');
       assertClientError(await person.post(path, { requireApproval: 'no' }), 400, 'bad_request', 'body.requireApproval');
+      assertClientError(
+        await person.post(path, { statementRegressions: 'ignore' }),
+        400,
+        'bad_request',
+        "body.statementRegressions: expected 'approve' (name it and wait for approval) or 'refuse'",
+      );
       assertClientError(await person.post(path, { abRoundsMin: 2 }), 400, 'bad_request', 'body.abRoundsMin: expected at least 3 rounds');
       assertClientError(
         await person.post(path, { abRoundsMin: 6, abRoundsMax: 4 }),

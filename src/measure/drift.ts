@@ -80,3 +80,24 @@ export function judge(trial: BaselinePoint, baselines: readonly BaselinePoint[],
   const sd = noise === null ? null : noise * Math.sqrt(1 + base.weights.reduce((s, w) => s + w * w, 0));
   return { objective: Math.exp(Math.log(trial.runtimeMs) - base.logRuntime), sd };
 }
+
+/** A baseline window more than this many standard deviations above the drift model is slower than drift and noise explain… */
+export const SLOWER_THAN_DRIFT_Z = 2;
+/** …or, while the noise is not measured, more than this much slower. */
+export const SLOWER_THAN_DRIFT_RATIO = 1.1;
+
+/**
+ * A baseline window judged against the drift model of the baseline windows before it: its
+ * runtime over theirs at its time, and whether the environment slowed it (the load, a noisy
+ * neighbour) beyond what drift and the noise of one window explain. Null without earlier ones.
+ */
+export function slowerThanDrift(
+  window: BaselinePoint,
+  before: readonly BaselinePoint[],
+  noise: number | null,
+): (Judged & { slower: boolean }) | null {
+  const j = judge(window, before, noise);
+  if (!j) return null;
+  const slower = j.sd === null ? j.objective > SLOWER_THAN_DRIFT_RATIO : Math.log(j.objective) > SLOWER_THAN_DRIFT_Z * j.sd;
+  return { ...j, slower };
+}

@@ -20,6 +20,9 @@ export interface WindowStats {
   tps: number;
   /** Rolled back / all transactions. */
   rollbackRate: number;
+  /** Mean runtime per call (ms) of each statement of the baseline mix the window ran, by key: what
+   * the verification compares statement by statement (windows measured before it have none). */
+  statementMs?: Record<string, number>;
 }
 
 /** A statement's totals over some time: what a mix and a weighted runtime are computed from. */
@@ -77,7 +80,14 @@ export function queryMix(reports: readonly MetricsReport[]): QueryMix {
 }
 
 export function windowStats(reports: readonly MetricsReport[], mix: QueryMix): WindowStats {
-  const { runtimeMs, coverage } = weightedRuntimeOf(totalsByStatement(reports), mix);
+  const totals = totalsByStatement(reports);
+  const { runtimeMs, coverage } = weightedRuntimeOf(totals, mix);
+  const statementMs = Object.fromEntries(
+    Object.keys(mix).flatMap((key) => {
+      const t = totals.get(key);
+      return t && t.calls > 0 ? [[key, Number((t.execMs / t.calls).toPrecision(6))]] : [];
+    }),
+  );
   const seconds = reports.reduce((s, r) => s + r.interval.seconds, 0);
   const calls = reports.reduce((s, r) => s + r.derived.calls, 0);
   const runtimeSum = reports.reduce((s, r) => s + (r.derived.avgQueryRuntimeMs ?? 0) * r.derived.calls, 0);
@@ -91,7 +101,18 @@ export function windowStats(reports: readonly MetricsReport[], mix: QueryMix): W
     seconds,
     tps: seconds > 0 ? (commits + rollbacks) / seconds : 0,
     rollbackRate: commits + rollbacks > 0 ? rollbacks / (commits + rollbacks) : 0,
+    statementMs,
   };
+}
+
+/** Each statement's share of the window's time at the mix's calls (share × mean runtime, normalised). */
+export function timeShares(mix: QueryMix, statementMs: Readonly<Record<string, number>>): Record<string, number> {
+  const weighted = Object.entries(mix).flatMap(([key, share]) => {
+    const ms = statementMs[key];
+    return ms !== undefined && ms > 0 && share > 0 ? [[key, share * ms] as const] : [];
+  });
+  const total = weighted.reduce((sum, [, w]) => sum + w, 0);
+  return total > 0 ? Object.fromEntries(weighted.map(([key, w]) => [key, w / total])) : {};
 }
 
 /** The optimizer's objective: the window's weighted runtime relative to the baseline's (1.0 =

@@ -28,6 +28,8 @@ const PER_CLIMB = 12;
 interface Scored {
   readonly candidate: Candidate;
   readonly score: number;
+  /** log EI alone, without the safety and the signals' prior. */
+  readonly logEi: number;
   readonly mean: number;
   readonly sd: number;
 }
@@ -84,7 +86,8 @@ function score(m: Model, c: Candidate, prior: number): Scored {
   const p = m.gp.predict(x);
   const sd = Math.sqrt(p.variance);
   const safety = m.success ? SAFETY_EXPONENT * Math.log(Math.max(m.success(x), 1e-300)) : 0;
-  return { candidate: c, score: logExpectedImprovement(p.mean, sd, m.target) + safety + prior, mean: p.mean, sd };
+  const logEi = logExpectedImprovement(p.mean, sd, m.target);
+  return { candidate: c, score: logEi + safety + prior, logEi, mean: p.mean, sd };
 }
 
 const round3 = (x: number) => Number(x.toPrecision(3));
@@ -121,10 +124,22 @@ export function modelStep(
   const pick = scored.find((x) => x.candidate === chosen);
   if (!chosen || !pick) return undefined;
   const objective = round3(Math.exp(pick.mean));
+  // What is left to give, as shares of the best so far's objective: the most any candidate of the
+  // region is expected to improve on it (EI of the log objective), and the most any may improve
+  // at the model's optimistic bound (mean − 2 sd). The caller decides whether that is worth more
+  // windows (the tuning session: src/service/tuning/engine.ts).
+  const mostExpected = Math.max(...scored.map((x) => x.logEi));
+  const possible = Math.max(...scored.map((x) => model.target - (x.mean - 2 * x.sd)));
   return {
     kind: 'explore',
     config: chosen.config,
     reason: `highest expected improvement among ${scored.length} candidates within ${region.halfWidth} of the best so far: predicted objective ${objective} (best so far ${round3(Math.exp(model.target))})`,
-    predicted: { objective, low: round3(Math.exp(pick.mean - 2 * pick.sd)), high: round3(Math.exp(pick.mean + 2 * pick.sd)) },
+    predicted: {
+      objective,
+      low: round3(Math.exp(pick.mean - 2 * pick.sd)),
+      high: round3(Math.exp(pick.mean + 2 * pick.sd)),
+      expectedImprovement: round3(-Math.expm1(-Math.exp(mostExpected))),
+      possibleImprovement: round3(-Math.expm1(-possible)),
+    },
   };
 }

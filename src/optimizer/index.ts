@@ -9,6 +9,7 @@ export type {
   NumericDimension,
   Observation,
   Point,
+  Prediction,
   SearchSpace,
   Suggestion,
   SuggestionKind,

@@ -82,6 +82,18 @@ export interface Suggestion {
   readonly config: Config;
   /** One sentence for the dashboard: why this configuration now. */
   readonly reason: string;
-  /** For model-based exploration: the model's forecast of the objective there. */
-  readonly predicted?: { readonly objective: number; readonly low: number; readonly high: number };
+  /** For model-based exploration: the model's forecast of the objective there, and the most any
+   * candidate of the region is expected to improve on the best so far (0.03 = 3 % faster). */
+  readonly predicted?: Prediction;
+}
+
+/** The model's forecast for a step (a share of the baseline's runtime, 2 sd either side). */
+export interface Prediction {
+  readonly objective: number;
+  readonly low: number;
+  readonly high: number;
+  /** The most any candidate of the region is expected to improve on the best so far (EI), as a share of its objective. */
+  readonly expectedImprovement?: number;
+  /** The most any candidate may improve on it at the model's optimistic bound (mean − 2 sd): what the search has left to give. */
+  readonly possibleImprovement?: number;
 }

@@ -241,6 +241,16 @@ ALTER INDEX sessions_expires_at RENAME TO login_sessions_expires_at;
 ALTER TABLE commands ADD COLUMN deliver_by timestamptz;
 `,
   },
+  {
+    version: 6,
+    name: 'no hidden regressions: what a session does with a configuration that makes a statement slower',
+    sql: `
+-- approve: recommend it with the regression named, and wait for a person's approval;
+-- refuse: do not recommend it.
+ALTER TABLE tuning_sessions ADD COLUMN statement_regressions text NOT NULL DEFAULT 'approve'
+  CHECK (statement_regressions IN ('approve', 'refuse'));
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

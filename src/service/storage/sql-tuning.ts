@@ -44,6 +44,7 @@ interface SessionRow {
   ab_rounds_max: number;
   min_effect_percent: number;
   confidence_percent: number;
+  statement_regressions: TuningSessionRecord['statementRegressions'];
   seed: number;
   require_approval: boolean;
   space: TuningSessionRecord['space'];
@@ -62,7 +63,7 @@ interface SessionRow {
 }
 
 const SESSION_COLUMNS = `s.id, s.database_id, s.state, s.mode, s.iterations, s.window_seconds, s.warmup_seconds,
-  s.ab_rounds_min, s.ab_rounds_max, s.min_effect_percent, s.confidence_percent,
+  s.ab_rounds_min, s.ab_rounds_max, s.min_effect_percent, s.confidence_percent, s.statement_regressions,
   s.seed::float8 AS seed, s.require_approval, s.space, s.created_by, u.username AS created_by_name, s.created_at,
   s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.verification, s.final_command_id, s.final_sent_at`;
 const SESSION_FROM = 'tuning_sessions s LEFT JOIN users u ON u.id = s.created_by';
@@ -113,6 +114,7 @@ function toSession(row: SessionRow): TuningSessionRecord {
     abRoundsMax: row.ab_rounds_max,
     minEffectPercent: row.min_effect_percent,
     confidencePercent: row.confidence_percent,
+    statementRegressions: row.statement_regressions,
     seed: row.seed,
     requireApproval: row.require_approval,
     space: row.space,
@@ -328,8 +330,8 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
       try {
         await db.query(
           `INSERT INTO tuning_sessions (id, database_id, state, mode, iterations, window_seconds, warmup_seconds, seed, require_approval, space, created_by, message,
-             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent)
-           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8)`,
+             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent, statement_regressions)
+           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8, $16)`,
           [
             s.id,
             s.databaseId,
@@ -346,6 +348,7 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
             s.abRoundsMax,
             s.minEffectPercent,
             s.confidencePercent,
+            s.statementRegressions,
           ],
         );
       } catch (err) {

@@ -7,7 +7,10 @@
 //   iterating           per trial: suggest → apply as a trial (keep=false) → ack → warm up →
 //                       measure one window → ok or failed; after every few measured trials, a
 //                       window of the known-good configuration (a revert), so that each trial is
-//                       judged against the baseline windows nearest in time; until the planned number
+//                       judged against the baseline windows nearest in time; until the planned number,
+//                       or until the model promises less than the minimum effect for a few steps
+//                       (history.ts nothingLeft). After a guardrail trip the baseline is measured at
+//                       once: a trip it shows the environment caused is contaminated (trips.ts)
 //   verifying           the search's best against the baseline in A/B rounds (A B, B A, …) until
 //                       its interval decides (src/measure/verify.ts)
 //   awaiting_approval   the verified best waits for a person; the database is back on known-good
@@ -18,11 +21,15 @@
 // is marked contaminated and measured again in a new row; it never reaches the optimizer.
 import { randomUUID } from 'node:crypto';
 import { callShares, contamination, type WindowReport } from '../../measure/contamination.ts';
-import { queryMix, windowStats, type WindowStats } from '../../measure/objective.ts';
+import { queryMix, timeShares, windowStats, type WindowStats } from '../../measure/objective.ts';
 import {
+  describeStatementChange,
   describeVerdict,
   roundOrder,
+  statementChanges,
+  STATEMENT_REGRESSION,
   verdict,
+  type StatementChange,
   type RoundFigures,
   type Role,
   type Verdict,
@@ -42,8 +49,9 @@ import type {
 } from './store.ts';
 import { TRIAL_EXPIRED_REASON, cancelledByService } from '../databases/store.ts';
 import { constraintBreach, throughput } from './constraints.ts';
-import { historyOf, isTrial, judgeSession, searchBest, searchRecommendation } from './history.ts';
+import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecommendation } from './history.ts';
 import { sessionReportInterval } from './params.ts';
+import { ENVIRONMENT_TRIP, environmentTrips, tripAwaitingBaseline } from './trips.ts';
 import { buildSpace } from './space.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
 
@@ -58,6 +66,10 @@ export const ENGINE_LIMITS = {
   reportsPerWindow: 5000,
   /** A baseline window after this many measured trials. */
   baselineEvery: 3,
+  /** Steps in a row the model promises less than the minimum effect before the search ends (history.ts nothingLeft). */
+  exhaustedSteps: 3,
+  /** Trips the environment caused (trips.ts) before the session gives up on the environment. */
+  environmentTrips: 3,
   /** Transitions per call: each waits for something new after a few. */
   stepsPerCall: 12,
 } as const;
@@ -111,6 +123,7 @@ const graceMs = (session: TuningSessionRecord) =>
 export const trialDeliverySeconds = (session: TuningSessionRecord) =>
   Math.max(session.windowSeconds, 3 * sessionReportInterval(session.windowSeconds));
 const fmt = (x: number) => x.toFixed(3);
+const pct = (x: number) => `${Number((x * 100).toPrecision(2))} %`;
 const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] =>
   reports.map((r) => ({ leaseId: r.leaseId, seq: r.seq, metrics: r.metrics }));
 
@@ -488,6 +501,11 @@ async function iterationStep(s: Step): Promise<boolean> {
   const moved = await inFlightStep(s, iterations);
   if (moved !== null) return moved;
 
+  // A trip the baseline window after it shows the environment caused is no failure (trips.ts).
+  const environmental = environmentTrips(s.session, iterations);
+  for (const trip of environmental) await s.tx.updateIteration(trip.ordinal, { state: 'contaminated', failure: trip.failure });
+  if (environmental.length > 0) return true;
+
   const trials = iterations.filter(isTrial);
   const finished = trials.filter((it) => it.state === 'ok' || it.state === 'failed').length;
   const cancelled = trials.filter((it) => it.state === 'cancelled').length;
@@ -499,6 +517,28 @@ async function iterationStep(s: Step): Promise<boolean> {
       'known-good',
     );
     return false;
+  }
+  const tripped = trials.filter((it) => it.failure?.startsWith(ENVIRONMENT_TRIP)).length;
+  if (tripped > ENGINE_LIMITS.environmentTrips) {
+    await endTuningSession(
+      s,
+      'failed',
+      `${tripped} trials tripped a guardrail while the baseline was just as slow: the environment is too unsettled to tune in; stopped`,
+      'known-good',
+    );
+    return false;
+  }
+  const trip = tripAwaitingBaseline(iterations);
+  if (trip) {
+    return issueWindow(
+      s,
+      iterations,
+      'baseline',
+      'search',
+      null,
+      {},
+      `the baseline measured again after iteration ${trip.ordinal} failed (${trip.failure ?? 'no reason given'}): if it is just as slow, the environment caused it`,
+    );
   }
   if (finished >= s.session.iterations) return startVerification(s, iterations, null);
   if (baselineDue(iterations)) {
@@ -525,6 +565,16 @@ async function iterationStep(s: Step): Promise<boolean> {
     });
   } catch (err) {
     return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
+  }
+  const minEffect = s.session.minEffectPercent / 100;
+  const promised = nothingLeft(iterations, suggestion, minEffect, ENGINE_LIMITS.exhaustedSteps);
+  if (promised) {
+    const most = Math.max(...promised);
+    return startVerification(
+      s,
+      iterations,
+      `the search has nothing left to give: for ${promised.length} steps in a row the model allowed at most ${pct(most)} over the best so far (under the minimum effect of ${pct(minEffect)}), so it stopped after ${finished} of ${s.session.iterations} trials`,
+    );
   }
   return issueTrial(s, iterations, suggestion);
 }
@@ -592,10 +642,12 @@ function roundsOf(iterations: readonly TuningIterationRecord[]): RoundFigures[] 
     const a = of('baseline');
     const b = of('candidate');
     if (!a?.stats || !b?.stats) return rounds;
-    rounds.push({
-      baseline: { runtimeMs: a.stats.weightedRuntimeMs!, throughput: throughput(a.stats) },
-      candidate: { runtimeMs: b.stats.weightedRuntimeMs!, throughput: throughput(b.stats) },
+    const figures = (stats: WindowStats) => ({
+      runtimeMs: stats.weightedRuntimeMs!,
+      throughput: throughput(stats),
+      ...(stats.statementMs && { statementMs: stats.statementMs }),
     });
+    rounds.push({ baseline: figures(a.stats), candidate: figures(b.stats) });
   }
 }
 
@@ -610,7 +662,11 @@ async function verifyStep(s: Step): Promise<boolean> {
   }
   const settings = verifySettings(s.session);
   const rounds = roundsOf(iterations);
-  const v = verdict(rounds, settings, judgeSession(s.session, iterations).noise);
+  const noise = judgeSession(s.session, iterations).noise;
+  const v = verdict(rounds, settings, noise);
+  const baseline = s.session.baseline;
+  const shares = baseline?.stats.statementMs ? timeShares(baseline.mix, baseline.stats.statementMs) : {};
+  const statements = statementChanges(rounds, shares, settings, noise);
   const failed = iterations.find((it) => it.phase === 'verify' && it.kind === 'candidate' && it.state === 'failed');
   if (failed) {
     const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
@@ -624,8 +680,8 @@ async function verifyStep(s: Step): Promise<boolean> {
     return false;
   }
   if (v.rounds !== verification.rounds || v.decision !== verification.decision)
-    await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision } });
-  if (v.decision === 'recommend') return recommend(s, v);
+    await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision, statements } });
+  if (v.decision === 'recommend') return recommend(s, v, statements);
   if (v.decision === 'no_significant_improvement') {
     await endTuningSession(
       s,
@@ -650,8 +706,12 @@ const figures = (v: Verdict) => ({
   note: v.decision === 'continue' ? null : v.why,
 });
 
-/** The verified best: kept at once, or after a person's approval (meanwhile on known-good). */
-async function recommend(s: Step, v: Verdict): Promise<boolean> {
+/**
+ * The verified best: kept at once, or after a person's approval (meanwhile on known-good). A
+ * statement it makes slower (verify.ts statementChanges) is never kept silently: it is named, and
+ * the configuration waits for a person's approval whatever the session's requireApproval says.
+ */
+async function recommend(s: Step, v: Verdict, statements: readonly StatementChange[]): Promise<boolean> {
   const { session } = s;
   const candidate = session.verification!.candidate;
   const best: SessionBest = {
@@ -660,16 +720,26 @@ async function recommend(s: Step, v: Verdict): Promise<boolean> {
     objective: v.runtime!.estimate,
     measurements: v.rounds,
   };
-  const summary = `verified: ${describeVerdict(v, session.confidencePercent / 100)}`;
-  if (!session.requireApproval) {
+  const confidence = session.confidencePercent / 100;
+  const summary = `verified: ${describeVerdict(v, confidence)}`;
+  const regressions = statements.filter((c) => c.regression);
+  if (!session.requireApproval && regressions.length === 0) {
     await applyBest(s, best, session.createdById, `${summary}; `);
     return false;
   }
+  const slower = `it makes ${regressions.length === 1 ? 'a statement' : `${regressions.length} statements`} slower by ${Math.round((STATEMENT_REGRESSION - 1) * 100)} % or more: ${regressions.map((c) => describeStatementChange(c, confidence)).join('; ')}`;
+  if (regressions.length > 0 && session.statementRegressions === 'refuse') {
+    const note = `the configuration is ${summary}, but ${slower}`;
+    await updateSession(s, { verification: { ...session.verification!, decision: 'no_significant_improvement', note } });
+    await endTuningSession(s, 'done', `not recommended: ${note}; the database stays on its known-good configuration`, 'known-good');
+    return false;
+  }
+  const warning = regressions.length === 0 ? '' : `; but ${slower}`;
   await issueRevert(s, 'known-good', session.createdById);
   await updateSession(s, {
     state: 'awaiting_approval',
     best,
-    message: `the best configuration (iteration ${best.iteration}) is ${summary}; approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
+    message: `the best configuration (iteration ${best.iteration}) is ${summary}${warning}; approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
   });
   return false;
 }

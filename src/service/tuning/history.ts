@@ -4,7 +4,15 @@
 // judged, each with its noise level. Windows that were contaminated, cancelled or are still open
 // count for nothing.
 import { drift, judge, windowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
-import { best, configKey, recommend, type Observation, type SearchSpace, type SuggestionKind } from '../../optimizer/index.ts';
+import {
+  best,
+  configKey,
+  recommend,
+  type Observation,
+  type SearchSpace,
+  type Suggestion,
+  type SuggestionKind,
+} from '../../optimizer/index.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 
 const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['diagnosis', 'heuristic', 'explore', 'remeasure']);
@@ -14,7 +22,8 @@ export const isTrial = (it: TuningIterationRecord) => it.phase === 'search' && T
 
 const middle = (w: { start: Date; end: Date }) => (w.start.getTime() + w.end.getTime()) / 2;
 
-function pointOf(it: TuningIterationRecord): BaselinePoint | null {
+/** A clean window as a point of the drift model: its middle and its weighted runtime. */
+export function pointOf(it: TuningIterationRecord): BaselinePoint | null {
   const runtime = it.stats?.weightedRuntimeMs;
   return it.state === 'ok' && it.window && runtime && runtime > 0 ? { at: middle(it.window), runtimeMs: runtime } : null;
 }
@@ -119,4 +128,21 @@ export function bestSoFar(
   judgement: SessionJudgement,
 ): Array<number | null> {
   return iterations.map((it, i) => (isTrial(it) ? (searchBest(space, iterations.slice(0, i + 1), judgement)?.objective ?? null) : null));
+}
+
+/**
+ * The search has nothing left to give: the model's optimistic bound (Prediction.possibleImprovement)
+ * promised less than `minEffect` over the best so far at the next step and at each of the
+ * `steps` − 1 measured trials before it. Their promises, oldest first, or null.
+ */
+export function nothingLeft(
+  iterations: readonly TuningIterationRecord[],
+  next: Suggestion,
+  minEffect: number,
+  steps: number,
+): number[] | null {
+  const measured = iterations.filter((it) => isTrial(it) && (it.state === 'ok' || it.state === 'failed')).slice(-(steps - 1));
+  const promised = [...measured.map((it) => it.predicted?.possibleImprovement), next.predicted?.possibleImprovement];
+  if (measured.length < steps - 1 || promised.some((p) => p === undefined || p >= minEffect)) return null;
+  return promised as number[];
 }

@@ -64,6 +64,9 @@ export const StartSessionInputSchema = z
       .max(SESSION_LIMITS.maxSeed, `expected a seed up to ${SESSION_LIMITS.maxSeed}`)
       .optional(),
     requireApproval: z.boolean({ error: 'expected true or false' }).default(true),
+    statementRegressions: z
+      .enum(['approve', 'refuse'], { error: "expected 'approve' (name it and wait for approval) or 'refuse'" })
+      .default('approve'),
   })
   .refine((input) => input.abRoundsMax >= input.abRoundsMin, {
     path: ['abRoundsMax'],
@@ -89,6 +92,7 @@ export function startInputFromForm(form: Record<string, string>): Record<string,
     confidencePercent: number('confidencePercent'),
     seed: number('seed'),
     requireApproval: form['requireApproval'] === 'true',
+    statementRegressions: form['statementRegressions'] || undefined,
   };
   return Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
 }

@@ -3,8 +3,8 @@
 import type { Command, TargetKind, TuningMode } from '../../protocol/v1.ts';
 import type { CallShares } from '../../measure/contamination.ts';
 import type { QueryMix, WindowStats } from '../../measure/objective.ts';
-import type { Decision, Interval } from '../../measure/verify.ts';
-import type { WorkloadSignals } from '../../optimizer/index.ts';
+import type { Decision, Interval, StatementChange } from '../../measure/verify.ts';
+import type { Prediction, WorkloadSignals } from '../../optimizer/index.ts';
 import type { CommandRecord, StoredReport } from '../databases/store.ts';
 
 /** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
@@ -72,6 +72,9 @@ export interface SessionVerification {
   decision: Decision;
   /** Why it decided as it did (or ended early: a candidate window failed), for people. */
   note: string | null;
+  /** The statements carrying 5 % or more of the baseline's time, each compared on its own (sessions
+   * from before these checks have none). */
+  statements?: StatementChange[];
 }
 
 export interface TuningSessionParams {
@@ -86,6 +89,9 @@ export interface TuningSessionParams {
   minEffectPercent: number;
   /** The level of the verification's intervals, in percent. */
   confidencePercent: number;
+  /** A verified configuration that makes a heavy statement slower (verify.ts statementChanges):
+   * recommended with the regression named, after a person's approval; or refused. */
+  statementRegressions: 'approve' | 'refuse';
   seed: number;
   requireApproval: boolean;
 }
@@ -133,7 +139,7 @@ export interface TuningIterationRecord {
   round: number | null;
   config: Record<string, number | string>;
   reason: string;
-  predicted: { objective: number; low: number; high: number } | null;
+  predicted: Prediction | null;
   commandId: string;
   state: TuningIterationState;
   createdAt: Date;

@@ -82,6 +82,7 @@ export function sessionView(session: TuningSessionRecord, iterations?: readonly 
     confidencePercent: session.confidencePercent,
     seed: session.seed,
     requireApproval: session.requireApproval,
+    statementRegressions: session.statementRegressions,
     reportIntervalSeconds: sessionReportInterval(session.windowSeconds),
     createdBy: session.createdBy,
     createdAt: session.createdAt.toISOString(),

@@ -109,6 +109,21 @@ function verificationText(v: View): Html {
   return html`${verdict} iteration ${verification.candidate.iteration}: ${verification.summary ?? 'no complete round yet'}${verification.note ? html`<div class="muted small">${verification.note}</div>` : ''}`;
 }
 
+/** Each statement with 5 % or more of the baseline's time under the candidate, slowest first. */
+function statementsTable(v: View): Html {
+  const statements = v.verification?.statements ?? [];
+  if (statements.length === 0) return html``;
+  const rows = statements.map(
+    (c) => html`<tr>
+  <td><code>${c.key}</code></td>
+  <td class="num">${Math.round(c.share * 100)} %</td>
+  <td class="num">${c.ratio ? html`×${c.ratio.estimate.toFixed(2)}<div class="muted small">×${c.ratio.low.toFixed(2)}–×${c.ratio.high.toFixed(2)}</div>` : '–'}</td>
+  <td>${c.regression ? html`<span class="badge warn">regression</span>` : c.ratio && c.ratio.high < 1 ? html`<span class="badge ok">gain</span>` : html`<span class="muted">no clear change</span>`}</td>
+</tr>`,
+  );
+  return html`<table id="session-statements" class="small"><thead><tr><th>Statement (user:db:queryid)</th><th class="num" title="its share of the baseline's time">Share</th><th class="num" title="candidate over baseline, paired by A/B round, with the verification's interval">Runtime</th><th></th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 const objectiveText = (it: IterationView): Html => {
   if (it.kind === 'baseline')
     return it.baselineRatio === null
@@ -157,7 +172,7 @@ function shownSession(input: SessionSectionInput): Html {
   const baseline = v.baseline.stats;
   return html`<div class="session" id="session" data-session-id="${v.id}">
 <div class="session-head">
-  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${v.windowSeconds} s · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}</span></div>
+  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${v.windowSeconds} s · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}</span></div>
   <div class="actions">
     ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', 'Approve and apply the best', '', null) : ''}
     ${active ? actionButton(input, v.id, 'stop', 'Stop', 'secondary', 'Stop the tuning session? A trial configuration is reverted to known-good.') : ''}
@@ -170,7 +185,7 @@ ${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice w
   <dt>Progress</dt><dd id="session-progress">${progress ? progressText(progress, v) : '–'}</dd>
   <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s, ${formatNumber(baseline.tps, 1)} transactions/s, over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
   <dt>Drift</dt><dd id="session-drift">${driftText(v)}</dd>
-  <dt>Verification</dt><dd id="session-verification">${verificationText(v)}</dd>
+  <dt>Verification</dt><dd id="session-verification">${verificationText(v)}${statementsTable(v)}</dd>
   ${v.best ? html`<dt>Recommended</dt><dd id="session-best">iteration ${v.best.iteration}, verified in ${v.best.measurements} A/B rounds${diffList(v.best.diff, true)}</dd>` : ''}
   ${v.endedAt ? html`<dt>Ended</dt><dd title="${formatTime(new Date(v.endedAt))}">${formatRelative(new Date(v.endedAt))}</dd>` : ''}
 </dl>
@@ -199,6 +214,7 @@ function startForm(input: SessionSectionInput): Html {
     <label>Confidence (%)<span class="hint">Of the verification's interval</span><input type="number" name="confidencePercent" min="${SESSION_LIMITS.minConfidencePercent}" max="${SESSION_LIMITS.maxConfidencePercent}" step="any" value="95"></label>
   </div>
   <label class="check"><input type="checkbox" name="requireApproval" value="true" checked> Require approval before the best configuration is kept</label>
+  <label>A statement 25 % slower or more<span class="hint">One with 5 % or more of the baseline's time, under a configuration that is faster overall</span><select name="statementRegressions"><option value="approve">name it, and wait for approval</option><option value="refuse">do not recommend the configuration</option></select></label>
   <button type="submit">Start tuning</button>
 </form>`;
 }
