@@ -3,6 +3,10 @@
 // id, the service's address, the target), in the order the spec does them. The permission
 // documents are the agent's own (tuner-agent permissions prints the same).
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import YAML from 'yaml';
@@ -25,11 +29,18 @@ let service: TestService;
 let browser: Browser;
 let page: Page;
 let problems: string[] = [];
+let downloads: string | undefined;
 
 before(async () => {
   if (skip) return;
   store = await createServiceStore('pglite');
-  service = await startTestService(store);
+  // Downloads of its own, whatever dist/ holds: the page lists the installer step only where it
+  // has a binary to hand out (CI builds them, a developer may not have).
+  downloads = mkdtempSync(join(tmpdir(), 'tuner-setup-page-downloads-'));
+  const binary = Buffer.from('not a real binary');
+  writeFileSync(join(downloads, 'tuner-agent-linux-x64'), binary);
+  writeFileSync(join(downloads, 'SHA256SUMS'), `${createHash('sha256').update(binary).digest('hex')}  tuner-agent-linux-x64\n`);
+  service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
   browser = await launchChromium();
   ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [] }));
   await page.goto(`${service.url}/login`);
@@ -43,6 +54,7 @@ after(async () => {
   await browser?.close();
   await service?.close();
   await store?.dispose();
+  if (downloads) rmSync(downloads, { recursive: true, force: true });
 });
 
 /** Opens the setup page of a new database of this target; returns its id. */
@@ -87,6 +99,12 @@ async function assertCommon(target: TargetKind, databaseId: string): Promise<voi
   assert.equal(yaml['tuner']?.['database_id'], databaseId);
   assert.equal(yaml['tuner']?.['server_url'], service.url);
   assert.match(String(yaml['postgresql']?.['connection_url']), /^postgresql:\/\/agent_user:<AGENT_USER_PASSWORD>@.*:5432\//);
+  const binary = await text('binary-command');
+  assert.ok(
+    binary.includes(`curl -fsSL ${service.url}/install.sh > /tmp/agent-installer.sh && sh /tmp/agent-installer.sh`),
+    `the spec's installer one-liner: ${binary}`,
+  );
+  assert.match(binary, new RegExp(`^\\./tuner-agent --${target}$`, 'm'));
   const container = await text('container-command');
   assert.match(container, /--restart always/);
   assert.ok(container.trimEnd().endsWith(`--${target}`), container);
@@ -151,6 +169,7 @@ test(
       'policy-json',
       'policy-attach',
       'agent-yaml',
+      'binary-command',
       'container-command',
       'ecs-task-definition',
     ]);
@@ -208,7 +227,15 @@ test(
     );
     const container = await text('container-command');
     for (const name of ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID']) assert.match(container, new RegExp(`-e ${name}=`));
-    assert.deepEqual(await order(), ['server-parameters', 'database-sql', 'role-json', 'role-assign', 'agent-yaml', 'container-command']);
+    assert.deepEqual(await order(), [
+      'server-parameters',
+      'database-sql',
+      'role-json',
+      'role-assign',
+      'agent-yaml',
+      'binary-command',
+      'container-command',
+    ]);
   },
 );
 
