@@ -122,10 +122,20 @@ test(
     const revertedAfterMs = Date.now() - appliedAt;
     console.log(`reverted by the agent ${(revertedAfterMs / 1000).toFixed(1)} s after the service stopped`);
     assert.match(output, /guardrail: .*query runtime .* is \d+\.\d× the known-good.*reverting trial/);
-    // The agent's own metrics say it too, while the service is away (docs/metrics.md).
-    const metrics = await until('reports to queue up in the agent', async () => {
+    // The agent's own metrics say it too, while the service is away (docs/metrics.md). The revert
+    // is counted once restore() has read the server back, which can be after the test saw the
+    // settings change: wait for the count, whatever its outcome, then check the outcome.
+    const reverts = (m: Awaited<ReturnType<typeof scrape>>) =>
+      (['applied', 'refused', 'failed'] as const).reduce((sum, outcome) => {
+        try {
+          return sum + m.value('tuner_agent_reverts_total', { cause: 'guardrail', outcome });
+        } catch {
+          return sum; // no series for that outcome yet; the assertions below name the one expected
+        }
+      }, 0);
+    const metrics = await until('reports to queue up in the agent, and the revert to be counted', async () => {
       const m = await scrape(metricsUrl);
-      return m.value('tuner_agent_reports_queued') >= 1 ? m : null;
+      return m.value('tuner_agent_reports_queued') >= 1 && reverts(m) >= 1 ? m : null;
     });
     assert.equal(metrics.value('tuner_agent_guardrail_breaches_total'), 1);
     assert.equal(metrics.value('tuner_agent_reverts_total', { cause: 'guardrail', outcome: 'applied' }), 1);
