@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pg15Settings } from './helpers/pg15-settings.ts';
 import { MIX, syntheticReport } from './helpers/synthetic-reports.ts';
-import type { Machine } from '../src/knobs/index.ts';
+import { GiB, MiB, PAGE_BYTES, type Machine } from '../src/knobs/index.ts';
 import {
   createRng,
   createSpace,
@@ -21,8 +21,6 @@ import {
 import { fitModel } from '../src/optimizer/bayes.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 
-const GiB = 1024 ** 3;
-const MiB = 1024 ** 2;
 const M16: Machine = { memoryBytes: 16 * GiB, vcpus: 4 };
 const reload = createSpace({ target: 'local', mode: 'reload-only', machine: M16, settings: pg15Settings() });
 const restart = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: pg15Settings() });
@@ -80,7 +78,7 @@ describe('signals from reports', () => {
     assert.equal(s.tempBytes, 10 * MiB);
     assert.deepEqual(
       s.spillers.map((x) => [x.queryId, x.tempBytesPerCall]),
-      [['103', 512 * 8192]],
+      [['103', 512 * PAGE_BYTES]],
     );
     assert.equal(s.checkpointsRequested, 2);
     assert.deepEqual([s.walBytes, s.walFpi, s.walRecords], [128 * MiB, 600, 2000]);
@@ -156,7 +154,7 @@ describe('diagnoses', () => {
     const misses = { ...QUIET, blksHit: 600_000, blksRead: 400_000 };
     const [d] = diagnose(restart, misses);
     assert.equal(d?.finding, 'buffer-misses');
-    assert.deepEqual(d?.changes, { shared_buffers: (4 * GiB) / 8192 });
+    assert.deepEqual(d?.changes, { shared_buffers: (4 * GiB) / PAGE_BYTES });
     assert.match(
       d.reason,
       /^buffer cache hit ratio 60\.0 % with 6667 reads per second and shared_buffers 128MB: shared_buffers 128MB→4GB \(a restart\)$/,

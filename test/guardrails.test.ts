@@ -9,6 +9,7 @@ import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/a
 import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
+import { GiB } from '../src/knobs/units.ts';
 import { ZEROS } from './helpers/synthetic-reports.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';
 import { createWreckableTable, guardRevertsWreckingTrial, startRangeWorkload, type RangeWorkload } from './helpers/wrecking-trial.ts';
@@ -89,7 +90,6 @@ test('a stuck workload breaches; an idle one does not', () => {
 });
 
 test('memory, rollbacks and connections each have their own breach', () => {
-  const GiB = 2 ** 30;
   assert.match(
     judgeWindow(window({}), memory(0.2 * GiB, 16 * GiB), good, 0, false).breaches[0]!,
     /available memory 205 MB is below the floor of 819 MB/,
@@ -120,7 +120,6 @@ test('thresholds a DBA made stricter in agent.yaml breach where the defaults wou
   assert.match(judgeWindow(slow, [], good, 0, true, thresholds).breaches[0]!, /1\.8× the known-good/);
   assert.deepEqual(judgeWindow(window({ connections: 85 }), [], good, 0, false).breaches, []);
   assert.match(judgeWindow(window({ connections: 85 }), [], good, 0, false, thresholds).breaches[0]!, /connections at 85 %/);
-  const GiB = 1024 ** 3;
   const quarterFree = memory(4 * GiB, 16 * GiB);
   assert.deepEqual(judgeWindow(window({}), quarterFree, good, 0, false).breaches, []);
   assert.match(judgeWindow(window({}), quarterFree, good, 0, false, thresholds).breaches[0]!, /below the floor of 4915 MB/);

@@ -22,8 +22,8 @@ import {
   type PgSettingRow,
 } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { GiB } from '../src/knobs/units.ts';
 
-const GiB = 1024 ** 3;
 const MACHINES: Machine[] = [
   { memoryBytes: 1 * GiB, vcpus: 1 },
   { memoryBytes: 16 * GiB, vcpus: 4 },

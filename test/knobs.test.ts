@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pg15Settings } from './helpers/pg15-settings.ts';
+import { GiB, MiB, PAGE_BYTES } from '../src/knobs/units.ts';
 import {
   catalogFor,
   checkContexts,
@@ -30,7 +31,6 @@ import {
   type ValidationResult,
 } from '../src/knobs/index.ts';
 
-const GiB = 1024 ** 3;
 const MACHINES: Machine[] = [
   { memoryBytes: 1 * GiB, vcpus: 1 },
   { memoryBytes: 16 * GiB, vcpus: 4 },
@@ -166,11 +166,11 @@ describe('catalog', () => {
 
   test('shared_buffers: 128 MB (or 5 % of small RAM) to 40 % of RAM, and further on Aurora', () => {
     const sb = numeric('shared_buffers');
-    const page = 8192;
+    const page = PAGE_BYTES;
     const small = sb.bounds({ memoryBytes: 1 * GiB, vcpus: 1 }, 'local');
     assert.equal(small.min, Math.ceil((0.05 * GiB) / page));
     const mid = sb.bounds(M16, 'local');
-    assert.equal(mid.min, (128 * 1024 ** 2) / page);
+    assert.equal(mid.min, (128 * MiB) / page);
     assert.equal(mid.max, Math.floor((0.4 * 16 * GiB) / page));
     const aurora = sb.bounds(M16, 'managed-a-cluster');
     // Aurora's default is about 75 % of RAM: it must be inside the range.
@@ -183,7 +183,7 @@ describe('catalog', () => {
     // down to PostgreSQL's 64 kB only on the smallest machines.
     assert.equal(wm.bounds(M16, 'local').min, 1024);
     assert.equal(wm.bounds({ memoryBytes: 1 * GiB, vcpus: 1 }, 'local').min, 256);
-    assert.equal(wm.bounds({ memoryBytes: 256 * 1024 ** 2, vcpus: 1 }, 'local').min, 64);
+    assert.equal(wm.bounds({ memoryBytes: 256 * MiB, vcpus: 1 }, 'local').min, 64);
     assert.ok(wm.bounds({ memoryBytes: 256 * GiB, vcpus: 64 }, 'local').max > wm.bounds(M16, 'local').max);
     const mpw = numeric('max_parallel_workers');
     for (const m of MACHINES) assert.ok(mpw.bounds(m, 'local').max <= Math.max(2, m.vcpus), `vcpus ${m.vcpus}`);
@@ -608,7 +608,6 @@ describe('validateChange', () => {
     );
     const b = memoryBudget(config, M16, 150020);
     assert.ok(!('missing' in b));
-    const MiB = 1024 ** 2;
     assert.equal(b.totalBytes, 128 * MiB + 4 * MiB + (100 + 8) * 4 * MiB + 3 * 64 * MiB + 64 * MiB);
     assert.equal(b.limitBytes, MEMORY_BUDGET_SHARE * 16 * GiB);
     // Autovacuum workers use at most 1 GB each before PostgreSQL 17.

@@ -24,13 +24,13 @@ import { randomSuggest } from '../src/optimizer/index.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import type { Target } from '../src/agent/targets/target.ts';
+import { GiB } from '../src/knobs/units.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { SettingSchema, TargetMetricSchema } from '../src/protocol/v1.ts';
 import { startFakeAzure, type FakeAzure, type RecordedRequest } from './fakes/azure/index.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
 
-const GiB = 2 ** 30;
 const ROLE_ACTIONS = [
   'Microsoft.DBforPostgreSQL/flexibleServers/restart/action',
   'Microsoft.DBforPostgreSQL/flexibleServers/read',

@@ -5,7 +5,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pg15Settings } from './helpers/pg15-settings.ts';
-import { MANAGED_B_FLEX_KNOBS, validateChange, type Machine, type TargetKind, type TuningMode } from '../src/knobs/index.ts';
+import {
+  GiB,
+  MANAGED_B_FLEX_KNOBS,
+  PAGE_BYTES,
+  validateChange,
+  type Machine,
+  type TargetKind,
+  type TuningMode,
+} from '../src/knobs/index.ts';
 import {
   best,
   createSpace,
@@ -31,7 +39,6 @@ import { fitGp } from '../src/optimizer/gp.ts';
 import { featuresFor, trainingData } from '../src/optimizer/model.ts';
 import { createRng } from '../src/optimizer/random.ts';
 
-const GiB = 1024 ** 3;
 const M1: Machine = { memoryBytes: 1 * GiB, vcpus: 1 };
 const M16: Machine = { memoryBytes: 16 * GiB, vcpus: 4 };
 const M64: Machine = { memoryBytes: 64 * GiB, vcpus: 16 };
@@ -127,7 +134,7 @@ describe('search space', () => {
   test("bounds are the catalog's for the machine, narrowed by the server's own range and values", () => {
     const s = space(M64);
     assert.deepEqual([numericDim(s, 'max_parallel_workers').min, numericDim(s, 'max_parallel_workers').max], [0, 16]);
-    assert.equal(numericDim(s, 'shared_buffers').max, Math.floor((0.4 * 64 * GiB) / 8192));
+    assert.equal(numericDim(s, 'shared_buffers').max, Math.floor((0.4 * 64 * GiB) / PAGE_BYTES));
     const narrow = space(
       M16,
       'restart',
@@ -222,8 +229,8 @@ describe('pgtune', () => {
     assert.equal(dw.maintenance_work_mem, 2097152);
     assert.deepEqual([dw.random_page_cost, dw.effective_io_concurrency], [4, 2]);
     const desktop = pgtune({ memoryBytes: 16 * GiB, vcpus: 2, workload: 'desktop' });
-    assert.equal(desktop.shared_buffers, (16 * GiB) / 16 / 8192);
-    assert.equal(desktop.effective_cache_size, (16 * GiB) / 4 / 8192);
+    assert.equal(desktop.shared_buffers, (16 * GiB) / 16 / PAGE_BYTES);
+    assert.equal(desktop.effective_cache_size, (16 * GiB) / 4 / PAGE_BYTES);
     assert.equal(pgtune({ memoryBytes: 256 * 1024 ** 2, vcpus: 1, maxConnections: 5000 }).work_mem, 64);
   });
 });

@@ -18,6 +18,7 @@ import { roundOrder } from '../src/measure/verify.ts';
 import { ENVIRONMENT_TRIP } from '../src/service/tuning/trips.ts';
 import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
 import { createRng, type Rng } from '../src/optimizer/index.ts';
+import { PAGE_BYTES } from '../src/knobs/index.ts';
 import { PG15_KNOB_SETTINGS } from './helpers/pg15-settings.ts';
 import { AgentClient, type PersonClient } from './helpers/service.ts';
 import { sampleMetrics, sampleTargetMetrics, startRequest } from './helpers/service-reports.ts';
@@ -118,7 +119,7 @@ export class SimulatedAgent {
     if (this.spills && Number(this.settings.get('work_mem') ?? 4096) <= 4096) {
       const spiller = metrics.statements.top[0]!;
       spiller.tempBlksWritten = spiller.calls * 1024;
-      metrics.database.total = { ...metrics.database.total, tempFiles: spiller.calls, tempBytes: spiller.tempBlksWritten * 8192 };
+      metrics.database.total = { ...metrics.database.total, tempFiles: spiller.calls, tempBytes: spiller.tempBlksWritten * PAGE_BYTES };
     }
     metrics.derived.avgQueryRuntimeMs = 0.4 * factor;
     metrics.derived.weightedQueryRuntimeMs = 0.4 * factor;

@@ -6,6 +6,7 @@
 //   createGuard()   at each tick, judges the window since the last one that held enough calls
 import { buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
 import type { Db } from './db.ts';
+import { MiB } from '../knobs/index.ts';
 import type { MetricsReport } from '../protocol/report.ts';
 import type { TargetMetric } from '../protocol/v1.ts';
 
@@ -37,7 +38,7 @@ export const DEFAULT_THRESHOLDS: GuardThresholds = {
   runtimeFactorAtOnce: 5,
   minCalls: 20,
   memoryFloorShare: 0.05,
-  memoryFloorBytes: 256 * 1024 * 1024,
+  memoryFloorBytes: 256 * MiB,
   rollbackRateIncrease: 0.2,
   minRollbacks: 20,
   connectionShare: 0.95,
@@ -120,7 +121,7 @@ export function judgeWindow(
   return { breaches, slow };
 }
 
-const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
+const mb = (bytes: number) => Math.round(bytes / MiB);
 
 export interface Guard {
   /** Judges the window since the last judged one (or the first tick, which only takes a snapshot). */

@@ -7,11 +7,7 @@
 // Contexts and units are PostgreSQL 15's; a test checks them against a real server.
 import type { ApplyContext, Bounds, Knob, KnobContext, KnobUnit, Machine, NumericKnob, TargetKind, TuningMode } from './types.ts';
 import { TARGET_KINDS } from '../protocol/v1.ts';
-import { bytesPerUnit, formatGiB, INT_MAX } from './units.ts';
-
-const KiB = 1024;
-const MiB = 1024 * KiB;
-const GiB = 1024 * MiB;
+import { bytesPerUnit, formatGiB, GiB, INT_MAX, KiB, MiB } from './units.ts';
 
 /** `postmaster` settings are read at server start only; every other context takes a reload. */
 export function applyContextOf(context: string): ApplyContext {

@@ -6,7 +6,7 @@
 // the server already runs with is the operator's; refusing every unrelated change because of it
 // would stop tuning without making anything safer.
 import type { Machine } from './types.ts';
-import { formatGiB, formatQuantity, toBaseQuantity } from './units.ts';
+import { formatGiB, formatQuantity, GiB, KiB, MiB, toBaseQuantity } from './units.ts';
 
 /** A setting's value in its pg_settings unit. */
 export interface Quantity {
@@ -60,7 +60,6 @@ export interface ConstraintViolation {
 
 export const MEMORY_BUDGET_SHARE = 0.9;
 
-const GiB = 1024 ** 3;
 const AUTOVACUUM_MEMORY_CAP_BEFORE_17 = 1 * GiB;
 
 /** Settings the budget reads; changing one of the first five re-evaluates it. */
@@ -97,7 +96,7 @@ export function memoryBudget(
   let walBuffers = bytes(get('wal_buffers'));
   // -1 is "automatic": 1/32 of shared_buffers, between 64 kB and one 16 MB WAL segment
   // (pg_settings shows the computed size, so this only matters for hand-made inputs).
-  if (get('wal_buffers').value === -1) walBuffers = Math.min(Math.max(sharedBuffers / 32, 64 * 1024), 16 * 1024 ** 2);
+  if (get('wal_buffers').value === -1) walBuffers = Math.min(Math.max(sharedBuffers / 32, 64 * KiB), 16 * MiB);
   const workMem = bytes(get('work_mem'));
   const maintenanceWorkMem = bytes(get('maintenance_work_mem'));
   const connections = get('max_connections').value;

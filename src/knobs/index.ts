@@ -33,7 +33,7 @@ export {
   KNOBS,
 } from './catalog.ts';
 export { isNeverTouch, NEVER_TOUCH, neverTouchEntry, type NeverTouchCategory, type NeverTouchEntry } from './never-touch.ts';
-export { formatQuantity, parseQuantity, rint, type ParseResult, type PgBaseUnit } from './units.ts';
+export { formatGiB, formatQuantity, GiB, KiB, MiB, PAGE_BYTES, parseQuantity, rint, type ParseResult, type PgBaseUnit } from './units.ts';
 export {
   describeValue,
   formatForAlterSystem,

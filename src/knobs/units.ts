@@ -1,12 +1,21 @@
 // Numbers with units, parsed exactly the way PostgreSQL 15 parses a GUC value (guc.c:
 // parse_int, parse_real, convert_to_base_unit), so that the number the agent computes is the
 // number pg_settings.setting shows after the value is applied. Also the reverse: showing a
-// number in a unit to people ("4GB", "5min").
+// number in a unit to people ("4GB", "5min"). The one home of the byte units (KiB, MiB, GiB,
+// the 8 kB page) outside the targets.
 
 /** Every unit pg_settings reports for a memory or time setting. */
 export type PgBaseUnit = 'B' | 'kB' | '8kB' | 'MB' | 'ms' | 's' | 'min';
 
-const BLCKSZ = 8192;
+/** Bytes in a kibibyte, a mebibyte, a gibibyte: PostgreSQL's kB, MB and GB. */
+export const KiB = 1024;
+export const MiB = 1024 * KiB;
+export const GiB = 1024 * MiB;
+const TiB = 1024 * GiB;
+
+/** PostgreSQL's page (BLCKSZ, 8 kB in default builds): the unit of shared_buffers, and of the
+ * blocks pg_stat_statements and the statistics views count. */
+export const PAGE_BYTES = 8192;
 
 interface Conversion {
   readonly unit: string;
@@ -38,13 +47,13 @@ const MEMORY_UNITS: Readonly<Record<'B' | 'kB' | 'MB' | '8kB', readonly Conversi
     { unit: 'B', multiplier: 1.0 / (1024.0 * 1024.0) },
   ],
   // GUC_UNIT_BLOCKS and GUC_UNIT_XBLOCKS: both 8 kB with default builds, and pg_settings shows
-  // both as '8kB'. (BLCKSZ / 1024) is an integer division in C; 8192 / 1024 is exact anyway.
+  // both as '8kB'. (BLCKSZ / 1024) is an integer division in C; PAGE_BYTES / 1024 is exact anyway.
   '8kB': [
-    { unit: 'TB', multiplier: (1024.0 * 1024.0 * 1024.0) / (BLCKSZ / 1024) },
-    { unit: 'GB', multiplier: (1024.0 * 1024.0) / (BLCKSZ / 1024) },
-    { unit: 'MB', multiplier: 1024.0 / (BLCKSZ / 1024) },
-    { unit: 'kB', multiplier: 1.0 / (BLCKSZ / 1024) },
-    { unit: 'B', multiplier: 1.0 / BLCKSZ },
+    { unit: 'TB', multiplier: (1024.0 * 1024.0 * 1024.0) / (PAGE_BYTES / 1024) },
+    { unit: 'GB', multiplier: (1024.0 * 1024.0) / (PAGE_BYTES / 1024) },
+    { unit: 'MB', multiplier: 1024.0 / (PAGE_BYTES / 1024) },
+    { unit: 'kB', multiplier: 1.0 / (PAGE_BYTES / 1024) },
+    { unit: 'B', multiplier: 1.0 / PAGE_BYTES },
   ],
 };
 
@@ -170,11 +179,11 @@ export function bytesPerUnit(unit: 'B' | 'kB' | '8kB' | 'MB'): number {
     case 'B':
       return 1;
     case 'kB':
-      return 1024;
+      return KiB;
     case '8kB':
-      return BLCKSZ;
+      return PAGE_BYTES;
     case 'MB':
-      return 1024 * 1024;
+      return MiB;
   }
 }
 
@@ -197,10 +206,10 @@ export function formatQuantity(value: number, unit: string | null): string {
   if (isMemoryUnit(unit)) {
     const bytes = value * bytesPerUnit(unit as 'B' | 'kB' | '8kB' | 'MB');
     const sizes: Array<[string, number]> = [
-      ['TB', 1024 ** 4],
-      ['GB', 1024 ** 3],
-      ['MB', 1024 ** 2],
-      ['kB', 1024],
+      ['TB', TiB],
+      ['GB', GiB],
+      ['MB', MiB],
+      ['kB', KiB],
       ['B', 1],
     ];
     const abs = Math.abs(bytes);
@@ -231,7 +240,7 @@ export function toBaseQuantity(value: number, unit: string | null): number {
   return value * msPerUnit(unit as 'ms' | 's' | 'min');
 }
 
-/** "16 GiB" / "1.5 GiB" for machine descriptions. */
+/** "16 GiB" / "1.5 GiB" for machine descriptions: one decimal at most, none when it is 0. */
 export function formatGiB(bytes: number): string {
-  return `${trimDecimals(bytes / 1024 ** 3, 1)} GiB`;
+  return `${trimDecimals(bytes / GiB, 1)} GiB`;
 }

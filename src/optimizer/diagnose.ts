@@ -4,7 +4,7 @@
 // is short, reads that miss a small buffer cache say shared_buffers is. Each
 // diagnosis moves one or two knobs, says why in words the dashboard shows, and sets a floor
 // under what it raised: a value below the one that already spills is not worth a trial.
-import { describeValue, getKnob, formatQuantity, type KnobValue } from '../knobs/index.ts';
+import { describeValue, getKnob, formatQuantity, KiB, MiB, PAGE_BYTES, type KnobValue } from '../knobs/index.ts';
 import type { WorkloadSignals } from './signals.ts';
 import { clipNumber, currentValue } from './space.ts';
 import type { Config, NumericDimension, SearchSpace } from './types.ts';
@@ -19,9 +19,6 @@ export interface Diagnosis {
   /** Lower bounds the search keeps from now on (pg_settings units). */
   readonly floors: Readonly<Record<string, number>>;
 }
-
-const MiB = 1024 * 1024;
-const KiB = 1024;
 
 // Thresholds below which a finding is noise rather than a cause worth a trial.
 /** Temporary files: at least this much per minute, and a statement spilling this much per call. */
@@ -139,7 +136,7 @@ function bufferMisses(space: SearchSpace, s: WorkloadSignals): Diagnosis | undef
   if (!numericDim(space, 'shared_buffers') || blocks === 0 || s.seconds <= 0) return undefined;
   const hitRatio = s.blksHit / blocks;
   if (hitRatio >= HIT_RATIO || s.blksRead / s.seconds < READS_PER_SECOND) return undefined;
-  const pages = (SHARED_BUFFERS_SHARE * space.machine.memoryBytes) / 8192;
+  const pages = (SHARED_BUFFERS_SHARE * space.machine.memoryBytes) / PAGE_BYTES;
   const step = raise(space, 'shared_buffers', pages);
   if (!step || step.to < 1.5 * step.from) return undefined;
   return {

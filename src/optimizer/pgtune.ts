@@ -2,6 +2,9 @@
 // formulas themselves: the expert heuristic the optimizer starts from, and an independent
 // baseline for the benchmark. Inputs are the machine and the workload type; outputs are the
 // catalog knobs pgtune sets, as numbers in their pg_settings units.
+import { GiB, KiB, MiB, PAGE_BYTES } from '../knobs/index.ts';
+
+const KB_PER_PAGE = PAGE_BYTES / KiB;
 
 export type PgtuneWorkload = 'web' | 'oltp' | 'dw' | 'desktop' | 'mixed';
 export type PgtuneStorage = 'ssd' | 'hdd' | 'san';
@@ -36,10 +39,6 @@ export interface PgtuneSettings {
   readonly max_parallel_workers?: number;
   readonly max_parallel_maintenance_workers?: number;
 }
-
-const KiB = 1024;
-const MiB = 1024 * KiB;
-const GiB = 1024 * MiB;
 
 /** pgtune's max_connections for each workload, used when the server's is not known. */
 export const PGTUNE_CONNECTIONS: Readonly<Record<PgtuneWorkload, number>> = { web: 200, oltp: 300, dw: 40, desktop: 20, mixed: 100 };
@@ -90,11 +89,11 @@ export function pgtune(input: PgtuneInput): PgtuneSettings {
 
   const [minWal, maxWal] = WAL_SIZES[workload];
   return {
-    shared_buffers: Math.floor(sharedBuffersKb / 8),
-    effective_cache_size: Math.floor(cacheKb / 8),
+    shared_buffers: Math.floor(sharedBuffersKb / KB_PER_PAGE),
+    effective_cache_size: Math.floor(cacheKb / KB_PER_PAGE),
     maintenance_work_mem: maintenanceKb,
     checkpoint_completion_target: 0.9,
-    wal_buffers: Math.floor(walBuffersKb / 8),
+    wal_buffers: Math.floor(walBuffersKb / KB_PER_PAGE),
     default_statistics_target: workload === 'dw' ? 500 : 100,
     random_page_cost: storage === 'hdd' ? 4 : 1.1,
     effective_io_concurrency: storage === 'hdd' ? 2 : storage === 'san' ? 300 : 200,

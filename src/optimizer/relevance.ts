@@ -5,6 +5,7 @@
 // WAL and dirty pages are written are left for later when the baseline hardly writes, and the
 // JIT knobs when it compiled nothing, and the maintenance knobs always. The model's steps pay for
 // such a knob too (bayes.ts).
+import { MiB } from '../knobs/index.ts';
 import type { WorkloadSignals } from './signals.ts';
 import { currentValue } from './space.ts';
 import type { SearchSpace } from './types.ts';
@@ -31,7 +32,7 @@ const WRITE_PATH_KNOBS = new Set([
 
 /** WAL per second under which the write path is not where a workload's time goes (1 MB/s: a
  * few hundred small transactions a second). */
-const WRITING_BYTES_PER_SECOND = 1024 * 1024;
+const WRITING_BYTES_PER_SECOND = MiB;
 
 /** How much less often a step moves a knob the signals say cannot matter (never zero: the
  * signals cover one window, and a knob left out entirely could never be found to matter). */

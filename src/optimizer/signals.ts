@@ -2,6 +2,7 @@
 // over the reports of one window (the session's baseline): temporary files, checkpoints the WAL
 // volume forced, reads that missed the buffer cache. Plain JSON: the tuning session keeps it
 // with its baseline, and the optimizer's diagnosis (diagnose.ts) reads it.
+import { PAGE_BYTES } from '../knobs/index.ts';
 import type { MetricsReport } from '../protocol/report.ts';
 
 /** A statement that wrote temporary files: a sort or hash that did not fit in work_mem. */
@@ -38,7 +39,6 @@ export interface WorkloadSignals {
 }
 
 const MAX_SPILLERS = 5;
-const TEMP_BLOCK_BYTES = 8192;
 
 const sumNullable = (values: ReadonlyArray<number | null | undefined>): number | null =>
   values.some((v) => v === null || v === undefined) ? null : values.reduce<number>((s, v) => s + (v as number), 0);
@@ -56,7 +56,7 @@ export function signalsOf(reports: readonly MetricsReport[]): WorkloadSignals {
   }
   const spillers = [...byStatement]
     .filter(([, s]) => s.calls > 0)
-    .map(([queryId, s]) => ({ queryId, calls: s.calls, tempBytesPerCall: (s.tempBlocks * TEMP_BLOCK_BYTES) / s.calls }))
+    .map(([queryId, s]) => ({ queryId, calls: s.calls, tempBytesPerCall: (s.tempBlocks * PAGE_BYTES) / s.calls }))
     .sort((a, b) => b.tempBytesPerCall * b.calls - a.tempBytesPerCall * a.calls)
     .slice(0, MAX_SPILLERS);
   const sum = (f: (r: MetricsReport) => number) => reports.reduce((s, r) => s + f(r), 0);

@@ -3,6 +3,7 @@
 // guardrails.allow_looser says so in as many words. A stricter threshold reverts trials sooner;
 // it can cost a tuning session its trials, never the database its safety.
 import { DEFAULT_THRESHOLDS, type GuardThresholds } from '../guardrails.ts';
+import { MiB } from '../../knobs/index.ts';
 
 /** What agent.yaml and the environment gave, in the keys' own units (percent, MB, a factor). */
 export interface GuardrailSettings {
@@ -27,8 +28,6 @@ interface Rule {
   meaning: (value: number) => string;
 }
 
-const MB = 1024 * 1024;
-
 const RULES = {
   memoryFloorPercent: {
     key: 'memory_floor_percent',
@@ -41,7 +40,7 @@ const RULES = {
   },
   memoryFloorMb: {
     key: 'memory_floor_mb',
-    safe: DEFAULT_THRESHOLDS.memoryFloorBytes / MB,
+    safe: DEFAULT_THRESHOLDS.memoryFloorBytes / MiB,
     looserWhen: 'lower',
     min: 1,
     minInclusive: true,
@@ -106,7 +105,7 @@ export function guardThresholdsFrom(settings: GuardrailSettings): { thresholds: 
   const thresholds: GuardThresholds = {
     ...DEFAULT_THRESHOLDS,
     memoryFloorShare: checked('memoryFloorPercent') / 100,
-    memoryFloorBytes: checked('memoryFloorMb') * MB,
+    memoryFloorBytes: checked('memoryFloorMb') * MiB,
     runtimeFactor,
     // A single window this much slower reverts at once; it is never below the two-window factor.
     runtimeFactorAtOnce: Math.max(DEFAULT_THRESHOLDS.runtimeFactorAtOnce, runtimeFactor),

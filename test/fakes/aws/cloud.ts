@@ -5,6 +5,7 @@
 // by the test, as is everything that can go wrong.
 import type { PostgresEngine, TemplateParameter } from './engine.ts';
 import { INSTANCE_TYPES } from './instance-types.ts';
+import { GiB } from '../../../src/knobs/units.ts';
 
 export class FakeAwsError extends Error {
   readonly code: string;
@@ -121,8 +122,6 @@ export interface ParameterChange {
   value: string | undefined;
   method: string;
 }
-
-const GiB = 1024 ** 3;
 
 /** Cloud A's parameter formulas: `{DBInstanceClassMemory/32768}`, `GREATEST({…},128)`, … */
 export function evaluateFormula(value: string, vars: Readonly<Record<string, number>>): string {
