@@ -7,7 +7,7 @@ import { diffSnapshots } from '../src/agent/collect/delta.ts';
 import { baselineMixFrom } from '../src/agent/collect/derive.ts';
 import { toCount, toCountOrNull, toIsoOrNull, RowParseError } from '../src/agent/collect/parse.ts';
 import { buildMetricsReport } from '../src/agent/collect/report-builder.ts';
-import { statementKey } from '../src/protocol/report.ts';
+import { statementKey } from '../src/protocol/statement.ts';
 import { buildCheckpointerSql, buildWalSql, activityFromRows } from '../src/agent/collect/stats.ts';
 import type {
   CheckpointerSnapshot,

@@ -3,7 +3,7 @@
 // were reset, the agent reconnected or the server restarted. Such a window is measured again;
 // its figures never reach the optimizer. Pure functions over the window's reports.
 import type { MetricsReport } from '../protocol/report.ts';
-import { statementKey } from '../protocol/report.ts';
+import { isTopLevel, statementKey } from '../protocol/statement.ts';
 import type { WindowStats } from './objective.ts';
 
 export const CONTAMINATION = {
@@ -33,7 +33,7 @@ export function callShares(reports: readonly MetricsReport[]): CallShares {
   const calls = new Map<string, number>();
   const add = (key: string, n: number) => calls.set(key, (calls.get(key) ?? 0) + n);
   for (const r of reports) {
-    for (const row of r.statements.top) if (row.toplevel !== false && row.calls > 0) add(statementKey(row), row.calls);
+    for (const row of r.statements.top) if (isTopLevel(row) && row.calls > 0) add(statementKey(row), row.calls);
     if (r.statements.other.calls > 0) add(OTHER, r.statements.other.calls);
   }
   const total = [...calls.values()].reduce((a, b) => a + b, 0);

@@ -3,9 +3,10 @@
 // the share of calls it had during the baseline window, so a shift toward cheap queries does not
 // look like a win. Pure functions over report metrics: the service's tuning sessions and the
 // tuning benchmark compute it the same way.
-import { statementKey, type MetricsReport } from '../protocol/report.ts';
+import type { MetricsReport } from '../protocol/report.ts';
+import { isTopLevel, statementKey, type StatementIdentifiers, type StatementKey } from '../protocol/statement.ts';
 
-/** Statement key → share of the baseline window's top-level calls (the shares sum to 1). */
+/** Statement key (a StatementKey, kept as stored) → share of the baseline window's top-level calls (the shares sum to 1). */
 export type QueryMix = Record<string, number>;
 
 export interface WindowStats {
@@ -31,23 +32,29 @@ export interface StatementTotals {
   execMs: number;
 }
 
-/** Per-statement totals over the reports (top-level statements only: nested ones count their caller twice). */
-function totalsByStatement(reports: readonly MetricsReport[]): Map<string, StatementTotals> {
-  const totals = new Map<string, StatementTotals>();
-  for (const r of reports) {
-    for (const row of r.statements.top) {
-      if (row.toplevel === false || row.calls === 0) continue;
-      const key = statementKey(row);
-      const t = totals.get(key) ?? { calls: 0, execMs: 0 };
-      t.calls += row.calls;
-      t.execMs += row.totalExecTimeMs;
-      totals.set(key, t);
-    }
+/** Per-statement totals of the top-level statements that ran (a report's rows, or the agent's
+ * deltas): nested ones would count their caller twice. */
+export function topLevelTotals(
+  statements: Iterable<StatementIdentifiers & { readonly calls: number; readonly totalExecTimeMs: number }>,
+): Map<StatementKey, StatementTotals> {
+  const totals = new Map<StatementKey, StatementTotals>();
+  for (const s of statements) {
+    if (!isTopLevel(s) || s.calls === 0) continue;
+    const key = statementKey(s);
+    const t = totals.get(key) ?? { calls: 0, execMs: 0 };
+    t.calls += s.calls;
+    t.execMs += s.totalExecTimeMs;
+    totals.set(key, t);
   }
   return totals;
 }
 
-/** Each statement's share of the calls (top-level statements' totals, as totalsByStatement keeps them). */
+/** Looked up by the keys of stored mixes, which are strings. */
+function totalsByStatement(reports: readonly MetricsReport[]): ReadonlyMap<string, StatementTotals> {
+  return topLevelTotals(reports.flatMap((r) => r.statements.top));
+}
+
+/** Each statement's share of the calls (top-level statements' totals, as topLevelTotals keeps them). */
 export function mixOf(totals: ReadonlyMap<string, StatementTotals>): QueryMix {
   const all = [...totals.values()].reduce((sum, t) => sum + t.calls, 0);
   if (all === 0) return {};

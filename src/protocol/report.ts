@@ -69,13 +69,6 @@ export const StatementRowSchema = z.strictObject({
 });
 
 /** Everything outside the top N, summed: so that the totals stay right at any number of statements. */
-/** What identifies a statement in pg_stat_statements: its user, database, query id and level.
- * Before PostgreSQL 14 there is no `toplevel` (null), and every entry is top-level. The key is
- * stored in tuning sessions' query mixes, so its encoding never changes. */
-export function statementKey(s: { userId: number; dbId: number; queryId: string; toplevel: boolean | null }): string {
-  return `${s.userId}:${s.dbId}:${s.queryId}:${s.toplevel === false ? 'n' : 't'}`;
-}
-
 export const OtherStatementsSchema = z.strictObject({
   statements: count,
   ...statementCountersShape,

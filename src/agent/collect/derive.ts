@@ -1,14 +1,10 @@
 // The figures the tuner steers by, computed from a delta. Statement figures use top-level
 // statements only: with pg_stat_statements.track = all a function's nested statements are
 // counted as well, and their time is already inside their caller's.
-import { mixOf, weightedRuntimeOf, type StatementTotals } from '../../measure/objective.ts';
+import { mixOf, topLevelTotals, weightedRuntimeOf } from '../../measure/objective.ts';
 import type { DerivedMetrics } from '../../protocol/report.ts';
+import { isTopLevel } from '../../protocol/statement.ts';
 import { DATABASE_COUNTER_FIELDS, type BaselineMix, type DatabaseCounters, type SnapshotDelta, type StatementDelta } from './types.ts';
-
-/** Top-level, or unknown (before 1.9, where nothing tells them apart). */
-export function isTopLevel(s: Pick<StatementDelta, 'toplevel'>): boolean {
-  return s.toplevel !== false;
-}
 
 export interface RuntimeFigures {
   calls: number;
@@ -26,13 +22,6 @@ export function averageRuntime(statements: readonly StatementDelta[]): RuntimeFi
     execTimeMs += s.totalExecTimeMs;
   }
   return { calls, execTimeMs, avgQueryRuntimeMs: calls > 0 ? execTimeMs / calls : null };
-}
-
-/** Top-level statements' totals, by statement key. */
-function topLevelTotals(statements: readonly StatementDelta[]): Map<string, StatementTotals> {
-  const totals = new Map<string, StatementTotals>();
-  for (const s of statements) if (isTopLevel(s) && s.calls > 0) totals.set(s.key, { calls: s.calls, execMs: s.totalExecTimeMs });
-  return totals;
 }
 
 /** Each top-level statement's share of the calls in `delta`: the mix to weigh later intervals by

@@ -8,5 +8,5 @@ export { discoverCapabilities, MissingExtensionError, type Capabilities, type Pg
 export { diffSnapshots } from './delta.ts';
 export { averageRuntime, baselineMixFrom, deriveMetrics } from './derive.ts';
 export { buildMetricsReport, DEFAULT_TOP_N, type ReportOptions } from './report-builder.ts';
-export { statementKey } from '../../protocol/report.ts';
+export { statementKey } from '../../protocol/statement.ts';
 export type { BaselineMix, Snapshot, SnapshotDelta, StatementDelta, StatementEntry } from './types.ts';

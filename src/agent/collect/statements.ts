@@ -6,7 +6,7 @@
 import { AGENT_QUERY_MARKER } from '../db.ts';
 import { buildStatementCountersSql, buildStatementsInfoSql, buildStatementTextsSql, type PgssShape } from './columns.ts';
 import { toBoolOrNull, toCount, toCountOrNull, toInt, toIsoOrNull, toText, toTextOrNull, type Row } from './parse.ts';
-import { statementKey } from '../../protocol/report.ts';
+import { statementKey } from '../../protocol/statement.ts';
 import type { Queryable, StatementEntry, StatementsSnapshot } from './types.ts';
 
 /** One row of the counters query (see buildStatementCountersSql) as an entry without text. */

@@ -2,6 +2,7 @@
 // them at one instant) and deltas (what happened between two snapshots). Snapshots hold Maps and
 // stay inside the agent; only the report built from a delta leaves it.
 import type { QueryMix } from '../../measure/objective.ts';
+import type { StatementKey } from '../../protocol/statement.ts';
 import type { Db } from '../db.ts';
 
 /** All that collection needs of the agent's session. */
@@ -49,8 +50,7 @@ export const STATEMENT_COUNTER_FIELDS = [
 
 /** pg_stat_statements' own entry key: (userid, dbid, queryid, toplevel). */
 export interface StatementIdentity {
-  /** `${userId}:${dbId}:${queryId}:${t|f|-}`, '-' when the version has no toplevel. */
-  key: string;
+  key: StatementKey;
   queryId: string;
   userId: number;
   dbId: number;
