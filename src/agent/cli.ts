@@ -3,6 +3,7 @@
 import { constants as osConstants } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { TargetKind } from '../knobs/index.ts';
+import { REPORT_INTERVAL_SECONDS } from '../protocol/v1.ts';
 import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
 import { ConfigError, loadConfig, type AgentConfig } from './config/load.ts';
 import { connectDb, type Db } from './db.ts';
@@ -167,8 +168,9 @@ export function parseInvocation(argv: string[]): Invocation {
   let intervalSeconds = 5;
   if (values.interval !== undefined) {
     intervalSeconds = Number(values.interval);
-    if (!Number.isFinite(intervalSeconds) || intervalSeconds < 1 || intervalSeconds > 3600) {
-      throw new UsageError(`--interval ${values.interval}: expected a number of seconds from 1 to 3600`);
+    const { min, max } = REPORT_INTERVAL_SECONDS;
+    if (!Number.isFinite(intervalSeconds) || intervalSeconds < min || intervalSeconds > max) {
+      throw new UsageError(`--interval ${values.interval}: expected a number of seconds from ${min} to ${max}`);
     }
   }
   if (command !== 'help' && command !== 'version' && target === null) {

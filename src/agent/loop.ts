@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  MAX_QUEUED_REPORTS,
   PROTOCOL_VERSION,
   type AgentEvent,
   type Command,
@@ -35,8 +36,6 @@ import { catalogSettings, describeSystem } from './system.ts';
 import { AGENT_VERSION } from './version.ts';
 
 export const LEASE_FILE_NAME = 'tuner-agent.lease.json';
-/** Reports kept while the service is away; older ones are dropped (and the gap reported). */
-const MAX_QUEUED_REPORTS = 120;
 const MAX_EVENTS = 100;
 /** Outcomes remembered by command id, so that a command sent twice is carried out once. */
 const REMEMBERED_OUTCOMES = 200;

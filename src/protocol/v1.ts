@@ -21,6 +21,13 @@ export const MAX_JSON_DEPTH = 32;
  * events) holds fewer than 20,000. */
 export const MAX_JSON_ELEMENTS = 100_000;
 
+/** A report interval's bounds in seconds, wherever one is set or sent: the agent's --interval, the
+ * service's default and each database's own, and the service's answer to a start or a report. */
+export const REPORT_INTERVAL_SECONDS = { min: 1, max: 3600 } as const;
+/** Reports an agent keeps while the service cannot take them; older ones are dropped. */
+export const MAX_QUEUED_REPORTS = 120;
+const reportIntervalSeconds = z.number().int().min(REPORT_INTERVAL_SECONDS.min).max(REPORT_INTERVAL_SECONDS.max);
+
 export const routes = {
   agentStart: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/start`,
   agentStop: (databaseId: string) => `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/agent/stop`,
@@ -105,7 +112,7 @@ export const AgentStartResponseSchema = z.strictObject({
   leaseId: id,
   /** The lease lapses unless a report or a new start renews it before then. */
   leaseExpiresAt: z.iso.datetime({ offset: true }),
-  reportIntervalSeconds: z.number().int().min(1).max(3600),
+  reportIntervalSeconds,
 });
 
 export const AgentStopRequestSchema = z.strictObject({ leaseId: id });
@@ -180,12 +187,15 @@ export const CommandSchema = z.discriminatedUnion('kind', [
 ]);
 
 /** How far a report's `sentAt` may be from the service's clock. Ahead: the clocks' offset only.
- * Behind: as old as the agent's queue can hold a report (120 reports at the longest interval,
- * 3600 s), for agents that stamp a report when they collect it rather than when they send it. */
-export const REPORT_CLOCK_TOLERANCE = { aheadSeconds: 5 * 60, behindSeconds: 120 * 3600 } as const;
+ * Behind: as old as the agent's queue can hold a report (its longest, at the longest interval),
+ * for agents that stamp a report when they collect it rather than when they send it. */
+export const REPORT_CLOCK_TOLERANCE = {
+  aheadSeconds: 5 * 60,
+  behindSeconds: MAX_QUEUED_REPORTS * REPORT_INTERVAL_SECONDS.max,
+} as const;
 
 export const ReportResponseSchema = z.strictObject({
-  nextReportInSeconds: z.number().int().min(1).max(3600),
+  nextReportInSeconds: reportIntervalSeconds,
   leaseExpiresAt: z.iso.datetime({ offset: true }),
   /** Null means hold: keep the configuration as it is. */
   command: CommandSchema.nullable(),

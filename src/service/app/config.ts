@@ -6,6 +6,7 @@ import { createSecureContext } from 'node:tls';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { REPORT_INTERVAL_SECONDS } from '../../protocol/v1.ts';
 
 export interface ServiceConfig {
   host: string;
@@ -119,7 +120,12 @@ const SETTINGS = {
   },
   publicUrl: { flag: 'public-url', env: 'TUNER_PUBLIC_URL', schema: httpUrl, default: undefined },
   trustProxy: { flag: null, env: 'TUNER_TRUST_PROXY', schema: trustProxy, default: 'false' },
-  reportIntervalSeconds: { flag: null, env: 'TUNER_REPORT_INTERVAL_SECONDS', schema: integer(1, 3600), default: '60' },
+  reportIntervalSeconds: {
+    flag: null,
+    env: 'TUNER_REPORT_INTERVAL_SECONDS',
+    schema: integer(REPORT_INTERVAL_SECONDS.min, REPORT_INTERVAL_SECONDS.max),
+    default: '60',
+  },
   leaseMinSeconds: { flag: null, env: 'TUNER_LEASE_MIN_SECONDS', schema: integer(1, 3600), default: '30' },
   retentionDays: { flag: null, env: 'TUNER_RETENTION_DAYS', schema: integer(1, 3650), default: '30' },
   retentionReportsPerDatabase: { flag: null, env: 'TUNER_RETENTION_REPORTS', schema: integer(100, 10_000_000), default: '20000' },

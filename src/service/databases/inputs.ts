@@ -2,7 +2,7 @@
 // what is safe to apply; the service only checks the shape (names that look like PostgreSQL
 // parameter names, values that are strings or numbers) and sizes.
 import { z } from 'zod';
-import { CommandSchema, TargetKindSchema } from '../../protocol/v1.ts';
+import { CommandSchema, REPORT_INTERVAL_SECONDS, TargetKindSchema } from '../../protocol/v1.ts';
 
 /** The protocol's own parameter-name and value rules, taken from its apply command. */
 const applyValues = CommandSchema.options[0].shape.values;
@@ -18,7 +18,12 @@ export const NewApiKeyInputSchema = z.strictObject({
 
 export const ReportIntervalInputSchema = z.strictObject({
   /** Null returns the database to the service-wide default. */
-  reportIntervalSeconds: z.number().int('expected a whole number of seconds').min(1).max(3600).nullable(),
+  reportIntervalSeconds: z
+    .number()
+    .int('expected a whole number of seconds')
+    .min(REPORT_INTERVAL_SECONDS.min)
+    .max(REPORT_INTERVAL_SECONDS.max)
+    .nullable(),
 });
 
 export const CommandInputSchema = z.discriminatedUnion('kind', [

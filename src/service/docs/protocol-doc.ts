@@ -18,7 +18,9 @@ import {
   MAX_JSON_DEPTH,
   MAX_JSON_ELEMENTS,
   PROTOCOL_VERSION,
+  MAX_QUEUED_REPORTS,
   REPORT_CLOCK_TOLERANCE,
+  REPORT_INTERVAL_SECONDS,
   ReportRequestSchema,
   ReportResponseSchema,
 } from '../../protocol/v1.ts';
@@ -169,7 +171,7 @@ const ROUTES: RouteDoc[] = [
     purpose:
       "Stores one interval's report (metrics, settings, target metrics, events) and renews the lease. The answer carries the interval until the next report (the database's own, or the service default) and, when there is one, the oldest command not yet acknowledged: a command sent and not acknowledged is sent again, with the same id, in the next answer (the agent deduplicates by id). " +
       'Per lease (from its start; a resumed lease starts again too), `seq` increases: the last report sent again under its `seq` (its answer was lost) gets the same kind of answer and is not stored twice; a lower `seq` is refused. ' +
-      `\`sentAt\` (stamped when the report is sent) may be at most ${REPORT_CLOCK_TOLERANCE.aheadSeconds} s ahead of the service's clock and ${REPORT_CLOCK_TOLERANCE.behindSeconds} s (the agent's queue at its longest, 120 reports of 3600 s) behind it. ` +
+      `\`sentAt\` (stamped when the report is sent) may be at most ${REPORT_CLOCK_TOLERANCE.aheadSeconds} s ahead of the service's clock and ${REPORT_CLOCK_TOLERANCE.behindSeconds} s (the agent's queue at its longest, ${MAX_QUEUED_REPORTS} reports of ${REPORT_INTERVAL_SECONDS.max} s) behind it. ` +
       "The dashboard's latest report is the one received last, whatever its `sentAt`. " +
       "A trial (an apply a tuning session issues) is handed out only until its deadline (its session's window): one the agent has not received by then is cancelled, never delivered late. Revoking an API key cancels the apply commands not acknowledged yet; reverts are still delivered.",
     request: ReportRequestSchema,

@@ -4,6 +4,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { REPORT_INTERVAL_SECONDS } from '../../protocol/v1.ts';
 import * as actions from '../databases/actions.ts';
 import { LoginInputSchema, NewUserInputSchema } from '../people/inputs.ts';
 import * as people from '../people/actions.ts';
@@ -13,6 +14,7 @@ import {
   CommandInputSchema,
   DatabaseIdSchema,
   NewDatabaseInputSchema,
+  ReportIntervalInputSchema,
   UuidSchema,
   parseValueLines,
   type CommandInput,
@@ -374,12 +376,15 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
     const { databaseId } = parseForm(DatabaseParams, request.params);
     const raw = (fields(request.body)['reportIntervalSeconds'] ?? '').trim();
     const seconds = raw === '' ? null : Number(raw);
-    if (seconds !== null && (!Number.isInteger(seconds) || seconds < 1 || seconds > 3600)) {
+    if (!ReportIntervalInputSchema.shape.reportIntervalSeconds.safeParse(seconds).success) {
       return renderDashboard(
         request,
         reply,
         databaseId,
-        { kind: 'bad', text: 'The report interval must be a whole number of seconds from 1 to 3600, or empty for the default.' },
+        {
+          kind: 'bad',
+          text: `The report interval must be a whole number of seconds from ${REPORT_INTERVAL_SECONDS.min} to ${REPORT_INTERVAL_SECONDS.max}, or empty for the default.`,
+        },
         400,
       );
     }

@@ -2,7 +2,7 @@
 // statements, the catalog knobs' current settings, the commands with their outcomes, and forms
 // to issue an apply or a revert and to set the report interval.
 import { getKnob } from '../../knobs/catalog.ts';
-import type { Command, Setting, SystemInfo } from '../../protocol/v1.ts';
+import { REPORT_INTERVAL_SECONDS, type Command, type Setting, type SystemInfo } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
 import type { CommandRecord, DatabaseSummary, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
@@ -52,7 +52,7 @@ function agentCard(input: DashboardInput): Html {
   ${csrfField(input.session)}
   <h3>Report interval</h3>
   <div class="row"><label>Seconds between reports<span class="hint">Now ${interval} s${database.reportIntervalSeconds === null ? ' (the service default)' : ''}; empty for the default.</span>
-    <input type="number" name="reportIntervalSeconds" min="1" max="3600" value="${database.reportIntervalSeconds ?? ''}"></label>
+    <input type="number" name="reportIntervalSeconds" min="${REPORT_INTERVAL_SECONDS.min}" max="${REPORT_INTERVAL_SECONDS.max}" value="${database.reportIntervalSeconds ?? ''}"></label>
   <div><button type="submit" class="secondary">Save</button></div></div>
 </form></div>`;
 }
