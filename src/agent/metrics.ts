@@ -3,14 +3,14 @@
 // module only then, so an agent without metrics does not load prom-client.
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { COMMAND_OUTCOMES, type CommandAckRequest } from '../protocol/v1.ts';
 import { sameOverride, type Journal } from './journal.ts';
 import { AGENT_VERSION } from './version.ts';
 
-type Outcome = 'applied' | 'refused' | 'failed';
-const OUTCOMES: readonly Outcome[] = ['applied', 'refused', 'failed'];
+type Outcome = CommandAckRequest['status'];
 /** Why the agent returned the database to an earlier configuration. */
-export type RevertCause = 'command' | 'guardrail' | 'recovery';
-const REVERT_CAUSES: readonly RevertCause[] = ['command', 'guardrail', 'recovery'];
+const REVERT_CAUSES = ['command', 'guardrail', 'recovery'] as const;
+export type RevertCause = (typeof REVERT_CAUSES)[number];
 
 /** What the loop tells the metrics (src/agent/loop.ts). */
 export interface AgentMetrics {
@@ -108,7 +108,7 @@ export function createAgentMetrics(labels: { target: string }): { registry: Regi
     },
   });
   // Every series exists from the start at 0, so that rate() and alerts see the first event.
-  for (const outcome of OUTCOMES) {
+  for (const outcome of COMMAND_OUTCOMES) {
     applies.inc({ outcome }, 0);
     for (const cause of REVERT_CAUSES) reverts.inc({ cause, outcome }, 0);
   }

@@ -185,6 +185,10 @@ export const CommandSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ id, kind: z.literal('revert'), to: z.enum(['baseline', 'known-good']) }),
 ]);
+/** Every kind of command, read from the schema (for metrics that show each one from the start). */
+export const COMMAND_KINDS: readonly z.infer<typeof CommandSchema>['kind'][] = CommandSchema.options.map(
+  (option) => option.shape.kind.value,
+);
 
 /** How far a report's `sentAt` may be from the service's clock. Ahead: the clocks' offset only.
  * Behind: as old as the agent's queue can hold a report (its longest, at the longest interval),
@@ -201,9 +205,13 @@ export const ReportResponseSchema = z.strictObject({
   command: CommandSchema.nullable(),
 });
 
+/** How a command ended, as the agent acknowledges it. */
+const CommandOutcomeSchema = z.enum(['applied', 'refused', 'failed']);
+export const COMMAND_OUTCOMES: readonly z.infer<typeof CommandOutcomeSchema>[] = CommandOutcomeSchema.options;
+
 export const CommandAckRequestSchema = z.strictObject({
   leaseId: id,
-  status: z.enum(['applied', 'refused', 'failed']),
+  status: CommandOutcomeSchema,
   /** The values read back from pg_settings after the command. */
   effective: z.record(paramName, settingValue),
   errors: z.array(z.string().max(2000)).max(100),

@@ -6,29 +6,17 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Command, CommandAckRequest } from '../../protocol/v1.ts';
+import { COMMAND_KINDS, COMMAND_OUTCOMES, type Command, type CommandAckRequest } from '../../protocol/v1.ts';
+import { bearerToken } from '../http/bearer.ts';
 import { errorBody } from '../http/errors.ts';
 import type { MetricsSnapshot } from '../storage/sql-metrics.ts';
-import type { TuningSessionState } from '../tuning/store.ts';
+import { TUNING_SESSION_STATES } from '../tuning/store.ts';
 import { SERVICE_VERSION } from './version.ts';
 
-const SESSION_STATES = [
-  'baseline',
-  'iterating',
-  'verifying',
-  'awaiting_approval',
-  'applying_best',
-  'done',
-  'stopped',
-  'reverted',
-  'failed',
-] as const satisfies readonly TuningSessionState[];
 /** A report's outcome, from the answer's status: accepted (200), unauthorized (401, a wrong key or
  * database id), lease_expired (409), refused (another 4xx: a body the service would not take),
  * error (5xx: the service's or its storage's fault). */
 export const REPORT_OUTCOMES = ['accepted', 'unauthorized', 'lease_expired', 'refused', 'error'] as const;
-const COMMAND_KINDS = ['apply', 'revert'] as const satisfies readonly Command['kind'][];
-const COMMAND_OUTCOMES = ['applied', 'refused', 'failed'] as const satisfies readonly CommandAckRequest['status'][];
 
 export interface ServiceMetrics {
   registry: Registry;
@@ -75,7 +63,7 @@ export function createServiceMetrics(): ServiceMetrics {
     async collect() {
       const figures = await snapshot();
       if (!figures) return;
-      for (const state of SESSION_STATES) this.set({ state }, figures.sessionsByState[state] ?? 0);
+      for (const state of TUNING_SESSION_STATES) this.set({ state }, figures.sessionsByState[state] ?? 0);
     },
   });
   const reports = new Counter({
@@ -137,7 +125,7 @@ export function observeAgentApi(scope: FastifyInstance, metrics: ServiceMetrics)
 
 /** Whether an Authorization header carries the token (compared in constant time). */
 function tokenAccepted(header: string | undefined, token: string): boolean {
-  const presented = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+  const presented = bearerToken(header);
   if (!presented) return false;
   const digest = (text: string) => createHash('sha256').update(text).digest();
   return timingSafeEqual(digest(presented), digest(token));

@@ -14,6 +14,7 @@ import type { ServiceContext } from '../app/context.ts';
 import * as agents from '../agents/agents.ts';
 import { DatabaseIdSchema } from '../databases/inputs.ts';
 import { reportBodyForStorage } from '../storage/report-body.ts';
+import { bearerToken } from './bearer.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
 import { HttpError, badRequest, errorBody, jsonErrorHandler, parseOr400 } from './errors.ts';
 import { refuseUnstorableText, storableTime } from './storable.ts';
@@ -31,15 +32,14 @@ function databaseOf(request: FastifyRequest): agents.AgentDatabase {
 }
 
 function bearerKey(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match?.[1]) {
+  const key = bearerToken(request.headers.authorization);
+  if (!key) {
     throw new HttpError(
       'unauthorized',
       'missing API key: send the header "Authorization: Bearer <api_key>" with the key from the agent setup page',
     );
   }
-  return match[1];
+  return key;
 }
 
 export function registerAgentApi(app: FastifyInstance, ctx: ServiceContext): void {

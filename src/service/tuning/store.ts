@@ -7,9 +7,20 @@ import type { Decision, Interval, StatementChange } from '../../measure/verify.t
 import type { Prediction, WorkloadSignals } from '../../optimizer/index.ts';
 import type { CommandRecord, StoredReport } from '../databases/store.ts';
 
-/** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed. */
-export type TuningSessionState =
-  'baseline' | 'iterating' | 'verifying' | 'awaiting_approval' | 'applying_best' | 'done' | 'stopped' | 'reverted' | 'failed';
+/** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed.
+ * Every state, once: the metrics show each (and the storage's CHECK constraint lists the same). */
+export const TUNING_SESSION_STATES = [
+  'baseline',
+  'iterating',
+  'verifying',
+  'awaiting_approval',
+  'applying_best',
+  'done',
+  'stopped',
+  'reverted',
+  'failed',
+] as const;
+export type TuningSessionState = (typeof TUNING_SESSION_STATES)[number];
 /** The states a session holds its database in: at most one such session per database. */
 export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = [
   'baseline',
