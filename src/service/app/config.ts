@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { REPORT_INTERVAL_SECONDS } from '../../protocol/v1.ts';
+import { UsernameSchema } from '../people/inputs.ts';
 
 export interface ServiceConfig {
   host: string;
@@ -115,7 +116,7 @@ const SETTINGS = {
   adminUsername: {
     flag: null,
     env: 'TUNER_ADMIN_USERNAME',
-    schema: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'expected 1 to 64 letters, digits or ._@-'),
+    schema: UsernameSchema,
     default: 'admin',
   },
   publicUrl: { flag: 'public-url', env: 'TUNER_PUBLIC_URL', schema: httpUrl, default: undefined },

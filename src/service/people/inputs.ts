@@ -2,15 +2,23 @@
 // forms alike.
 import { z } from 'zod';
 
-export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
+export const USERNAME_MAX_LENGTH = 64;
+/** What a username may be, as the users page's form checks it in the browser too: the pattern
+ * attribute is anchored by the browser and compiled with the v flag, where a '-' in a class is
+ * escaped. */
+export const USERNAME_HTML_PATTERN = `[A-Za-z0-9._@\\-]{1,${USERNAME_MAX_LENGTH}}`;
+/** The usernames the service creates: the admin's (TUNER_ADMIN_USERNAME) and the users'. */
+export const UsernameSchema = z
+  .string()
+  .regex(new RegExp(`^${USERNAME_HTML_PATTERN}$`), `expected 1 to ${USERNAME_MAX_LENGTH} letters, digits or ._@-`);
 
 export const LoginInputSchema = z.strictObject({
-  username: z.string().min(1, 'expected a username').max(64),
+  username: z.string().min(1, 'expected a username').max(USERNAME_MAX_LENGTH),
   password: z.string().min(1, 'expected a password').max(200),
 });
 
 export const NewUserInputSchema = z.strictObject({
-  username: z.string().regex(USERNAME_PATTERN, 'expected 1 to 64 letters, digits or ._@-'),
+  username: UsernameSchema,
   /** Generated (and returned once) when absent. */
   password: z.string().min(12, 'expected at least 12 characters').max(200).optional(),
   isAdmin: z.boolean().default(false),

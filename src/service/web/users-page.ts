@@ -1,4 +1,5 @@
 // The admin's page: the users, and a form for a new one (each user gets an account of their own).
+import { USERNAME_HTML_PATTERN, USERNAME_MAX_LENGTH } from '../people/inputs.ts';
 import type { LoginSession, User } from '../people/store.ts';
 import { formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
@@ -32,7 +33,7 @@ ${users.map((u) => html`<tr><td>${u.username}</td><td>${u.isAdmin ? 'admin' : 'u
 <form class="stack" method="post" action="/users">
   ${csrfField(session)}
   <div class="row">
-    <label>Username<input type="text" name="username" maxlength="64" pattern="[A-Za-z0-9._@\\-]{1,64}" required></label>
+    <label>Username<input type="text" name="username" maxlength="${USERNAME_MAX_LENGTH}" pattern="${USERNAME_HTML_PATTERN}" required></label>
     <label>Password<span class="hint">At least 12 characters; leave empty to generate one.</span><input type="password" name="password" autocomplete="new-password"></label>
   </div>
   <label class="check"><input type="checkbox" name="isAdmin" value="true"> Admin (can create users)</label>
