@@ -20,7 +20,8 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { connectDb, type Db } from '../src/agent/db.ts';
-import { startStack, until, type Stack } from '../src/lab/stack.ts';
+import { startStack, type Stack } from '../src/lab/stack.ts';
+import { until } from '../src/lab/until.ts';
 import { workloadByName } from '../src/lab/workloads.ts';
 import { queryMix, windowStats, type QueryMix } from '../src/measure/objective.ts';
 import { pairedInterval, roundOrder, type Interval } from '../src/measure/verify.ts';
@@ -134,12 +135,13 @@ async function main(): Promise<void> {
       );
       const path = `/api/manage/databases/${databaseId}/tuning-sessions/${created.id}`;
       const session = await until(
+        `session ${i} to end`,
         async () => {
           const { session: now } = await person.call<{ session: SessionView }>('GET', path);
           return ['awaiting_approval', 'done', 'failed', 'stopped'].includes(now.state) ? now : null;
         },
         30 * 60_000,
-        `session ${i} to end`,
+        1000,
       );
       if (session.state === 'awaiting_approval') await person.call('POST', `${path}/stop`);
       // Whatever the session ended on, the database is on its known-good configuration again.

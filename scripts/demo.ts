@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startStack, until, type Stack } from '../src/lab/stack.ts';
+import { startStack, type Stack } from '../src/lab/stack.ts';
+import { until } from '../src/lab/until.ts';
 import { workloadByName } from '../src/lab/workloads.ts';
 
 const { values: flags } = parseArgs({
@@ -111,6 +112,7 @@ async function main(): Promise<void> {
     const printed = new Set<number>();
     let baselineShown = false;
     const final = await until(
+      'the session to end',
       async () => {
         const { session, iterations } = await person.call<{ session: SessionView; iterations: IterationView[] }>('GET', sessionPath);
         const stats = session.baseline.stats;
@@ -126,7 +128,7 @@ async function main(): Promise<void> {
         return ['done', 'stopped', 'reverted', 'failed'].includes(session.state) ? session : null;
       },
       (PLAN.iterations + 2 * PLAN.abRoundsMax + 4) * (PLAN.windowSeconds + PLAN.warmupSeconds + 30) * 1000,
-      'the session to end',
+      1000,
     );
 
     say(`== result: session ${final.state}${final.message ? ` (${final.message})` : ''}`);

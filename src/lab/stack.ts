@@ -9,6 +9,7 @@ import { localGrantsSql } from '../agent/targets/local/index.ts';
 import { parseServiceArgs } from '../service/app/config.ts';
 import { startService, type RunningService } from '../service/app/server.ts';
 import { freePort, serverOsUser, startCluster, type Cluster } from './cluster.ts';
+import { until } from './until.ts';
 import { startLoad, type RunningLoad, type Workload } from './workloads.ts';
 
 const AGENT_BIN = join(import.meta.dirname, '..', '..', 'bin', 'tuner-agent.js');
@@ -36,17 +37,6 @@ export class Person {
     const text = await response.text();
     if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text.slice(0, 300)}`);
     return (text ? JSON.parse(text) : {}) as T;
-  }
-}
-
-/** Calls `probe` every second until it returns something truthy; throws after `timeoutMs`. */
-export async function until<T>(probe: () => Promise<T | null | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 1000));
   }
 }
 
@@ -139,20 +129,22 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     );
     await person.call('POST', `/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: options.reportSeconds });
     await until(
+      'the agent to connect',
       async () =>
         (await person.call<{ database: { agent: { connected: boolean } | null } }>('GET', `/api/manage/databases/${databaseId}`)).database
           .agent?.connected,
       60_000,
-      'the agent to connect',
+      1000,
     );
     say(`agent connected (its log: ${agentLog})`);
     // A session starts from the agent's reports: wait for one that has the workload in it.
     type Latest = { report: { metrics: { derived: { calls: number } } | null } | null };
     await until(
+      'a report with the workload in it',
       async () =>
         ((await person.call<Latest>('GET', `/api/manage/databases/${databaseId}/reports/latest`)).report?.metrics?.derived.calls ?? 0) > 0,
       60_000,
-      'a report with the workload in it',
+      1000,
     );
     return { cluster, service, person, databaseId, password, agentLog, load, close };
   } catch (err) {

@@ -1,18 +1,2 @@
-// Waiting for something a real process does, with a deadline that names what was awaited.
-import { setTimeout as sleep } from 'node:timers/promises';
-
-/** Calls `probe` every `everyMs` until it returns something truthy; throws after `timeoutMs`. */
-export async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined | null | false>,
-  timeoutMs = 30_000,
-  everyMs = 200,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
+// The tests wait the way the benchmarks and the demo do (src/lab/until.ts).
+export { until } from '../../src/lab/until.ts';
