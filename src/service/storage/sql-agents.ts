@@ -2,7 +2,7 @@
 // agent's report is one statement (its place in the lease's sequence, lease renewal, report,
 // events, next command), as it is by far the most frequent request.
 import type { Command, TargetKind } from '../../protocol/v1.ts';
-import type { AckResult, AgentStore, LeasePolicy, ReportResult, StartResult, StopResult } from '../agents/store.ts';
+import type { AckResult, AgentStore, ReportResult, StartResult, StopResult } from '../agents/store.ts';
 import { TRIAL_EXPIRED_REASON } from '../databases/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { LEASE_COLUMNS, cancelledOutcome, one, toLease, type LeaseColumns } from './sql-rows.ts';
@@ -20,8 +20,15 @@ const EXPIRED_TRIALS = `expired AS (
  * acknowledgement until its ack timeout, as for any command sent. */
 const DELIVERABLE = `c.status <> 'done' AND (c.deliver_by IS NULL OR c.deliver_by > now())`;
 
-function leaseSeconds(policy: LeasePolicy, intervalSeconds: number): number {
-  return Math.max(policy.intervalsPerLease * intervalSeconds, policy.minLeaseSeconds);
+/** A database's report interval (`d`, a row of databases): its own, else the default ($N). The
+ * start and the report read it with this one expression. */
+const reportInterval = (defaultParam: string) => `coalesce(d.report_interval_seconds, ${defaultParam}::int)`;
+
+/** When a lease granted or renewed now lapses: max(intervalsPerLease × interval, minLeaseSeconds)
+ * from now (LeasePolicy). The one place the lease's length is computed; the policy's numbers come
+ * as parameters. */
+function leaseExpiry(interval: string, intervalsPerLease: string, minLeaseSeconds: string): string {
+  return `now() + make_interval(secs => greatest(${intervalsPerLease}::int * ${interval}, ${minLeaseSeconds}::int)::float8)`;
 }
 
 export function createAgentStore(driver: SqlDriver): AgentStore {
@@ -51,10 +58,10 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
     startAgent: (databaseId, request, newLeaseId, policy) =>
       driver.transaction(async (tx): Promise<StartResult> => {
         // Locking the database row makes concurrent starts for one database take turns.
-        const database = await one<{ report_interval_seconds: number | null }>(
+        const database = await one<{ interval_seconds: number }>(
           tx,
-          'SELECT report_interval_seconds FROM databases WHERE id = $1::uuid FOR UPDATE',
-          [databaseId],
+          `SELECT ${reportInterval('$2')} AS interval_seconds FROM databases d WHERE d.id = $1::uuid FOR UPDATE`,
+          [databaseId, policy.defaultIntervalSeconds],
         );
         if (!database) throw new Error(`database ${databaseId} vanished`);
         const current = await one<LeaseColumns>(tx, `SELECT ${LEASE_COLUMNS} FROM agent_leases l WHERE l.database_id = $1::uuid`, [
@@ -64,14 +71,14 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
         const resumed = holder !== null && holder.live && request.resumeLeaseId === holder.leaseId;
         if (holder?.live && !resumed) return { kind: 'conflict', holder };
         const leaseId = resumed ? holder.leaseId : newLeaseId;
-        const intervalSeconds = database.report_interval_seconds ?? policy.defaultIntervalSeconds;
+        const intervalSeconds = database.interval_seconds;
         const row = await one<{ expires_at: Date }>(
           tx,
           `INSERT INTO agent_leases (database_id, lease_id, hostname, pid, agent_version, target, target_identity, mode,
                                      allow_restart, include_queries, system, started_at, expires_at, released_at,
                                      last_report_at, last_seq)
            VALUES ($1::uuid, $2, $3, $4::bigint, $5, $6, $7, $8, $9::boolean, $10::boolean, $11::jsonb, now(),
-                   now() + make_interval(secs => $12::float8), NULL, NULL, NULL)
+                   ${leaseExpiry('$12::int', '$13', '$14')}, NULL, NULL, NULL)
            ON CONFLICT (database_id) DO UPDATE SET
              lease_id = excluded.lease_id, hostname = excluded.hostname, pid = excluded.pid,
              agent_version = excluded.agent_version, target = excluded.target,
@@ -92,7 +99,9 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
             request.allowRestart,
             request.includeQueries,
             JSON.stringify(request.system),
-            leaseSeconds(policy, intervalSeconds),
+            intervalSeconds,
+            policy.intervalsPerLease,
+            policy.minLeaseSeconds,
           ],
         );
         return { kind: 'granted', leaseId, expiresAt: row!.expires_at, reportIntervalSeconds: intervalSeconds, resumed };
@@ -116,7 +125,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
          ), prior AS (
            -- Locked, so that the same report sent twice at once is stored once: the second
            -- waits, then reads the first one's seq.
-           SELECT l.last_seq, coalesce(d.report_interval_seconds, $13::int) AS interval_seconds
+           SELECT l.last_seq, ${reportInterval('$13')} AS interval_seconds
              FROM agent_leases l JOIN databases d ON d.id = l.database_id
             WHERE l.database_id = $1::uuid AND l.lease_id = $2 AND l.released_at IS NULL AND l.expires_at > now()
               FOR UPDATE OF l
@@ -128,7 +137,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
              FROM prior p
          ), lease AS (
            UPDATE agent_leases l
-              SET expires_at = now() + make_interval(secs => greatest($12::int * v.interval_seconds, $14::int)::float8),
+              SET expires_at = ${leaseExpiry('v.interval_seconds', '$12', '$14')},
                   last_report_at = now(), last_seq = $3::bigint
              FROM verdict v
             WHERE l.database_id = $1::uuid AND v.verdict <> 'out_of_order'

@@ -128,8 +128,10 @@ export interface TuningSessionRecord extends TuningSessionParams {
   finalSentAt: Date | null;
 }
 
-/** contaminated: its window could not be trusted, and was measured again in a later row. */
-export type TuningIterationState = 'applying' | 'measuring' | 'ok' | 'failed' | 'cancelled' | 'contaminated';
+/** contaminated: its window could not be trusted, and was measured again in a later row. Every
+ * state, once (the storage's CHECK constraint lists the same). */
+export const TUNING_ITERATION_STATES = ['applying', 'measuring', 'ok', 'failed', 'cancelled', 'contaminated'] as const;
+export type TuningIterationState = (typeof TUNING_ITERATION_STATES)[number];
 
 /**
  * diagnosis, heuristic, explore: the optimizer's trials; baseline: a window of the known-good

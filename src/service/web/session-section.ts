@@ -7,7 +7,7 @@ import { SESSION_LIMITS } from '../tuning/params.ts';
 import type { iterationViews, sessionView } from '../tuning/views.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
-import { ACTIVE_SESSION_STATES, type TuningSessionRecord } from '../tuning/store.ts';
+import { ACTIVE_SESSION_STATES, type TuningIterationState, type TuningSessionRecord } from '../tuning/store.ts';
 import { formatMs, formatNumber, formatRelative, formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField } from './layout.ts';
@@ -34,7 +34,7 @@ const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: s
   failed: { text: 'failed', badge: 'bad' },
 };
 
-const ITERATION_BADGE: Record<string, string> = {
+const ITERATION_BADGE: Record<TuningIterationState, string> = {
   applying: 'warn',
   measuring: 'warn',
   ok: 'ok',
@@ -141,7 +141,7 @@ function iterationsTable(iterations: NonNullable<SessionSectionInput['shown']>):
     (it) => html`<tr>
   <td class="num">${it.ordinal}</td>
   <td>${kindText(it)}<div class="muted small">${it.reason}</div></td>
-  <td><span class="badge ${ITERATION_BADGE[it.state] ?? 'off'}">${it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}</td>
+  <td><span class="badge ${ITERATION_BADGE[it.state]}">${it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}</td>
   <td class="num">${objectiveText(it)}</td>
   <td class="num">${ratio(it.bestSoFar)}</td>
   <td class="num">${it.stats ? formatNumber(it.stats.throughput, 1) : '–'}</td>
