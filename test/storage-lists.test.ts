@@ -1,5 +1,5 @@
-// What the storage's SQL and the TypeScript both list must agree: the states a CHECK constraint
-// allows are exactly the states the type names, and the one-active-session index covers exactly
+// What the storage's SQL and the TypeScript both list must agree: the values a CHECK constraint
+// allows are exactly the values the type names, and the one-active-session index covers exactly
 // the active states. Read from a freshly migrated PGlite storage, as PostgreSQL prints them back.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,6 +9,8 @@ import { after, before, test } from 'node:test';
 import type { SqlDriver } from '../src/service/storage/driver.ts';
 import { migrate } from '../src/service/storage/migrations.ts';
 import { openPgliteDriver } from '../src/service/storage/pglite-driver.ts';
+import { TUNING_MODES } from '../src/protocol/v1.ts';
+import { COMMAND_STATUSES } from '../src/service/databases/store.ts';
 import { ACTIVE_SESSION_STATES, TUNING_ITERATION_STATES, TUNING_SESSION_STATES } from '../src/service/tuning/store.ts';
 
 let dir: string;
@@ -26,7 +28,7 @@ after(async () => {
 });
 
 /** The quoted words of a definition PostgreSQL prints back ('a'::text, …), sorted. */
-const quoted = (definition: string) => [...definition.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]!).sort();
+const quoted = (definition: string) => [...definition.matchAll(/'([a-z_-]+)'/g)].map((m) => m[1]!).sort();
 
 async function constraint(name: string): Promise<string> {
   const [row] = await driver.query<{ def: string }>('SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = $1', [
@@ -42,6 +44,11 @@ test('a tuning session may be stored in exactly the states TUNING_SESSION_STATES
 
 test('a tuning iteration may be stored in exactly the states TUNING_ITERATION_STATES lists', async () => {
   assert.deepEqual(quoted(await constraint('tuning_iterations_state_check')), [...TUNING_ITERATION_STATES].sort());
+});
+
+test("a session's mode is one of TUNING_MODES, a command's status one of COMMAND_STATUSES", async () => {
+  assert.deepEqual(quoted(await constraint('tuning_sessions_mode_check')), [...TUNING_MODES].sort());
+  assert.deepEqual(quoted(await constraint('commands_status_check')), [...COMMAND_STATUSES].sort());
 });
 
 test('one active session per database: the unique index covers exactly ACTIVE_SESSION_STATES', async () => {

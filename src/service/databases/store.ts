@@ -29,7 +29,9 @@ export interface DatabaseSummary extends DatabaseEntry {
   agent: AgentLease | null;
 }
 
-export type CommandStatus = 'pending' | 'sent' | 'done';
+/** Every status, once (the storage's CHECK constraint lists the same). */
+export const COMMAND_STATUSES = ['pending', 'sent', 'done'] as const;
+export type CommandStatus = (typeof COMMAND_STATUSES)[number];
 export type CommandOutcome = Omit<CommandAckRequest, 'leaseId'>;
 
 export interface CommandRecord {
