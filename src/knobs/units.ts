@@ -22,70 +22,36 @@ interface Conversion {
   readonly multiplier: number;
 }
 
-// PostgreSQL's conversion tables, largest unit first, with the multipliers written the way
-// guc.c computes them so that the floating-point results are bit-identical.
-const MEMORY_UNITS: Readonly<Record<'B' | 'kB' | 'MB' | '8kB', readonly Conversion[]>> = {
-  B: [
-    { unit: 'TB', multiplier: 1024.0 * 1024.0 * 1024.0 * 1024.0 },
-    { unit: 'GB', multiplier: 1024.0 * 1024.0 * 1024.0 },
-    { unit: 'MB', multiplier: 1024.0 * 1024.0 },
-    { unit: 'kB', multiplier: 1024.0 },
-    { unit: 'B', multiplier: 1.0 },
-  ],
-  kB: [
-    { unit: 'TB', multiplier: 1024.0 * 1024.0 * 1024.0 },
-    { unit: 'GB', multiplier: 1024.0 * 1024.0 },
-    { unit: 'MB', multiplier: 1024.0 },
-    { unit: 'kB', multiplier: 1.0 },
-    { unit: 'B', multiplier: 1.0 / 1024.0 },
-  ],
-  MB: [
-    { unit: 'TB', multiplier: 1024.0 * 1024.0 },
-    { unit: 'GB', multiplier: 1024.0 },
-    { unit: 'MB', multiplier: 1.0 },
-    { unit: 'kB', multiplier: 1.0 / 1024.0 },
-    { unit: 'B', multiplier: 1.0 / (1024.0 * 1024.0) },
-  ],
-  // GUC_UNIT_BLOCKS and GUC_UNIT_XBLOCKS: both 8 kB with default builds, and pg_settings shows
-  // both as '8kB'. (BLCKSZ / 1024) is an integer division in C; PAGE_BYTES / 1024 is exact anyway.
-  '8kB': [
-    { unit: 'TB', multiplier: (1024.0 * 1024.0 * 1024.0) / (PAGE_BYTES / 1024) },
-    { unit: 'GB', multiplier: (1024.0 * 1024.0) / (PAGE_BYTES / 1024) },
-    { unit: 'MB', multiplier: 1024.0 / (PAGE_BYTES / 1024) },
-    { unit: 'kB', multiplier: 1.0 / (PAGE_BYTES / 1024) },
-    { unit: 'B', multiplier: 1.0 / PAGE_BYTES },
-  ],
-};
+/** Each memory unit PostgreSQL reads, in bytes, largest first. */
+const MEMORY_UNIT_BYTES: ReadonlyArray<readonly [string, number]> = [
+  ['TB', TiB],
+  ['GB', GiB],
+  ['MB', MiB],
+  ['kB', KiB],
+  ['B', 1],
+];
+/** Each time unit PostgreSQL reads, in microseconds, longest first. */
+const TIME_UNIT_MICROSECONDS: ReadonlyArray<readonly [string, number]> = [
+  ['d', 86_400_000_000],
+  ['h', 3_600_000_000],
+  ['min', 60_000_000],
+  ['s', 1_000_000],
+  ['ms', 1000],
+  ['us', 1],
+];
 
-const TIME_UNITS: Readonly<Record<'ms' | 's' | 'min', readonly Conversion[]>> = {
-  ms: [
-    { unit: 'd', multiplier: 1000 * 60 * 60 * 24 },
-    { unit: 'h', multiplier: 1000 * 60 * 60 },
-    { unit: 'min', multiplier: 1000 * 60 },
-    { unit: 's', multiplier: 1000 },
-    { unit: 'ms', multiplier: 1 },
-    { unit: 'us', multiplier: 1.0 / 1000 },
-  ],
-  s: [
-    { unit: 'd', multiplier: 60 * 60 * 24 },
-    { unit: 'h', multiplier: 60 * 60 },
-    { unit: 'min', multiplier: 60 },
-    { unit: 's', multiplier: 1 },
-    { unit: 'ms', multiplier: 1.0 / 1000 },
-    { unit: 'us', multiplier: 1.0 / (1000 * 1000) },
-  ],
-  min: [
-    { unit: 'd', multiplier: 60 * 24 },
-    { unit: 'h', multiplier: 60 },
-    { unit: 'min', multiplier: 1 },
-    { unit: 's', multiplier: 1.0 / 60 },
-    { unit: 'ms', multiplier: 1.0 / (1000 * 60) },
-    { unit: 'us', multiplier: 1.0 / (1000 * 1000 * 60) },
-  ],
-};
-
+/**
+ * PostgreSQL's conversion table for a base unit (guc.c's memory_unit_conversion_table and
+ * time_unit_conversion_table), largest unit first. Each multiplier is one division of two whole
+ * numbers, as guc.c writes each (1.0 / (1000 * 60), (1024.0 * 1024.0) / (BLCKSZ / 1024), …), so
+ * both are the same correctly rounded double and the results are bit-identical. GUC_UNIT_BLOCKS
+ * and GUC_UNIT_XBLOCKS are both 8 kB with default builds, and pg_settings shows both as '8kB'.
+ */
 function conversionsFor(base: PgBaseUnit): readonly Conversion[] {
-  return base === 'ms' || base === 's' || base === 'min' ? TIME_UNITS[base] : MEMORY_UNITS[base];
+  const [table, baseSize] = isMemoryUnit(base)
+    ? [MEMORY_UNIT_BYTES, bytesPerUnit(base as 'B' | 'kB' | '8kB' | 'MB')]
+    : [TIME_UNIT_MICROSECONDS, 1000 * msPerUnit(base as 'ms' | 's' | 'min')];
+  return table.map(([unit, size]) => ({ unit, multiplier: size / baseSize }));
 }
 
 export function isPgBaseUnit(unit: string | null | undefined): unit is PgBaseUnit {
@@ -205,13 +171,7 @@ export function formatQuantity(value: number, unit: string | null): string {
   if (!isPgBaseUnit(unit) || !Number.isFinite(value)) return String(value);
   if (isMemoryUnit(unit)) {
     const bytes = value * bytesPerUnit(unit as 'B' | 'kB' | '8kB' | 'MB');
-    const sizes: Array<[string, number]> = [
-      ['TB', TiB],
-      ['GB', GiB],
-      ['MB', MiB],
-      ['kB', KiB],
-      ['B', 1],
-    ];
+    const sizes = MEMORY_UNIT_BYTES;
     const abs = Math.abs(bytes);
     const exact = sizes.find(([, size]) => abs >= size && abs % size === 0);
     const fitting = sizes.find(([, size]) => abs >= size);
@@ -220,13 +180,8 @@ export function formatQuantity(value: number, unit: string | null): string {
     return `${trimDecimals(bytes / fitting[1], 2)}${fitting[0]}`;
   }
   const ms = value * msPerUnit(unit as 'ms' | 's' | 'min');
-  const times: Array<[string, number]> = [
-    ['d', 86_400_000],
-    ['h', 3_600_000],
-    ['min', 60_000],
-    ['s', 1000],
-    ['ms', 1],
-  ];
+  // Shown in whole milliseconds at the finest: 2.5 ms stays "2.5ms".
+  const times = TIME_UNIT_MICROSECONDS.filter(([unit]) => unit !== 'us').map(([unit, us]) => [unit, us / 1000] as const);
   const abs = Math.abs(ms);
   const exact = times.find(([, size]) => abs >= size && abs % size === 0);
   if (exact) return `${ms / exact[1]}${exact[0]}`;
