@@ -38,6 +38,9 @@ function openssl(args: string[]): void {
   }
 }
 
+/** `openssl req`'s arguments for a new P-256 key, unencrypted, written to `keyFile`. */
+const newKey = (keyFile: string) => ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile];
+
 export function makeTestCa(name: string): TestCa {
   const dir = mkdtempSync(join(tmpdir(), 'tuner-test-ca-'));
   const certFile = join(dir, 'ca.pem');
@@ -45,13 +48,7 @@ export function makeTestCa(name: string): TestCa {
   openssl([
     'req',
     '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    keyFile,
+    ...newKey(keyFile),
     '-out',
     certFile,
     '-days',
@@ -77,21 +74,7 @@ export function makeTestCa(name: string): TestCa {
         '',
       ].join('\n'),
     );
-    openssl([
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${stem}.key`,
-      '-out',
-      `${stem}.csr`,
-      '-subj',
-      `/CN=${commonName}`,
-    ]);
+    openssl(['req', '-new', ...newKey(`${stem}.key`), '-out', `${stem}.csr`, '-subj', `/CN=${commonName}`]);
     openssl([
       'x509',
       '-req',
