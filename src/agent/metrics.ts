@@ -3,6 +3,7 @@
 // module only then, so an agent without metrics does not load prom-client.
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { hostAndPort } from '../protocol/host-port.ts';
 import { COMMAND_OUTCOMES, type CommandAckRequest } from '../protocol/v1.ts';
 import { sameOverride, type Journal } from './journal.ts';
 import { AGENT_VERSION } from './version.ts';
@@ -31,10 +32,10 @@ export interface AgentMetrics {
 
 /** A HOST:PORT address, or a message naming `source` and what is expected. */
 export function parseMetricsListen(text: string, source: string): { host: string; port: number } | { problem: string } {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text.trim());
-  if (!m || Number(m[2]) > 65535)
+  const address = hostAndPort(text.trim());
+  if (!address || address.port > 65535)
     return { problem: `${source}: expected HOST:PORT, e.g. 127.0.0.1:9187 or 0.0.0.0:9187 (got "${text.slice(0, 80)}")` };
-  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  return address;
 }
 
 export function createAgentMetrics(labels: { target: string }): { registry: Registry; metrics: AgentMetrics } {

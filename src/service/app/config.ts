@@ -6,6 +6,7 @@ import { createSecureContext } from 'node:tls';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { HOST_PORT_PATTERN, hostAndPort } from '../../protocol/host-port.ts';
 import { REPORT_INTERVAL_SECONDS } from '../../protocol/v1.ts';
 import { UsernameSchema } from '../people/inputs.ts';
 
@@ -82,11 +83,8 @@ const trustProxy = z
 
 const listen = z
   .string()
-  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080')
-  .transform((v) => {
-    const cut = v.lastIndexOf(':');
-    return { host: v.slice(0, cut).replace(/^\[|\]$/g, ''), port: Number(v.slice(cut + 1)) };
-  })
+  .regex(HOST_PORT_PATTERN, 'expected HOST:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080')
+  .transform((v) => hostAndPort(v)!)
   .refine((v) => v.port <= 65535, 'the port must be at most 65535');
 
 const postgresUrl = z
