@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { queryMix, relativeObjective, windowStats } from '../src/measure/objective.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
+import { isTopLevel } from '../src/protocol/statement.ts';
 import { ZEROS } from './helpers/synthetic-reports.ts';
 
 type Row = { id: string; calls: number; ms: number; toplevel?: boolean };
@@ -9,8 +10,9 @@ type Row = { id: string; calls: number; ms: number; toplevel?: boolean };
 /** A report holding the given statements; everything else zero. */
 function report(rows: Row[], seconds = 10, commits = 100, rollbacks = 0): MetricsReport {
   const zeros = ZEROS;
-  const calls = rows.filter((r) => r.toplevel !== false).reduce((s, r) => s + r.calls, 0);
-  const exec = rows.filter((r) => r.toplevel !== false).reduce((s, r) => s + r.ms, 0);
+  const counted = rows.filter((r) => isTopLevel({ toplevel: r.toplevel ?? null }));
+  const calls = counted.reduce((s, r) => s + r.calls, 0);
+  const exec = counted.reduce((s, r) => s + r.ms, 0);
   return {
     version: 1,
     interval: { start: '2026-01-01T00:00:00Z', end: '2026-01-01T00:00:10Z', seconds, serverRestarted: false },
