@@ -116,7 +116,7 @@ export function agreement(row: MemberSettingRow, wanted: ParameterValue | undefi
   if (wanted === undefined) {
     if (row.pending_restart) return 'pending-restart';
     if (fromPatroniOrAlterSystem(row)) {
-      return { differs: `${row.name} is ${row.setting}${unit} from ${fileName(row)}, absent from the dynamic configuration` };
+      return { differs: `${row.name} is ${row.setting}${unit} (from ${fileName(row)}), absent from the dynamic configuration` };
     }
     return 'agrees';
   }
@@ -129,5 +129,5 @@ export function agreement(row: MemberSettingRow, wanted: ParameterValue | undefi
 
 function fileName(row: MemberSettingRow): string {
   const file = row.sourcefile ?? '';
-  return file.endsWith('postgresql.auto.conf') ? 'ALTER SYSTEM (postgresql.auto.conf)' : (file.split('/').pop() ?? file);
+  return file.endsWith('postgresql.auto.conf') ? 'ALTER SYSTEM in postgresql.auto.conf' : (file.split('/').pop() ?? file);
 }
