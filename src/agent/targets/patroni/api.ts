@@ -64,9 +64,12 @@ export type MemberStatus = z.infer<typeof MemberStatusSchema>;
 export class PatroniApiError extends Error {
   override name = 'PatroniApiError';
   readonly status: number;
-  constructor(message: string, status: number) {
+  /** Every member answered with a refusal (an HTTP error status): nothing was written. */
+  readonly refusedEverywhere: boolean;
+  constructor(message: string, status: number, refusedEverywhere = false) {
     super(message);
     this.status = status;
+    this.refusedEverywhere = refusedEverywhere;
   }
 }
 
@@ -166,18 +169,22 @@ export class PatroniApi {
   /** PATCH /config: Patroni merges the body into the dynamic configuration (null removes a key). */
   async patchConfig(patch: Record<string, unknown>): Promise<DynamicConfig> {
     const failures: string[] = [];
+    // A member that did not answer may have written the patch before the connection broke.
+    let unanswered = false;
     for (const root of this.#urls) {
       let res;
       try {
         res = await this.request(root, 'PATCH', '/config', patch);
       } catch (err) {
         failures.push((err as Error).message);
+        unanswered = true;
         continue;
       }
       if (res.status === 401 || res.status === 403) {
         throw new PatroniApiError(
           `PATCH /config was refused (HTTP ${res.status}): check patroni.username and patroni.password against restapi.authentication`,
           res.status,
+          !unanswered,
         );
       }
       if (res.status !== 200) {
@@ -187,8 +194,9 @@ export class PatroniApi {
       const parsed = DynamicConfigSchema.safeParse(res.body);
       if (parsed.success) return parsed.data;
       failures.push(`${root}: unexpected answer to PATCH /config`);
+      unanswered = true;
     }
-    throw new PatroniApiError(`PATCH /config failed on every member (${failures.join('; ')})`, 0);
+    throw new PatroniApiError(`PATCH /config failed on every member (${failures.join('; ')})`, 0, !unanswered);
   }
 
   /** GET /patroni of one member (its own state, pending_restart included). */

@@ -7,7 +7,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db.ts';
 import { errorMessage } from '../../log.ts';
 import { UndoFailedError, type Overrides } from '../target.ts';
-import { apiRootOf, type ClusterMember, type ClusterView, type DynamicConfig, type ParameterValue, type PatroniApi } from './api.ts';
+import {
+  PatroniApiError,
+  apiRootOf,
+  type ClusterMember,
+  type ClusterView,
+  type DynamicConfig,
+  type ParameterValue,
+  type PatroniApi,
+} from './api.ts';
 import { agreement, type MemberSessions } from './members.ts';
 
 const POLL_MS = 500;
@@ -209,6 +217,9 @@ export async function writeParameters(w: PatroniWrite, overrides: Overrides, all
     if (after.pending.length > 0) throw new Error(`still waiting for a restart after Patroni restarted them: ${after.pending.join(', ')}`);
     return { restarted: true };
   } catch (err) {
+    // Refused by every member (503 while Patroni cannot reach its DCS, 409 on a concurrent
+    // change): the dynamic configuration is as found, there is nothing to put back.
+    if (err instanceof PatroniApiError && err.refusedEverywhere) throw err;
     // Put back exactly what the dynamic configuration held for these parameters (null removes
     // the ones that were absent), then give Patroni the same bound to apply it.
     const loadedBeforeUndo = loadedBefore && (await loadTimes(w.api, w.sessions).catch(() => undefined));
