@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { z } from 'zod';
 import { AGENT_USER_PASSWORD_FOR_TESTS, freePort, serverOsUser } from './cluster.ts';
+import { PatroniApi } from '../agent/targets/patroni/api.ts';
 import { findPgBinaries } from './postgres-binaries.ts';
 
 export const PATRONI_API_USER_FOR_TESTS = 'patroni';
@@ -213,23 +214,9 @@ export async function startPatroniLab(options: PatroniLabOptions = {}): Promise<
     });
   };
 
-  const authHeader = `Basic ${Buffer.from(`${PATRONI_API_USER_FOR_TESTS}:${PATRONI_API_PASSWORD_FOR_TESTS}`).toString('base64')}`;
-  const api = async (member: PatroniLabMember, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${member.apiUrl}${path}`, {
-      method,
-      headers: { authorization: authHeader, ...(body !== undefined && { 'content-type': 'application/json' }) },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(15_000),
-    });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: res.status, body: parsed };
-  };
+  // The agent's own REST API client, with the lab's credentials.
+  const client = new PatroniApi({ restApiUrls: [], username: PATRONI_API_USER_FOR_TESTS, password: PATRONI_API_PASSWORD_FOR_TESTS });
+  const api = (member: PatroniLabMember, method: string, path: string, body?: unknown) => client.request(member.apiUrl, method, path, body);
 
   try {
     await startEtcd();

@@ -3,7 +3,8 @@
 // host when the leader is on it, else unknown (the agent then asks for the keys).
 import { availableParallelism, totalmem } from 'node:os';
 import type { AgentConfig } from '../../config/load.ts';
-import type { MachineInfo } from '../target.ts';
+import { errorMessage } from '../../log.ts';
+import type { MachineInfo, PreflightCheck } from '../target.ts';
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/;
 
@@ -18,4 +19,16 @@ export function patroniMachine(config: Pick<AgentConfig, 'local'>, leaderHost: s
   throw new Error(
     `the leader ${leaderHost ?? '(unknown)'} is not this host, so its memory and vCPUs are unknown: set local.memory_mb and local.vcpus in agent.yaml (or AGENT_LOCAL_MEMORY_MB and AGENT_LOCAL_VCPUS) to the size of one member`,
   );
+}
+
+/** --check's line for the machine's size: where it comes from, or which keys to set. */
+export function machineSizeCheck(config: Pick<AgentConfig, 'local'>, leaderHost: string | undefined): PreflightCheck {
+  let info: MachineInfo;
+  try {
+    info = patroniMachine(config, leaderHost);
+  } catch (err) {
+    return { name: 'machine size', ok: false, detail: 'unknown', fix: errorMessage(err) };
+  }
+  const { memoryBytes, vcpus } = info.machine;
+  return { name: 'machine size', ok: true, detail: `${Math.round(memoryBytes / 2 ** 20)} MB, ${vcpus} vCPUs (${info.source})` };
 }

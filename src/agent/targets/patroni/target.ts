@@ -10,7 +10,7 @@ import type { Db } from '../../db.ts';
 import type { MachineInfo, Overrides, PreflightCheck, Target, WriteOptions, WriteResult } from '../target.ts';
 import { PatroniApi, type ParameterValue } from './api.ts';
 import type { PatroniConfig } from './config.ts';
-import { patroniMachine } from './machine.ts';
+import { machineSizeCheck, patroniMachine } from './machine.ts';
 import { MemberSessions } from './members.ts';
 import { patroniMetrics } from './metrics.ts';
 import { patroniPreflight } from './preflight.ts';
@@ -100,18 +100,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
     metrics: (): Promise<TargetMetric[]> => patroniMetrics(api, sessions),
 
     async preflight(): Promise<PreflightCheck[]> {
-      const checks = await patroniPreflight(api, patroni);
-      try {
-        const info = patroniMachine(config, await leaderHost());
-        checks.push({
-          name: 'machine size',
-          ok: true,
-          detail: `${Math.round(info.machine.memoryBytes / 2 ** 20)} MB, ${info.machine.vcpus} vCPUs (${info.source})`,
-        });
-      } catch (err) {
-        checks.push({ name: 'machine size', ok: false, detail: 'unknown', fix: (err as Error).message });
-      }
-      return checks;
+      return [...(await patroniPreflight(api, patroni)), machineSizeCheck(config, await leaderHost())];
     },
 
     unwritable(names: readonly string[]): Promise<Map<string, string>> {
