@@ -231,7 +231,11 @@ export async function writeParameters(w: PatroniWrite, overrides: Overrides, all
       });
     }
     const undone: Wanted = Object.fromEntries(Object.entries(before).map(([n, v]) => [n, v ?? undefined]));
-    await waitForMembers(w.api, w.sessions, undone, w.timeoutMs, loadedBeforeUndo).catch(() => undefined);
+    const state = await waitForMembers(w.api, w.sessions, undone, w.timeoutMs, loadedBeforeUndo).catch(() => null);
+    // Members restarted with the new values now wait for a restart to run the old ones again.
+    if (state && state.pending.length > 0 && allowRestart) {
+      await restartPending(w.api, w.sessions, state.pending).catch(() => undefined);
+    }
     throw err;
   }
 }
