@@ -273,6 +273,9 @@ export async function startPatroniLab(options: PatroniLabOptions = {}): Promise<
             superuser: { username: 'postgres', password: SUPERUSER_PASSWORD },
             replication: { username: 'replicator', password: SUPERUSER_PASSWORD },
           },
+          // A replica's base backup asks for an immediate checkpoint rather than waiting for a
+          // spread one (seconds on an idle leader).
+          basebackup: [{ checkpoint: 'fast' }],
           // Local to each member: its socket directory.
           parameters: { unix_socket_directories: dir },
           pg_hba: [
