@@ -121,6 +121,7 @@ function postmasterPid(dataDir: string): number | undefined {
 }
 
 function isAlive(pid: number): boolean {
+  if (pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -180,7 +181,12 @@ export async function startPatroniLab(options: PatroniLabOptions = {}): Promise<
   };
   const onExit = () => {
     killEverything();
-    rmSync(root, { recursive: true, force: true });
+    // The postmasters are still exiting and writing: wait for them (synchronously, this is an
+    // exit handler) before the directory goes.
+    const deadline = Date.now() + 10_000;
+    const waiting = new Int32Array(new SharedArrayBuffer(4));
+    while (dataDirs.some((d) => isAlive(postmasterPid(d) ?? 0)) && Date.now() < deadline) Atomics.wait(waiting, 0, 0, 50);
+    rmSync(root, { recursive: true, force: true, maxRetries: 5 });
   };
   process.on('exit', onExit);
 
