@@ -116,8 +116,11 @@ test('restart mode: shared_buffers through the dynamic configuration, members re
   const result = await t.writeOverrides({ shared_buffers: { set: true, value: '8192' } }, { allowRestart: true });
   assert.deepEqual(result, { restarted: true });
   for (const m of lab.members) assert.deepEqual(await setting(m, 'shared_buffers'), { setting: '8192', pending_restart: false }, m.name);
-  // Restarted in place: the same leader, no switchover.
+  // Restarted in place: the same leader, no switchover; the replica first, the leader last.
   assert.equal((await lab.leader()).name, leaderBefore.name);
+  const startedAt = async (m: PatroniLabMember) => (await m.sql<{ t: Date }>('SELECT pg_postmaster_start_time() AS t'))[0]!.t.getTime();
+  const replica = lab.members.find((m) => m.name !== leaderBefore.name)!;
+  assert.ok((await startedAt(replica)) < (await startedAt(leaderBefore)), 'the replica restarted before the leader');
   const back = await t.writeOverrides(previous, { allowRestart: true });
   assert.deepEqual(back, { restarted: true });
   for (const m of lab.members) assert.deepEqual(await setting(m, 'shared_buffers'), { setting: '16384', pending_restart: false }, m.name);
