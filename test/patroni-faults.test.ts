@@ -9,6 +9,7 @@ import { connectDb, type Db } from '../src/agent/db.ts';
 import { createPatroniTarget, type PatroniTarget } from '../src/agent/targets/patroni/target.ts';
 import { freePort } from '../src/lab/cluster.ts';
 import { startPatroniLab, type PatroniLab } from '../src/lab/patroni.ts';
+import { until } from './helpers/until.ts';
 
 let lab: PatroniLab;
 let db: Db;
@@ -121,6 +122,18 @@ test('etcd stopped during a trial: the revert fails while it is away and succeed
   try {
     // Patroni cannot answer for the cluster without its DCS: the agent learns nothing and writes nothing.
     await assert.rejects(t.writeOverrides(previous, { allowRestart: false }), /no Patroni REST API answered|PATCH \/config failed/);
+    // --check names the DCS once Patroni has not seen it for longer than its ttl.
+    const dcs = await until(
+      'the DCS check to fail',
+      async () => {
+        const check = (await t.preflight()).find((c) => c.name === 'the DCS reachable through Patroni');
+        return check?.ok === false ? check : null;
+      },
+      90_000,
+      1_000,
+    );
+    assert.match(dcs.detail, /s ago/);
+    assert.match(dcs.fix ?? '', /check the DCS/);
   } finally {
     await lab.startEtcd();
   }
