@@ -1,0 +1,34 @@
+// The machine a Patroni cluster's members run on: local.memory_mb and local.vcpus when set
+// (every member is assumed the size of the leader, as Patroni's failover assumes too), else this
+// host when the leader is on it, else unknown (the agent then asks for the keys).
+import { availableParallelism, totalmem } from 'node:os';
+import type { AgentConfig } from '../../config/load.ts';
+import { errorMessage } from '../../log.ts';
+import type { MachineInfo, PreflightCheck } from '../target.ts';
+
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/;
+
+export function patroniMachine(config: Pick<AgentConfig, 'local'>, leaderHost: string | undefined): MachineInfo {
+  const { memoryMb, vcpus } = config.local;
+  if (memoryMb !== undefined && vcpus !== undefined) {
+    return { machine: { memoryBytes: memoryMb * 1024 * 1024, vcpus }, source: 'agent.yaml local.memory_mb and local.vcpus' };
+  }
+  if (leaderHost !== undefined && (LOOPBACK.test(leaderHost) || leaderHost.startsWith('/'))) {
+    return { machine: { memoryBytes: totalmem(), vcpus: availableParallelism() }, source: 'this host' };
+  }
+  throw new Error(
+    `the leader ${leaderHost ?? '(unknown)'} is not this host, so its memory and vCPUs are unknown: set local.memory_mb and local.vcpus in agent.yaml (or AGENT_LOCAL_MEMORY_MB and AGENT_LOCAL_VCPUS) to the size of one member`,
+  );
+}
+
+/** --check's line for the machine's size: where it comes from, or which keys to set. */
+export function machineSizeCheck(config: Pick<AgentConfig, 'local'>, leaderHost: string | undefined): PreflightCheck {
+  let info: MachineInfo;
+  try {
+    info = patroniMachine(config, leaderHost);
+  } catch (err) {
+    return { name: 'machine size', ok: false, detail: 'unknown', fix: errorMessage(err) };
+  }
+  const { memoryBytes, vcpus } = info.machine;
+  return { name: 'machine size', ok: true, detail: `${Math.round(memoryBytes / 2 ** 20)} MB, ${vcpus} vCPUs (${info.source})` };
+}

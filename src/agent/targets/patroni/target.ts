@@ -1,0 +1,117 @@
+// The Patroni target: a highly available cluster whose configuration Patroni keeps in its DCS
+// and applies on every member. The override layer is the dynamic configuration's
+// postgresql.parameters (write.ts); statistics come from postgresql.connection_url, which points
+// to the leader or to a service that follows it.
+import { catalogFor, type TargetKind, type TuningMode } from '../../../knobs/index.ts';
+import { describeConnection } from '../../../postgres/connect.ts';
+import type { TargetMetric } from '../../../protocol/v1.ts';
+import type { AgentConfig } from '../../config/load.ts';
+import type { Db } from '../../db.ts';
+import type { MachineInfo, Overrides, PreflightCheck, Target, WriteOptions, WriteResult } from '../target.ts';
+import { PatroniApi, type ParameterValue } from './api.ts';
+import type { PatroniConfig } from './config.ts';
+import { machineSizeCheck, patroniMachine } from './machine.ts';
+import { MemberSessions } from './members.ts';
+import { patroniMetrics } from './metrics.ts';
+import { patroniPreflight } from './preflight.ts';
+import { disagreementReason } from './topology.ts';
+import { isLeader, overridesOf, parametersOf, writeParameters } from './write.ts';
+
+/**
+ * The catalog a Patroni cluster is tuned with: a self-hosted server's, since every member is one.
+ * Until 'patroni' joins TargetKind (src/protocol/v1.ts, the integrator's step), the target
+ * reports this kind; the definition in index.ts names it 'patroni'.
+ */
+export const PATRONI_CATALOG_KIND: TargetKind = 'local';
+
+/** Parameters Patroni sets itself on every member and will not take from the dynamic
+ * configuration (its command-line options it always overrides, and replication's own). */
+const PATRONI_OWNED = new Map<string, string>([
+  ['listen_addresses', "Patroni sets it from each member's postgresql.listen"],
+  ['port', "Patroni sets it from each member's postgresql.listen"],
+  ['cluster_name', "Patroni sets it to the cluster's scope"],
+  ['hot_standby', 'Patroni keeps it on'],
+  ['wal_log_hints', 'Patroni keeps it on (pg_rewind needs it)'],
+  ['primary_conninfo', 'Patroni writes it on each replica'],
+  ['primary_slot_name', 'Patroni writes it on each replica'],
+  ['recovery_target_timeline', 'Patroni writes it on each replica'],
+]);
+
+export interface PatroniTargetDeps {
+  db: Db;
+  config: Pick<AgentConfig, 'postgresql' | 'local'>;
+  patroni: PatroniConfig;
+}
+
+export interface PatroniTarget extends Target {
+  /** The REST API client and the member sessions, for the failover hooks (topology.ts). */
+  readonly api: PatroniApi;
+  readonly sessions: MemberSessions;
+}
+
+export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps): PatroniTarget {
+  const api = new PatroniApi(patroni);
+  const sessions = new MemberSessions(config.postgresql.connectionUrl);
+  const where = describeConnection(config.postgresql.connectionUrl);
+  const mode: TuningMode = config.postgresql.allowRestart ? 'restart' : 'reload-only';
+  const lastRead = new Map<string, ParameterValue>();
+
+  const leaderHost = async (): Promise<string | undefined> => {
+    const cluster = await api.cluster().catch(() => null);
+    return cluster?.members.find(isLeader)?.host ?? where.host;
+  };
+
+  return {
+    kind: PATRONI_CATALOG_KIND,
+    identity: `patroni ${patroni.restApiUrls[0] ?? ''} (statistics from ${where.host}:${where.port}/${where.database})`,
+    api,
+    sessions,
+
+    async machine(): Promise<MachineInfo> {
+      return patroniMachine(config, await leaderHost());
+    },
+
+    /** A member that disagrees with the dynamic configuration blocks tuning until it agrees. */
+    applyBlockedReason: () =>
+      disagreementReason(
+        api,
+        sessions,
+        catalogFor(PATRONI_CATALOG_KIND, mode).map((k) => k.name),
+      ),
+
+    async readOverrides(names: readonly string[]): Promise<Overrides> {
+      const dynamic = await api.dynamicConfig();
+      for (const [name, value] of parametersOf(dynamic)) lastRead.set(name, value);
+      return overridesOf(dynamic, names);
+    },
+
+    writeOverrides(overrides: Overrides, options: WriteOptions): Promise<WriteResult> {
+      for (const name of Object.keys(overrides)) {
+        const owned = PATRONI_OWNED.get(name.toLowerCase());
+        if (owned) return Promise.reject(new Error(`refused: ${name} cannot be set through Patroni's dynamic configuration (${owned})`));
+      }
+      return writeParameters(
+        { api, sessions, db, timeoutMs: patroni.applyTimeoutSeconds * 1000, lastRead },
+        overrides,
+        options.allowRestart,
+      );
+    },
+
+    metrics: (): Promise<TargetMetric[]> => patroniMetrics(api, sessions),
+
+    async preflight(): Promise<PreflightCheck[]> {
+      return [...(await patroniPreflight(api, patroni)), machineSizeCheck(config, await leaderHost())];
+    },
+
+    unwritable(names: readonly string[]): Promise<Map<string, string>> {
+      return Promise.resolve(
+        new Map(names.flatMap((n) => (PATRONI_OWNED.has(n.toLowerCase()) ? [[n, PATRONI_OWNED.get(n.toLowerCase())!] as const] : []))),
+      );
+    },
+
+    async close(): Promise<void> {
+      await sessions.close();
+      await api.close();
+    },
+  };
+}

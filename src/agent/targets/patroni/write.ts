@@ -1,0 +1,241 @@
+// Changes through Patroni, never around it: the override layer is the dynamic configuration's
+// postgresql.parameters (absent = unset), written with PATCH /config (null removes a key, so an
+// unset parameter is never written as its default). Patroni's loop then applies it on every
+// member; the agent waits, with a bound, until every member it can reach runs the values in
+// pg_settings (the leader at least), else puts back exactly what it found and throws.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../../db.ts';
+import { errorMessage } from '../../log.ts';
+import { UndoFailedError, type Overrides } from '../target.ts';
+import {
+  PatroniApiError,
+  apiRootOf,
+  type ClusterMember,
+  type ClusterView,
+  type DynamicConfig,
+  type ParameterValue,
+  type PatroniApi,
+} from './api.ts';
+import { agreement, type MemberSessions } from './members.ts';
+
+const POLL_MS = 500;
+const RESTART_WAIT_MS = 300_000;
+
+/** Parameter → value as the dynamic configuration holds it; undefined = absent. */
+export type Wanted = Record<string, ParameterValue | undefined>;
+
+/** The dynamic configuration's parameters, keyed in lower case (PostgreSQL's names are). */
+export function parametersOf(config: DynamicConfig): Map<string, ParameterValue> {
+  const found = new Map<string, ParameterValue>();
+  for (const [name, value] of Object.entries(config.postgresql?.parameters ?? {})) {
+    if (value !== null) found.set(name.toLowerCase(), value);
+  }
+  return found;
+}
+
+/** A value in the Override's spelling: Patroni keeps YAML scalars (4MB, 100, true). */
+export function overrideValue(value: ParameterValue): string {
+  if (typeof value === 'boolean') return value ? 'on' : 'off';
+  return String(value);
+}
+
+export function overridesOf(config: DynamicConfig, names: readonly string[]): Overrides {
+  const params = parametersOf(config);
+  return Object.fromEntries(
+    names.map((n) => {
+      const v = params.get(n.toLowerCase());
+      return [n, v === undefined ? { set: false } : { set: true, value: overrideValue(v) }];
+    }),
+  );
+}
+
+export function isLeader(m: ClusterMember): boolean {
+  return m.role === 'leader' || m.role === 'master' || m.role === 'primary' || m.role === 'standby_leader';
+}
+
+export interface MembersState {
+  cluster: ClusterView;
+  /** member: why it differs, one per parameter. */
+  differs: string[];
+  /** member names with a parameter waiting for a restart. */
+  pending: string[];
+  /** member names whose PostgreSQL could not be read. */
+  unreachable: string[];
+}
+
+/** Each reachable member's pg_conf_load_time before a change: a member that has not reloaded
+ * since has not applied it, whatever pg_settings shows (a value left waiting for a restart by
+ * the change before looks the same before and after Patroni applies its removal). */
+export async function loadTimes(api: PatroniApi, sessions: MemberSessions): Promise<Map<string, number>> {
+  const times = new Map<string, number>();
+  for (const member of (await api.cluster()).members) {
+    const t = await sessions.confLoadTime(member).catch(() => null);
+    if (t !== null) times.set(member.name, t);
+  }
+  return times;
+}
+
+/** Reads every member's pg_settings for `wanted` once; with `loadedBefore`, a member that has
+ * not reloaded its configuration since then differs. */
+export async function readMembers(
+  api: PatroniApi,
+  sessions: MemberSessions,
+  wanted: Wanted,
+  loadedBefore?: ReadonlyMap<string, number>,
+): Promise<MembersState> {
+  const cluster = await api.cluster();
+  const names = Object.keys(wanted);
+  const state: MembersState = { cluster, differs: [], pending: [], unreachable: [] };
+  if (!cluster.members.some(isLeader)) state.differs.push('the cluster has no leader');
+  for (const member of cluster.members) {
+    let rows;
+    try {
+      rows = await sessions.settings(member, names);
+    } catch (err) {
+      state.unreachable.push(member.name);
+      if (isLeader(member)) state.differs.push(`${member.name} (leader) cannot be read: ${errorMessage(err)}`);
+      continue;
+    }
+    const before = loadedBefore?.get(member.name);
+    if (before !== undefined && (await sessions.confLoadTime(member)) <= before) {
+      state.differs.push(`${member.name}: Patroni has not reloaded it since the change`);
+      continue;
+    }
+    for (const name of names) {
+      const row = rows.get(name.toLowerCase());
+      if (!row) {
+        state.differs.push(`${member.name}: ${name} is not in pg_settings`);
+        continue;
+      }
+      const a = agreement(row, wanted[name]);
+      if (a === 'pending-restart') {
+        if (!state.pending.includes(member.name)) state.pending.push(member.name);
+      } else if (a !== 'agrees') {
+        state.differs.push(`${member.name}: ${a.differs}`);
+      }
+    }
+  }
+  return state;
+}
+
+/** Waits until no reachable member differs from `wanted` (a value waiting for a restart counts
+ * as applied); throws after `timeoutMs` naming what still differs. */
+export async function waitForMembers(
+  api: PatroniApi,
+  sessions: MemberSessions,
+  wanted: Wanted,
+  timeoutMs: number,
+  loadedBefore?: ReadonlyMap<string, number>,
+): Promise<MembersState> {
+  const deadline = Date.now() + timeoutMs;
+  let last: MembersState | undefined;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      last = await readMembers(api, sessions, wanted, loadedBefore);
+      if (last.differs.length === 0) return last;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      const why = last ? last.differs.join('; ') : errorMessage(lastError);
+      throw new Error(`Patroni did not apply the change on every member within ${Math.round(timeoutMs / 1000)} s: ${why}`);
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+/**
+ * Restarts the members that wait for a restart, through Patroni (POST /restart, never pg_ctl):
+ * the replicas first, then the leader. The leader's restart is the only one that stops writes,
+ * so it comes last, once every replica came back with the new values: a value a replica cannot
+ * start with stops the restart there, with the leader untouched. Replicas first is also
+ * PostgreSQL's order for raising max_connections and its kin, which a standby needs at least as
+ * high as its primary's (Patroni itself keeps them no lower on a replica when lowering them).
+ * Restarting the leader in place keeps the leader key: no switchover, no new timeline.
+ */
+export async function restartPending(api: PatroniApi, sessions: MemberSessions, pending: readonly string[]): Promise<void> {
+  const cluster = await api.cluster();
+  const ordered = [...cluster.members.filter((m) => !isLeader(m)), ...cluster.members.filter(isLeader)].filter((m) =>
+    pending.includes(m.name),
+  );
+  for (const member of ordered) {
+    const root = apiRootOf(member);
+    if (!root) throw new Error(`Patroni does not give ${member.name}'s REST API address (api_url), so it cannot be restarted`);
+    await api.restartMember(root);
+    const deadline = Date.now() + RESTART_WAIT_MS;
+    for (;;) {
+      const now = await api.cluster().catch(() => null);
+      const seen = now?.members.find((m) => m.name === member.name);
+      if (seen?.state === 'running' || seen?.state === 'streaming') break;
+      if (Date.now() > deadline) throw new Error(`${member.name} did not come back within ${RESTART_WAIT_MS / 1000} s of its restart`);
+      await sleep(POLL_MS);
+    }
+    const db = await sessions.of(member);
+    await db.waitUntilReachable(RESTART_WAIT_MS);
+  }
+}
+
+export interface PatroniWrite {
+  api: PatroniApi;
+  sessions: MemberSessions;
+  /** The agent's own session (postgresql.connection_url), waited for after a restart. */
+  db: Db;
+  timeoutMs: number;
+  /** The raw values last read, so that a value read as "on" is written back as Patroni had it. */
+  lastRead: Map<string, ParameterValue>;
+}
+
+/** What to PATCH for `overrides`: the raw value last read when it spells the same value. */
+function patchOf(overrides: Overrides, lastRead: ReadonlyMap<string, ParameterValue>): Record<string, ParameterValue | null> {
+  return Object.fromEntries(
+    Object.entries(overrides).map(([name, o]) => {
+      if (!o.set) return [name, null];
+      const raw = lastRead.get(name.toLowerCase());
+      return [name, raw !== undefined && overrideValue(raw) === o.value ? raw : o.value];
+    }),
+  );
+}
+
+export async function writeParameters(w: PatroniWrite, overrides: Overrides, allowRestart: boolean): Promise<{ restarted: boolean }> {
+  const names = Object.keys(overrides);
+  const found = parametersOf(await w.api.dynamicConfig());
+  const before: Record<string, ParameterValue | null> = Object.fromEntries(names.map((n) => [n, found.get(n.toLowerCase()) ?? null]));
+  const patch = patchOf(overrides, w.lastRead);
+  const wanted: Wanted = Object.fromEntries(Object.entries(patch).map(([n, v]) => [n, v ?? undefined]));
+  // Patroni reloads a member only when its file changes: a patch that changes nothing is not
+  // waited for by reload.
+  const changes = Object.entries(patch).some(([n, v]) => String(v) !== String(before[n]));
+  const loadedBefore = changes ? await loadTimes(w.api, w.sessions) : undefined;
+  try {
+    await w.api.patchConfig({ postgresql: { parameters: patch } });
+    const state = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs, loadedBefore);
+    if (state.pending.length === 0 || !allowRestart) return { restarted: false };
+    await restartPending(w.api, w.sessions, state.pending);
+    await w.db.waitUntilReachable(RESTART_WAIT_MS);
+    const after = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs);
+    if (after.pending.length > 0) throw new Error(`still waiting for a restart after Patroni restarted them: ${after.pending.join(', ')}`);
+    return { restarted: true };
+  } catch (err) {
+    // Refused by every member (503 while Patroni cannot reach its DCS, 409 on a concurrent
+    // change): the dynamic configuration is as found, there is nothing to put back.
+    if (err instanceof PatroniApiError && err.refusedEverywhere) throw err;
+    // Put back exactly what the dynamic configuration held for these parameters (null removes
+    // the ones that were absent), then give Patroni the same bound to apply it.
+    const loadedBeforeUndo = loadedBefore && (await loadTimes(w.api, w.sessions).catch(() => undefined));
+    try {
+      await w.api.patchConfig({ postgresql: { parameters: before } });
+    } catch (undoErr) {
+      throw new UndoFailedError(`${errorMessage(err)}; putting the dynamic configuration back failed: ${errorMessage(undoErr)}`, {
+        cause: err,
+      });
+    }
+    const undone: Wanted = Object.fromEntries(Object.entries(before).map(([n, v]) => [n, v ?? undefined]));
+    const state = await waitForMembers(w.api, w.sessions, undone, w.timeoutMs, loadedBeforeUndo).catch(() => null);
+    // Members restarted with the new values now wait for a restart to run the old ones again.
+    if (state && state.pending.length > 0 && allowRestart) {
+      await restartPending(w.api, w.sessions, state.pending).catch(() => undefined);
+    }
+    throw err;
+  }
+}

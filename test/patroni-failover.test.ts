@@ -1,0 +1,132 @@
+// Failover awareness against a real Patroni cluster (src/lab/patroni.ts): a switchover in the
+// middle of a trial is seen and the trial is put back through the dynamic configuration; a member
+// with a local override blocks tuning until it agrees; a replica that stops streaming is a
+// guardrail breach; and a Patroni member is told apart from a plain server (for --local).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { connectDb, type Db } from '../src/agent/db.ts';
+import { detectPatroni, localRefusal } from '../src/agent/targets/patroni/detect.ts';
+import { createPatroniTarget, type PatroniTarget } from '../src/agent/targets/patroni/target.ts';
+import { readTopology, replicaHealth, replicationBreaches, topologyChangedSince } from '../src/agent/targets/patroni/topology.ts';
+import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { startPatroniLab, type PatroniLab } from '../src/lab/patroni.ts';
+import { until } from './helpers/until.ts';
+
+let lab: PatroniLab;
+let db: Db;
+let target: PatroniTarget;
+
+before(async () => {
+  const started = Date.now();
+  lab = await startPatroniLab();
+  console.log(`patroni lab started in ${Date.now() - started} ms`);
+  db = await connectDb(lab.members[0]!.agentUrl);
+  target = createPatroniTarget({
+    db,
+    config: { postgresql: { connectionUrl: lab.members[0]!.agentUrl, includeQueries: true, allowRestart: false }, local: {} },
+    patroni: {
+      restApiUrls: lab.members.map((m) => m.apiUrl),
+      username: lab.apiUser,
+      password: lab.apiPassword,
+      applyTimeoutSeconds: 60,
+      maxReplicaLagMb: 64,
+    },
+  });
+});
+after(async () => {
+  await target?.close();
+  await db?.close();
+  await lab?.stop();
+});
+
+const dynamicConfig = async () => (await lab.api(await lab.leader(), 'GET', '/config')).body;
+
+test('a Patroni member is detected (its data directory, its REST API); a plain server is not', async () => {
+  const member = await detectPatroni(db, { host: '127.0.0.1', apiPorts: [] });
+  assert.match(member?.sign ?? '', /patroni\.dynamic\.json/);
+  assert.match(localRefusal(member!), /Use --patroni/);
+
+  let plain: Cluster | undefined;
+  let plainDb: Db | undefined;
+  try {
+    plain = await startCluster();
+    plainDb = await connectDb(plain.agentUrl);
+    assert.equal(await detectPatroni(plainDb, { host: '127.0.0.1', apiPorts: [plain.port] }), null);
+    // Patroni's REST API answering on the database's host is the other sign.
+    const byApi = await detectPatroni(plainDb, { host: '127.0.0.1', apiPorts: [lab.members[1]!.apiPort] });
+    assert.match(byApi?.sign ?? '', /REST API answers at http:\/\/127\.0\.0\.1:\d+\/patroni/);
+    assert.equal(byApi?.scope, lab.scope);
+  } finally {
+    await plainDb?.close();
+    await plain?.destroy();
+  }
+});
+
+test('a member with a local override blocks tuning until it agrees', async () => {
+  assert.equal(await target.applyBlockedReason(), null);
+  const replica = lab.members.find((m) => m.name !== 'm0')!;
+  await replica.sql(`ALTER SYSTEM SET random_page_cost = 2.5`);
+  await replica.sql('SELECT pg_reload_conf()');
+  try {
+    const reason = await target.applyBlockedReason();
+    assert.match(reason ?? '', new RegExp(`${replica.name}: random_page_cost is 2.5 \\(from ALTER SYSTEM`));
+    assert.match(reason ?? '', /Tuning waits until it agrees/);
+  } finally {
+    await replica.sql('ALTER SYSTEM RESET random_page_cost');
+    await replica.sql('SELECT pg_reload_conf()');
+  }
+  await until('the member to agree again', async () => (await target.applyBlockedReason()) === null, 10_000);
+});
+
+test('a switchover in the middle of a trial is detected, and the trial is put back through the dynamic configuration', async () => {
+  const found = await dynamicConfig();
+  const atStart = await readTopology(target.api);
+  assert.equal(atStart.leader, 'm0');
+  const previous = await target.readOverrides(['work_mem']);
+  await target.writeOverrides({ work_mem: { set: true, value: '20480' } }, { allowRestart: false });
+  assert.equal(topologyChangedSince(atStart, await readTopology(target.api)), null);
+
+  const switched = await lab.api(lab.members[0]!, 'POST', '/switchover', { leader: 'm0', candidate: 'm1' });
+  assert.equal(switched.status, 200, JSON.stringify(switched.body));
+  const changed = await until(
+    'the switchover to be seen',
+    async () => topologyChangedSince(atStart, await readTopology(target.api).catch(() => atStart)),
+    60_000,
+  );
+  assert.match(changed, /leader changed from m0 to m1|no leader/);
+  await lab.waitHealthy();
+  const now = await readTopology(target.api);
+  assert.equal(now.leader, 'm1');
+  assert.ok((now.timeline ?? 0) > (atStart.timeline ?? 0), 'a new timeline');
+
+  // The trial ends: put back what was found, through Patroni, on the new leader and the old one.
+  await target.writeOverrides(previous, { allowRestart: false });
+  assert.deepEqual(await dynamicConfig(), found);
+  for (const m of lab.members) {
+    const [row] = await m.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`);
+    assert.equal(row?.setting, '4096', m.name);
+  }
+  const replicas = await replicaHealth(target.api, target.sessions);
+  assert.deepEqual(
+    replicas.map((r) => [r.name, r.streaming]),
+    [['m0', true]],
+  );
+  assert.deepEqual(replicationBreaches(replicas, 64 * 2 ** 20), []);
+  const metrics = await target.metrics();
+  assert.ok(metrics.some((m) => m.name === 'patroni_replica_lag_bytes:m0' && m.unit === 'bytes'));
+});
+
+test('a replica that stops streaming is a replication breach', async () => {
+  const leader = await lab.leader();
+  const replica = lab.members.find((m) => m.name !== leader.name)!;
+  await replica.kill();
+  const breaches = await until(
+    'the replica to stop streaming',
+    async () => {
+      const found = replicationBreaches(await replicaHealth(target.api, target.sessions), 64 * 2 ** 20);
+      return found.length > 0 ? found : null;
+    },
+    30_000,
+  );
+  assert.deepEqual(breaches, [`replica ${replica.name} is not streaming from the leader`]);
+});
