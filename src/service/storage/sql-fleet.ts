@@ -6,26 +6,27 @@ import type { AgentHealth, FleetEntry, FleetInterval, FleetStore, FleetWatch } f
 import type { TuningSessionState } from '../tuning/store.ts';
 import type { Queryable } from './driver.ts';
 
+/** One database as the statement's JSON has it: times as ISO 8601 strings. */
 interface FleetRow {
   id: string;
   name: string;
   target: TargetKind;
-  created_at: Date;
+  created_at: string;
   health: AgentHealth;
   hostname: string | null;
   agent_version: string | null;
-  last_report_at: Date | null;
-  lease_expires_at: Date | null;
-  released_at: Date | null;
+  last_report_at: string | null;
+  lease_expires_at: string | null;
+  released_at: string | null;
   apply_blocked_reason: string | null;
   session_id: string | null;
   session_state: TuningSessionState | null;
   session_message: string | null;
-  session_created_at: Date | null;
-  session_updated_at: Date | null;
-  session_ended_at: Date | null;
+  session_created_at: string | null;
+  session_updated_at: string | null;
+  session_ended_at: string | null;
   kept_session_id: string | null;
-  kept_at: Date | null;
+  kept_at: string | null;
   kept_config: Record<string, number | string> | null;
   kept_runtime: FleetInterval | null;
   kept_throughput: FleetInterval | null;
@@ -33,12 +34,16 @@ interface FleetRow {
   kept_confidence_percent: number | null;
   advice_count: number | null;
   advice_parameters: string[] | null;
-  workload_changed_since: Date | null;
+  workload_changed_since: string | null;
   workload_distance: number | null;
   watch: FleetWatch | null;
 }
 
 /**
+ * The rows come back as one JSON array in one value: a thousand rows of thirty columns are
+ * otherwise thirty thousand values for the driver to convert one by one, which on PGlite cost
+ * more than the statement itself.
+ *
  * The kept configuration is the newest keep=true apply of a session's verified best that the
  * agent acknowledged as applied (a session done, or stopped after the agent received it), as long
  * as no later command undid it: a revert to the baseline (a person's, or a reverted session's) or
@@ -46,6 +51,7 @@ interface FleetRow {
  * about to be true). The agent's own returns to known-good keep it: it is the known-good.
  */
 const FLEET_SQL = `
+SELECT coalesce(json_agg(f ORDER BY f.name, f.id), '[]'::json) AS fleet FROM (
 SELECT d.id, d.name, d.target, d.created_at,
        CASE WHEN l.lease_id IS NULL THEN 'none'
             WHEN l.released_at IS NOT NULL THEN 'stopped'
@@ -82,7 +88,7 @@ SELECT d.id, d.name, d.target, d.created_at,
        AND (u.status <> 'done' OR u.outcome ->> 'status' = 'applied')
   )
  WHERE d.account_id = $1::uuid
- ORDER BY d.name, d.id`;
+) f`;
 
 /** A verification interval as stored (jsonb), or null when there is none or it is not one. */
 function interval(value: FleetInterval | null): FleetInterval | null {
@@ -91,12 +97,15 @@ function interval(value: FleetInterval | null): FleetInterval | null {
   return [estimate, low, high].every((x) => typeof x === 'number' && Number.isFinite(x)) ? { estimate, low, high } : null;
 }
 
+const date = (iso: string) => new Date(iso);
+const dateOrNull = (iso: string | null) => (iso === null ? null : new Date(iso));
+
 function toEntry(row: FleetRow): FleetEntry {
   return {
     id: row.id,
     name: row.name,
     target: row.target,
-    createdAt: row.created_at,
+    createdAt: date(row.created_at),
     agent:
       row.health === 'none'
         ? null
@@ -104,9 +113,9 @@ function toEntry(row: FleetRow): FleetEntry {
             health: row.health,
             hostname: row.hostname ?? '',
             agentVersion: row.agent_version ?? '',
-            lastReportAt: row.last_report_at,
-            leaseExpiresAt: row.lease_expires_at ?? new Date(0),
-            releasedAt: row.released_at,
+            lastReportAt: dateOrNull(row.last_report_at),
+            leaseExpiresAt: date(row.lease_expires_at ?? '1970-01-01T00:00:00Z'),
+            releasedAt: dateOrNull(row.released_at),
             applyBlockedReason: row.apply_blocked_reason,
           },
     kept:
@@ -114,7 +123,7 @@ function toEntry(row: FleetRow): FleetEntry {
         ? null
         : {
             sessionId: row.kept_session_id,
-            keptAt: row.kept_at,
+            keptAt: dateOrNull(row.kept_at),
             config: row.kept_config ?? {},
             runtime: interval(row.kept_runtime),
             throughput: interval(row.kept_throughput),
@@ -128,13 +137,13 @@ function toEntry(row: FleetRow): FleetEntry {
             id: row.session_id,
             state: row.session_state!,
             message: row.session_message,
-            createdAt: row.session_created_at!,
-            updatedAt: row.session_updated_at!,
-            endedAt: row.session_ended_at,
+            createdAt: date(row.session_created_at!),
+            updatedAt: date(row.session_updated_at!),
+            endedAt: dateOrNull(row.session_ended_at),
           },
     advice: row.advice_count === null ? null : { count: row.advice_count, parameters: row.advice_parameters ?? [] },
     workloadChange:
-      row.workload_changed_since === null ? null : { since: row.workload_changed_since, distance: row.workload_distance ?? 0 },
+      row.workload_changed_since === null ? null : { since: date(row.workload_changed_since), distance: row.workload_distance ?? 0 },
     watch: row.watch,
   };
 }
@@ -142,8 +151,10 @@ function toEntry(row: FleetRow): FleetEntry {
 export function createFleetStore(db: Queryable): FleetStore {
   return {
     async fleet(accountId) {
-      const rows = await db.query<FleetRow>(FLEET_SQL, [accountId], { name: 'fleet' });
-      return rows.map(toEntry);
+      const [row] = await db.query<{ fleet: FleetRow[] | string }>(FLEET_SQL, [accountId], { name: 'fleet' });
+      // node-postgres parses json itself; a driver that hands over the text gets it parsed here.
+      const fleet = typeof row?.fleet === 'string' ? (JSON.parse(row.fleet) as FleetRow[]) : (row?.fleet ?? []);
+      return fleet.map(toEntry);
     },
   };
 }
