@@ -127,7 +127,7 @@ export function fleetPage(session: LoginSession, answer: FleetAnswer, query: Fle
     session,
     nav: 'databases',
     body: html`<h1>Fleet</h1>
-<p class="sub">${answer.all.length} databases; ${attention} need a person. Sorted ${SORT_LABELS[query.sort].toLowerCase()}.</p>
+<p class="sub">${answer.all.length} databases; ${attention} need a person. Sorted: ${SORT_LABELS[query.sort].toLowerCase()}.</p>
 <div class="card">
   <p>${chips}</p>
   <form class="stack" method="get" action="/" id="fleet-filter">
