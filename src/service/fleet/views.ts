@@ -5,22 +5,14 @@ import { TargetKindSchema } from '../../protocol/v1.ts';
 import { FLEET_FLAGS } from './flags.ts';
 import { FLEET_SORTS, FLEET_STATE_FILTERS, type FleetQuery } from './query.ts';
 import { countFlags, fleetFlags, needsAttentionRank, verifiedGain } from './attention.ts';
-import type { TuningSessionState } from '../tuning/store.ts';
+import { ACTIVE_SESSION_STATES, type TuningSessionState } from '../tuning/store.ts';
 import type { FleetEntry, FleetInterval } from './store.ts';
 
 const time = z.iso.datetime({ offset: true });
 const IntervalSchema = z.strictObject({ estimate: z.number(), low: z.number(), high: z.number() });
-const SESSION_STATES = [
-  'baseline',
-  'iterating',
-  'verifying',
-  'awaiting_approval',
-  'applying_best',
-  'done',
-  'stopped',
-  'reverted',
-  'failed',
-] as const satisfies readonly TuningSessionState[];
+/** Every state a session can be in: the active ones, and the ends. */
+const ENDED_SESSION_STATES = ['done', 'stopped', 'reverted', 'failed'] as const satisfies readonly TuningSessionState[];
+const SESSION_STATES = [...ACTIVE_SESSION_STATES, ...ENDED_SESSION_STATES];
 
 export const FleetDatabaseViewSchema = z.strictObject({
   id: z.uuid(),
