@@ -240,6 +240,13 @@ test('network errors are retried and named by their code; close() cancels what w
   assert.ok(logs.every((l) => l.receiver === `http://127.0.0.1:${port}/hook`));
   assertNoSecrets(logs, outcome);
 
+  // An answer that never comes within attemptTimeoutMs: retried.
+  const hanging = receiver((k, res) => (k === 1 ? setTimeout(() => res.writeHead(200).end(), 1500) : res.writeHead(200).end()));
+  const { n: patient, logs: patientLogs } = notifier(hanging.url, { attemptTimeoutMs: 300 });
+  const slow = await patient.notify(event());
+  assert.equal(slow.status === 'delivered' && slow.attempts, 2);
+  assert.equal(patientLogs[0]?.error, 'timed out');
+
   const { n: closing } = notifier(`http://127.0.0.1:${port}/hook`, { initialBackoffMs: 10_000, maxBackoffMs: 10_000 });
   const pending = closing.notify(event());
   setTimeout(() => closing.close(), 100);
