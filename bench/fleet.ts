@@ -57,11 +57,31 @@ async function fill(opened: OpenedStorage): Promise<LoginSession> {
   return { user, csrfToken: 'bench', expiresAt: new Date(Date.now() + 3600_000) };
 }
 
+/** The fleet's statement as last sent, to be explained. */
+let lastStatement: { text: string; params: readonly unknown[] } | null = null;
+
+/** The storage's own time for the statement (EXPLAIN ANALYZE's execution time), without the
+ * trip, the driver, or this process's share of the CPU. */
+async function executionMs(opened: OpenedStorage): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < 10 && lastStatement; i++) {
+    const [row] = await opened.driver.query<{ 'QUERY PLAN': unknown }>(
+      `EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ${lastStatement.text}`,
+      lastStatement.params,
+    );
+    const plan: unknown = typeof row?.['QUERY PLAN'] === 'string' ? JSON.parse(row['QUERY PLAN']) : row?.['QUERY PLAN'];
+    const ms = (plan as Array<{ 'Execution Time'?: number }> | undefined)?.[0]?.['Execution Time'];
+    if (typeof ms === 'number') out.push(ms);
+  }
+  return out;
+}
+
 /** One request as the page and the API serve it: the query, then the HTML, then the JSON. */
 async function request(opened: OpenedStorage, session: LoginSession, query: FleetQuery): Promise<Timing> {
   let statement = 0;
   const timed: Queryable = {
     async query<T extends object>(text: string, params?: readonly unknown[], options?: { name?: string }) {
+      lastStatement = { text, params: params ?? [] };
       const s0 = performance.now();
       const rows = await opened.driver.query<T>(text, params, options);
       statement = performance.now() - s0;
@@ -125,6 +145,11 @@ async function measure(opened: OpenedStorage, session: LoginSession, queries: Fl
   line('JSON view', (t) => t.json);
   line('request (all three)', (t) => t.total);
   line('request: CPU of this process', (t) => t.cpu);
+  const execution = await executionMs(opened);
+  if (execution.length > 0)
+    console.log(
+      `  ${'statement execution (EXPLAIN)'.padEnd(28)} median ${ms(quantile(execution, 0.5)).padStart(9)}   (${execution.length} runs)`,
+    );
   const p95 = quantile(
     timings.map((t) => t.total),
     0.95,
