@@ -1,5 +1,5 @@
 // What needs a person first: each database's states (flags), the one that ranks it, and the
-// sorts and filters of the fleet page and its JSON. Pure: no storage, no clock but the one given.
+// sorts and filters of the fleet page and its JSON. Pure: no storage, no clock.
 import { RUNNING_SESSION_STATES } from '../tuning/store.ts';
 import type { FleetEntry } from './store.ts';
 import { FLEET_FLAGS, type FleetFlag } from './flags.ts';
@@ -39,7 +39,7 @@ export function needsAttentionRank(entry: FleetEntry): number {
 }
 
 export function needsAttention(entry: FleetEntry): boolean {
-  return needsAttentionRank(entry) < FLEET_FLAGS.indexOf(FIRST_QUIET_FLAG);
+  return needsAttentionRank(entry) < ATTENTION_FLAGS.length;
 }
 
 /** Since when the most pressing flag holds, as far as the service knows: among equals, whoever
