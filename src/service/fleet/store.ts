@@ -1,0 +1,87 @@
+// What the fleet home page asks of its storage: for every database of an account, what the
+// service knows of it, read in one statement (storage/sql-fleet.ts) however many databases there
+// are. The watch, the advice and the workload comparison (issue 31, parts 1 to 3) do not exist
+// yet: their fields are typed now and always null until those features store something.
+import type { TargetKind } from '../../protocol/v1.ts';
+import type { TuningSessionState } from '../tuning/store.ts';
+
+/** none: no agent ever started; connected: it holds its lease; stopped: it released its lease
+ * (a clean exit); lost: its lease lapsed without a release (no report in time). */
+export type AgentHealth = 'none' | 'connected' | 'stopped' | 'lost';
+
+export interface FleetAgent {
+  health: Exclude<AgentHealth, 'none'>;
+  hostname: string;
+  agentVersion: string;
+  lastReportAt: Date | null;
+  leaseExpiresAt: Date;
+  releasedAt: Date | null;
+  /** Why the agent cannot apply changes (a `default.*` parameter group, a read-only server), as
+   * it last said; null when it can. */
+  applyBlockedReason: string | null;
+}
+
+/** A ratio (candidate over baseline) with its interval at the session's confidence. */
+export interface FleetInterval {
+  estimate: number;
+  low: number;
+  high: number;
+}
+
+/** The configuration a session verified and the agent applied to keep, while nothing undid it. */
+export interface FleetKept {
+  sessionId: string;
+  keptAt: Date | null;
+  config: Record<string, number | string>;
+  /** The A/B verification's runtime ratio (below 1: faster); null from sessions before it. */
+  runtime: FleetInterval | null;
+  throughput: FleetInterval | null;
+  minEffectPercent: number;
+  confidencePercent: number;
+}
+
+/** The database's latest tuning session: running, waiting for approval, or how it ended. */
+export interface FleetSession {
+  id: string;
+  state: TuningSessionState;
+  message: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  endedAt: Date | null;
+}
+
+/** Not stored yet (issue 31 part 3): the diagnoses' advice waiting for a person. */
+export interface FleetAdvice {
+  count: number;
+  parameters: string[];
+}
+
+/** Not stored yet (issue 31 part 2): the statement mix moved away from the one tuned. */
+export interface FleetWorkloadChange {
+  since: Date;
+  distance: number;
+}
+
+/** Not stored yet (issue 31 part 1): holding: the kept gain still measured; gone: it is not. */
+export type FleetWatch = 'holding' | 'gone' | 'measuring';
+
+export interface FleetEntry {
+  id: string;
+  name: string;
+  target: TargetKind;
+  createdAt: Date;
+  agent: FleetAgent | null;
+  kept: FleetKept | null;
+  latestSession: FleetSession | null;
+  /** Always null until the advice between sessions is stored. */
+  advice: FleetAdvice | null;
+  /** Always null until the workload comparison is stored. */
+  workloadChange: FleetWorkloadChange | null;
+  /** Always null until the watch on kept configurations is stored. */
+  watch: FleetWatch | null;
+}
+
+export interface FleetStore {
+  /** Every database of the account, in one statement, ordered by name. */
+  fleet(accountId: string): Promise<FleetEntry[]>;
+}

@@ -1,0 +1,286 @@
+// The fleet home page's data: each database's states computed from real rows made through the
+// service's own storage and engine steps, on PGlite and on PostgreSQL (a scratch database of the
+// shared server); the order of attention and the filters; the JSON view against its schema; the
+// page's HTML (escaped, sorted, filtered); and one storage round-trip for 1,000 databases.
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, test } from 'node:test';
+import { fleetFlags, filterFleet, needsAttentionRank, sortFleet, verifiedGain } from '../src/service/fleet/attention.ts';
+import { readFleet } from '../src/service/fleet/fleet.ts';
+import { FLEET_FLAGS } from '../src/service/fleet/flags.ts';
+import { FleetQuerySchema, fleetQueryFromPage, type FleetQuery } from '../src/service/fleet/query.ts';
+import type { FleetEntry } from '../src/service/fleet/store.ts';
+import { FleetViewSchema, fleetView } from '../src/service/fleet/views.ts';
+import type { LoginSession } from '../src/service/people/store.ts';
+import type { Queryable, SqlDriver } from '../src/service/storage/driver.ts';
+import { createFleetStore } from '../src/service/storage/sql-fleet.ts';
+import { fleetHref, fleetPage } from '../src/service/web/fleet-page.ts';
+import {
+  BLOCKED_REASON,
+  KEPT_CONFIG,
+  KEPT_RUNTIME,
+  SCENARIOS,
+  SHORT_LEASE_MS,
+  addDatabase,
+  openFreshStorage,
+  type Scenario,
+} from './helpers/fleet-fixture.ts';
+import { STORAGE_KINDS } from './helpers/service.ts';
+
+const query = (q: Partial<FleetQuery> = {}): FleetQuery => FleetQuerySchema.parse(q);
+
+/** The states each scenario must show, most pressing first. */
+const EXPECTED: Record<Scenario, string[]> = {
+  no_agent: ['no_agent'],
+  idle: ['idle'],
+  stopped: ['agent_stopped'],
+  lost: ['agent_lost'],
+  blocked: ['blocked'],
+  tuning: ['tuning'],
+  awaiting_approval: ['awaiting_approval'],
+  failed: ['session_failed'],
+  kept: ['kept'],
+  kept_then_reverted: ['idle'],
+  kept_revert_pending: ['idle'],
+};
+
+/** A driver that counts the statements sent to the storage (round-trips). */
+function counting(driver: SqlDriver): { db: Queryable; count: () => number } {
+  let n = 0;
+  return {
+    db: { query: (text, params, options) => (n++, driver.query(text, params, options)) },
+    count: () => n,
+  };
+}
+
+for (const kind of STORAGE_KINDS) {
+  describe(`the fleet on ${kind}`, () => {
+    test('every state is computed from the rows the service wrote, in one statement', async () => {
+      const { driver, storage, dispose } = await openFreshStorage(kind);
+      try {
+        const user = await storage.createUser('fleet-person', 'not-a-real-hash', false);
+        const other = await storage.createUser('someone-else', 'not-a-real-hash', false);
+        await addDatabase(storage, other, 'not yours', 'idle');
+        const ids = new Map<string, Scenario>();
+        for (const scenario of SCENARIOS) ids.set(await addDatabase(storage, user, `db ${scenario}`, scenario), scenario);
+        await sleep(SHORT_LEASE_MS + 200);
+
+        const { db, count } = counting(driver);
+        const entries = await createFleetStore(db).fleet(user.accountId);
+        assert.equal(count(), 1, 'one statement for the whole fleet');
+        assert.deepEqual(entries.map((e) => e.name).sort(), SCENARIOS.map((s) => `db ${s}`).sort(), "only the person's account");
+        for (const entry of entries) {
+          const scenario = ids.get(entry.id)!;
+          assert.deepEqual(fleetFlags(entry), EXPECTED[scenario], scenario);
+          assert.deepEqual([entry.advice, entry.workloadChange, entry.watch], [null, null, null], 'placeholders stay null');
+        }
+        const by = (s: Scenario) => entries.find((e) => ids.get(e.id) === s)!;
+
+        assert.equal(by('no_agent').agent, null);
+        assert.equal(by('idle').agent?.health, 'connected');
+        assert.ok(by('idle').agent?.lastReportAt instanceof Date, 'the last report time');
+        assert.equal(by('stopped').agent?.health, 'stopped');
+        assert.ok(by('stopped').agent?.releasedAt);
+        assert.equal(by('lost').agent?.health, 'lost');
+        assert.equal(by('lost').agent?.lastReportAt, null);
+        assert.equal(by('blocked').agent?.applyBlockedReason, BLOCKED_REASON);
+        assert.equal(by('tuning').latestSession?.state, 'baseline');
+        assert.equal(by('awaiting_approval').latestSession?.state, 'awaiting_approval');
+        assert.equal(by('awaiting_approval').kept, null, 'approval pending: nothing kept yet');
+        assert.equal(by('failed').latestSession?.state, 'failed');
+
+        const kept = by('kept').kept;
+        assert.ok(kept, 'the kept configuration');
+        assert.deepEqual(kept.config, KEPT_CONFIG);
+        assert.deepEqual(kept.runtime, KEPT_RUNTIME);
+        assert.deepEqual(kept.throughput, { estimate: 1.2, low: 1.1, high: 1.3 });
+        assert.ok(kept.keptAt instanceof Date, 'when the agent acknowledged it');
+        assert.ok(Math.abs(verifiedGain(by('kept'))! - 0.2) < 1e-9);
+        assert.equal(by('kept').latestSession?.state, 'done');
+        assert.equal(by('kept_then_reverted').kept, null, 'a revert to the baseline undoes it');
+        assert.equal(by('kept_then_reverted').latestSession?.state, 'reverted');
+        assert.equal(by('kept_revert_pending').kept, null, 'a revert on its way undoes it too');
+
+        // The JSON view is what its schema says, and the people's answer filters and sorts.
+        const answer = await readFleet(createFleetStore(driver), user, query({ state: 'attention' }));
+        const view = FleetViewSchema.parse(fleetView(answer.all, answer.shown, query({ state: 'attention' })));
+        assert.deepEqual(
+          view.databases.map((d) => d.name),
+          ['db awaiting_approval', 'db lost', 'db blocked', 'db failed', 'db stopped', 'db no_agent'],
+        );
+        assert.equal(view.total, SCENARIOS.length);
+        assert.equal(view.counts.kept, 1);
+        assert.equal(view.counts.idle, 3);
+        const keptView = FleetViewSchema.parse(fleetView(answer.all, [by('kept')], query())).databases[0]!;
+        assert.ok(Math.abs(keptView.kept!.verifiedGain! - 0.2) < 1e-9);
+      } finally {
+        await dispose();
+      }
+    });
+
+    test('1,000 databases: one storage round-trip', async () => {
+      const { driver, storage, dispose } = await openFreshStorage(kind);
+      try {
+        const user = await storage.createUser('fleet-person', 'not-a-real-hash', false);
+        // Databases without agents are the bulk (cheap to make); a few of each state among them.
+        for (const scenario of SCENARIOS) await addDatabase(storage, user, `state ${scenario}`, scenario);
+        await driver.query(
+          `INSERT INTO databases (id, account_id, name, target)
+           SELECT gen_random_uuid(), $1::uuid, 'bulk ' || lpad(i::text, 4, '0'), 'local' FROM generate_series(1, $2::int) AS i`,
+          [user.accountId, 1000 - SCENARIOS.length],
+        );
+        const { db, count } = counting(driver);
+        const answer = await readFleet(createFleetStore(db), user, query({ sort: 'attention' }));
+        assert.equal(answer.all.length, 1000);
+        assert.equal(count(), 1);
+        assert.equal(answer.shown[0]!.name, 'state awaiting_approval');
+      } finally {
+        await dispose();
+      }
+    });
+  });
+}
+
+// ---- pure: order, filters, query, page ----
+
+const T0 = new Date('2026-11-26T08:00:00Z');
+let serial = 0;
+function entry(name: string, patch: Partial<FleetEntry> = {}): FleetEntry {
+  serial++;
+  return {
+    id: `00000000-0000-4000-8000-${String(serial).padStart(12, '0')}`,
+    name,
+    target: 'local',
+    createdAt: T0,
+    agent: {
+      health: 'connected',
+      hostname: 'h',
+      agentVersion: '0.1.0',
+      lastReportAt: T0,
+      leaseExpiresAt: T0,
+      releasedAt: null,
+      applyBlockedReason: null,
+    },
+    kept: null,
+    latestSession: null,
+    advice: null,
+    workloadChange: null,
+    watch: null,
+    ...patch,
+  };
+}
+const session = (state: NonNullable<FleetEntry['latestSession']>['state'], updatedAt = T0): FleetEntry['latestSession'] => ({
+  id: '00000000-0000-4000-8000-000000000000',
+  state,
+  message: null,
+  createdAt: T0,
+  updatedAt,
+  endedAt: null,
+});
+const keptWith = (estimate: number): FleetEntry['kept'] => ({
+  sessionId: '00000000-0000-4000-8000-000000000000',
+  keptAt: T0,
+  config: { work_mem: 8192 },
+  runtime: { estimate, low: estimate - 0.05, high: estimate + 0.05 },
+  throughput: null,
+  minEffectPercent: 5,
+  confidencePercent: 95,
+});
+
+test('the order of attention: a person first, then the quiet; the longest waiting first among equals', () => {
+  const early = new Date(T0.getTime() - 3600_000);
+  const fleet = [
+    entry('idle'),
+    entry('kept', { kept: keptWith(0.8) }),
+    entry('approval late', { latestSession: session('awaiting_approval') }),
+    entry('approval early', { latestSession: session('awaiting_approval', early) }),
+    entry('lost', { agent: { ...entry('x').agent!, health: 'lost' } }),
+    entry('tuning', { latestSession: session('iterating') }),
+    entry('gain gone', { kept: keptWith(0.9), watch: 'gone' }),
+    entry('advice', { advice: { count: 2, parameters: ['work_mem'] } }),
+    entry('none', { agent: null }),
+  ];
+  assert.deepEqual(
+    sortFleet(fleet, 'attention').map((e) => e.name),
+    ['approval early', 'approval late', 'lost', 'gain gone', 'advice', 'none', 'tuning', 'kept', 'idle'],
+  );
+  assert.deepEqual(fleetFlags(fleet[6]!), ['gain_gone', 'kept']);
+  assert.ok(needsAttentionRank(fleet[2]!) < needsAttentionRank(fleet[5]!));
+  assert.deepEqual(
+    sortFleet(fleet, 'gain')
+      .slice(0, 2)
+      .map((e) => e.name),
+    ['kept', 'gain gone'],
+  );
+  assert.deepEqual(
+    sortFleet(fleet, 'name').map((e) => e.name),
+    [...fleet.map((e) => e.name)].sort((a, b) => a.localeCompare(b, 'en')),
+  );
+  assert.equal(sortFleet(fleet, 'last_report')[0]!.name, 'none', 'never reported: silent longest');
+  assert.equal(FLEET_FLAGS.length, new Set(FLEET_FLAGS).size);
+});
+
+test('filters: by state, by a piece of the name (any case), both at once', () => {
+  const fleet = [
+    entry('Orders (production)', { agent: { ...entry('x').agent!, applyBlockedReason: 'default.postgres15' } }),
+    entry('orders (staging)'),
+    entry('billing', { agent: { ...entry('x').agent!, applyBlockedReason: 'read-only' } }),
+  ];
+  const names = (q: Partial<FleetQuery>) => filterFleet(fleet, query(q)).map((e) => e.name);
+  assert.deepEqual(names({ q: 'ORDERS' }), ['Orders (production)', 'orders (staging)']);
+  assert.deepEqual(names({ state: 'blocked' }), ['Orders (production)', 'billing']);
+  assert.deepEqual(names({ state: 'blocked', q: 'order' }), ['Orders (production)']);
+  assert.deepEqual(names({ state: 'attention' }), ['Orders (production)', 'billing']);
+  assert.deepEqual(names({ state: 'idle' }), ['orders (staging)']);
+  assert.deepEqual(
+    names({ q: '  ' }),
+    fleet.map((e) => e.name),
+  );
+});
+
+test("the query: strict for the API, forgiving for the page's GET parameters", () => {
+  assert.deepEqual(query(), { sort: 'attention', state: 'all', q: '' });
+  assert.equal(FleetQuerySchema.safeParse({ sort: 'cost' }).success, false);
+  assert.equal(FleetQuerySchema.safeParse({ state: 'blocked', extra: 1 }).success, false);
+  assert.deepEqual(fleetQueryFromPage(new URLSearchParams('sort=cost&state=blocked&q=%20orders%20&page=2')), {
+    sort: 'attention',
+    state: 'blocked',
+    q: 'orders',
+  });
+  assert.deepEqual(fleetQueryFromPage(new URLSearchParams(`q=${'x'.repeat(101)}`)).q, '');
+  assert.equal(fleetHref(query()), '/');
+  assert.equal(fleetHref(query({ state: 'blocked', q: 'a&b' })), '/?state=blocked&q=a%26b');
+});
+
+test('the page: rows in the order asked, names escaped, filter and sort controls that keep each other', () => {
+  const person: LoginSession = {
+    user: { id: 'u', accountId: 'a', username: 'dba', isAdmin: false, createdAt: T0 },
+    csrfToken: 'csrf',
+    expiresAt: T0,
+  };
+  const fleet = [
+    entry('<script>alert(1)</script>', { latestSession: session('awaiting_approval') }),
+    entry('calm', { kept: keptWith(0.8) }),
+    entry('blocked one', { agent: { ...entry('x').agent!, applyBlockedReason: 'default.postgres15 <b>' } }),
+  ];
+  const q = query({ state: 'attention', q: 'C' });
+  const shown = sortFleet(filterFleet(fleet, q), q.sort);
+  const text = fleetPage(person, { all: fleet, shown }, q, T0).value;
+  assert.ok(!text.includes('<script>alert'), 'a name is text, never markup');
+  assert.ok(text.includes('&lt;script&gt;alert(1)&lt;/script&gt;'));
+  assert.ok(text.includes('default.postgres15 &lt;b&gt;'));
+  const rows = [...text.matchAll(/<tr data-database="[^"]+" data-states="([^"]+)">\s*<td><a href="[^"]+">([^<]*)</g)].map((m) => [
+    m[2],
+    m[1],
+  ]);
+  assert.deepEqual(rows, [
+    ['&lt;script&gt;alert(1)&lt;/script&gt;', 'awaiting_approval'],
+    ['blocked one', 'blocked'],
+  ]);
+  // The sort links keep the filter; the form sends the filter as GET parameters.
+  assert.ok(text.includes('href="/?state=attention&amp;q=C&amp;sort=name"'));
+  assert.ok(text.includes('<form class="stack" method="get" action="/" id="fleet-filter">'));
+  assert.ok(text.includes('value="C"'));
+  assert.match(text, /<option value="attention" selected>/);
+  assert.ok(!/<script(?! src)/.test(text), 'no inline script (the CSP forbids it)');
+});
