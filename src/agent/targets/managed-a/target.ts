@@ -3,7 +3,7 @@
 import type { TargetKind } from '../../../knobs/index.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import { errorMessage } from '../../log.ts';
-import { ParameterApplier } from './apply.ts';
+import { ParameterApplier } from './write.ts';
 import { createAwsClients } from './aws.ts';
 import { Capabilities } from './capabilities.ts';
 import { ParameterGroups, groupLabel } from './groups.ts';
@@ -156,7 +156,7 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
           else if (meta && !meta.modifiable) found.set(name, `not modifiable in ${groupLabel(group)} (IsModifiable is false)`);
         }
       } catch (err) {
-        // The apply path checks again (apply.ts), so an unread group only costs a refused trial.
+        // The write path checks again (write.ts), so an unread group only costs a refused trial.
         log.debug(`Cloud A: could not tell which parameters the group lets change: ${errorMessage(err)}`);
       }
       return found;
