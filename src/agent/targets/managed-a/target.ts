@@ -37,7 +37,16 @@ export function blockedReason({ instance }: Placement): string | null {
   return null;
 }
 
-export function createManagedATargetNow({ db, config, log, outbound, cluster, timings: timingOverrides }: ManagedADeps): Target {
+/** Makes the target; a missing identifier or unusable credentials come back as a rejection. */
+export function createManagedATarget(deps: ManagedADeps): Promise<Target> {
+  try {
+    return Promise.resolve(buildTarget(deps));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+function buildTarget({ db, config, log, outbound, cluster, timings: timingOverrides }: ManagedADeps): Target {
   const kind: TargetKind = cluster ? 'managed-a-cluster' : 'managed-a';
   const identifier = config.managedA.databaseIdentifier;
   if (!identifier) {
