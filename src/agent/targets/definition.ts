@@ -6,6 +6,7 @@
 // A definition is plain data and small functions: it imports nothing heavy at load time, because
 // the knob catalog and the service load every definition. The target itself (target.ts and the
 // SDKs behind it) and its permission document are imported when they are asked for.
+import type { AllOrNone, KeySpec } from '../config/keys.ts';
 import type { AgentConfig } from '../config/load.ts';
 import type { Peer } from '../outbound.ts';
 import type { Target, TargetDeps } from './target.ts';
@@ -60,8 +61,15 @@ export interface TargetKindInfo {
 export interface TargetDefinition {
   /** The kinds this folder serves; each kind is also its command-line flag (`--<kind>`). */
   readonly kinds: Readonly<Record<string, TargetKindInfo>>;
-  /** The agent.yaml section of the target's own keys (src/agent/config/keys.ts), if any. */
-  readonly configSection: 'local' | 'managed_a' | 'managed_b_flex' | null;
+  /** Its own agent.yaml keys (its config.ts), which src/agent/config/keys.ts lists with the
+   * common ones: the docs, agent.yaml's template and the loader all read them from there. */
+  readonly config: {
+    /** The agent.yaml section of its keys, or null when it has none. */
+    readonly section: KeySpec['section'];
+    readonly keys: readonly KeySpec[];
+    /** Keys that mean something only together (a credential in parts). */
+    readonly allOrNone: readonly AllOrNone[];
+  };
   /** `permissions --extended` means something here. */
   readonly extendedPermissions: boolean;
   /** Makes the target for `deps.config`; heavy code is imported here, not at load time. */

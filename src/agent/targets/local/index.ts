@@ -2,6 +2,7 @@
 // Its files: target.ts (the Target), write.ts, machine.ts, metrics.ts, preflight.ts,
 // permissions.ts.
 import type { TargetDefinition } from '../definition.ts';
+import { localConfigKeys } from './config.ts';
 
 export const localDefinition: TargetDefinition = {
   kinds: {
@@ -16,7 +17,7 @@ export const localDefinition: TargetDefinition = {
       },
     },
   },
-  configSection: 'local',
+  config: { section: 'local', keys: localConfigKeys, allOrNone: [] },
   extendedPermissions: false,
   async create(_kind, deps) {
     return (await import('./target.ts')).createLocalTarget(deps);

@@ -8,6 +8,7 @@
 // The AWS SDK clients weigh a few hundred milliseconds of start-up, so they are loaded only
 // when a Cloud A target is made, not by every tuner-agent command.
 import type { TargetDefinition } from '../definition.ts';
+import { managedAConfigKeys } from './config.ts';
 
 export const managedADefinition: TargetDefinition = {
   kinds: {
@@ -37,7 +38,17 @@ export const managedADefinition: TargetDefinition = {
       },
     },
   },
-  configSection: 'managed_a',
+  config: {
+    section: 'managed_a',
+    keys: managedAConfigKeys,
+    allOrNone: [
+      {
+        keys: ['ACCESS_KEY_ID', 'SECRET_ACCESS_KEY'],
+        targets: ['managed-a', 'managed-a-cluster'],
+        why: 'an access key is its id and its secret together: set both, or neither to use the role attached to this host',
+      },
+    ],
+  },
   extendedPermissions: true,
   async create(kind, deps) {
     return (await import('./target.ts')).createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });

@@ -15,6 +15,7 @@
 // The Azure SDK weighs about half a second of start-up that --version, --local and the binary
 // should not pay: it is imported only when the target is made.
 import type { TargetDefinition } from '../definition.ts';
+import { managedBFlexConfigKeys } from './config.ts';
 
 export const managedBFlexDefinition: TargetDefinition = {
   kinds: {
@@ -35,7 +36,17 @@ export const managedBFlexDefinition: TargetDefinition = {
       },
     },
   },
-  configSection: 'managed_b_flex',
+  config: {
+    section: 'managed_b_flex',
+    keys: managedBFlexConfigKeys,
+    allOrNone: [
+      {
+        keys: ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'],
+        targets: ['managed-b-flex'],
+        why: 'a service principal is its appId, password and tenant together: set all three, or none to use the managed identity of this VM',
+      },
+    ],
+  },
   extendedPermissions: false,
   async create(_kind, deps) {
     return (await import('./target.ts')).createManagedBFlexTarget(deps);
