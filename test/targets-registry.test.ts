@@ -10,6 +10,8 @@ import { createLogger } from '../src/agent/log.ts';
 import type { Db } from '../src/agent/db.ts';
 import { TARGETS } from '../src/agent/targets/registry.ts';
 import { catalogFor, effectiveMode } from '../src/knobs/index.ts';
+import { TargetKindSchema } from '../src/protocol/v1.ts';
+import { NewDatabaseInputSchema } from '../src/service/databases/inputs.ts';
 import { targetLabel } from '../src/service/setup/snippets.ts';
 import { reloadOnlyReason } from '../src/service/tuning/actions.ts';
 import { noopDefinition } from './fixtures/targets/noop/index.ts';
@@ -20,6 +22,15 @@ test('the built-in registry does not know the fixture, and a kind is defined onc
   assert.ok(!TARGETS.has('noop'));
   assert.deepEqual(TARGETS.kinds, ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex']);
   assert.throws(() => registry.with(noopDefinition), /target kind noop is defined twice/);
+});
+
+test('the protocol fixes a kind’s spelling only; the service accepts the registry’s kinds for a new database', () => {
+  assert.ok(TargetKindSchema.safeParse('noop').success);
+  assert.ok(!TargetKindSchema.safeParse('No Op').success);
+  assert.ok(NewDatabaseInputSchema.safeParse({ name: 'x', target: 'managed-a-cluster' }).success);
+  const unknown = NewDatabaseInputSchema.safeParse({ name: 'x', target: 'noop' });
+  assert.ok(!unknown.success);
+  assert.match(unknown.error.issues[0]!.message, /expected one of local, managed-a, managed-a-cluster, managed-b-flex/);
 });
 
 test('the CLI parses --noop, lists it in its help, and refuses two targets', () => {
@@ -57,11 +68,11 @@ test('the definition creates the target the CLI runs, and names its peers', asyn
 
 test('the catalog tunes what the capabilities say, reload-only where the target never restarts', () => {
   assert.deepEqual(
-    catalogFor('noop' as never, 'restart', registry).map((k) => k.name),
+    catalogFor('noop', 'restart', registry).map((k) => k.name),
     ['work_mem', 'random_page_cost'],
   );
-  assert.equal(effectiveMode('noop' as never, 'restart', registry), 'reload-only');
-  assert.deepEqual(catalogFor('noop' as never, 'restart'), [], 'the built-in registry tunes nothing on an unknown kind');
+  assert.equal(effectiveMode('noop', 'restart', registry), 'reload-only');
+  assert.deepEqual(catalogFor('noop', 'restart'), [], 'the built-in registry tunes nothing on an unknown kind');
   // The built-in targets' capabilities give the catalog it had: Cloud B the spec's 13, reload-only.
   assert.equal(catalogFor('managed-b-flex', 'restart').length, 13);
   assert.equal(effectiveMode('managed-b-flex', 'restart'), 'reload-only');

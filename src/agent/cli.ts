@@ -134,8 +134,7 @@ export function parseInvocation(argv: string[], registry: TargetRegistry = TARGE
   const flags: Record<string, unknown> = values;
   const targets = registry.kinds.filter((kind) => flags[kind] === true);
   if (targets.length > 1) throw new UsageError(`choose one target, not ${targets.map((t) => `--${t}`).join(' and ')}`);
-  // A registered kind; the protocol's TargetKind names those the tuning service accepts.
-  const target = (targets[0] ?? null) as TargetKind | null;
+  const target = targets[0] ?? null;
 
   const commands = [
     values.check && 'check',

@@ -41,9 +41,12 @@ export function reachOf(knob: Knob): KnobReach {
   return REACH.get(knob.name) ?? { name: knob.name, spec: false, storage: false };
 }
 
+/** Every target kind the agent knows (the registry's). */
+export const TARGET_KINDS: readonly TargetKind[] = Object.freeze(TARGETS.kinds);
+
 /** The kinds of `registry` that tune the knob. */
 function targetsOf(knob: KnobReach, registry: TargetRegistry): TargetKind[] {
-  return registry.kinds.filter((kind) => registry.capabilitiesOf(kind).tunes(knob)) as TargetKind[];
+  return registry.kinds.filter((kind) => registry.capabilitiesOf(kind).tunes(knob));
 }
 
 /** Largest shared_buffers as a fraction of memory on `target` (Aurora's has no OS page cache beside it). */

@@ -55,7 +55,7 @@ export function targetLabel(target: string, registry: TargetRegistry = TARGETS):
  * hold, so that verify-full (the agent's default there, written out so the URL means the same to
  * psql) can check them; next to a self-hosted server, libpq's default (prefer).
  */
-const CONNECTIONS: Record<TargetKind, { host: string; dbname: string; query: string; comment?: string }> = {
+const CONNECTIONS: Record<string, { host: string; dbname: string; query: string; comment?: string }> = {
   local: { host: 'localhost', dbname: 'postgres', query: '' },
   'managed-a': {
     host: '<INSTANCE_ENDPOINT>',
@@ -79,7 +79,7 @@ const CONNECTIONS: Record<TargetKind, { host: string; dbname: string; query: str
 };
 
 function entries(input: SetupInput): Entry[] {
-  const { host, dbname, query, comment } = CONNECTIONS[input.target];
+  const { host, dbname, query, comment } = CONNECTIONS[input.target] ?? { host: '<HOST>', dbname: '<DBNAME>', query: '' };
   const list: Entry[] = [
     {
       section: 'postgresql',
