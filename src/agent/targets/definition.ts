@@ -34,8 +34,6 @@ export interface TargetCapabilities {
   readonly tunes: (knob: KnobReach) => boolean;
   /** Largest shared_buffers as a fraction of the machine's memory. */
   readonly sharedBuffersMaxFraction: number;
-  /** Where the machine-level metrics come from, for people (e.g. "Azure Monitor"). */
-  readonly metrics: string;
 }
 
 export interface PermissionsOptions {

@@ -13,7 +13,6 @@ export const localDefinition: TargetDefinition = {
         restart: { mode: 'allowed' },
         tunes: () => true,
         sharedBuffersMaxFraction: 0.4,
-        metrics: "this host's memory, when the database runs on it",
       },
     },
   },

@@ -19,7 +19,6 @@ export const managedADefinition: TargetDefinition = {
         restart: { mode: 'allowed' },
         tunes: () => true,
         sharedBuffersMaxFraction: 0.4,
-        metrics: 'CloudWatch and Performance Insights',
       },
     },
     'managed-a-cluster': {
@@ -34,7 +33,6 @@ export const managedADefinition: TargetDefinition = {
         // buffering in the OS page cache).
         tunes: (knob) => !knob.storage,
         sharedBuffersMaxFraction: 0.8,
-        metrics: 'CloudWatch and Performance Insights',
       },
     },
   },

@@ -32,7 +32,6 @@ export const managedBFlexDefinition: TargetDefinition = {
         },
         tunes: (knob) => knob.spec,
         sharedBuffersMaxFraction: 0.4,
-        metrics: 'Azure Monitor',
       },
     },
   },
