@@ -14,8 +14,9 @@ export interface KeySpec {
   env: string;
   kind: ValueKind;
   secret: boolean;
-  /** Targets for which the key must be set. 'service' = needed by commands that talk to the tuning service. */
-  requiredFor: ReadonlyArray<TargetKind | 'service' | 'any'>;
+  /** Targets for which the key must be set. 'service' = needed by commands that talk to the tuning service;
+   * 'any' = every target. (A kind is any string, so `& {}` keeps the two words from being absorbed.) */
+  requiredFor: ReadonlyArray<'service' | 'any' | (TargetKind & {})>;
   /** Not in the spec: added by us (documented in docs/configuration.md). */
   ours?: boolean;
   help: string;
