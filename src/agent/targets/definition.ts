@@ -53,6 +53,9 @@ export interface TargetKindInfo {
   readonly label: string;
   /** For `tuner-agent --help`. */
   readonly help: string;
+  /** Who creates pg_stat_statements there, and what comes first (the preflight's fix);
+   * "as the master user" when not said. */
+  readonly createsExtension?: string;
   readonly capabilities: TargetCapabilities;
 }
 

@@ -10,11 +10,14 @@
 import type { TargetDefinition } from '../definition.ts';
 import { managedAConfigKeys } from './config.ts';
 
+const MASTER_USER = 'as the master user (it has rds_superuser, which creating the extension needs)';
+
 export const managedADefinition: TargetDefinition = {
   kinds: {
     'managed-a': {
       label: 'Cloud A managed PostgreSQL instance',
       help: 'a Cloud A managed PostgreSQL instance (parameter group)',
+      createsExtension: MASTER_USER,
       capabilities: {
         restart: { mode: 'allowed' },
         tunes: () => true,
@@ -24,6 +27,7 @@ export const managedADefinition: TargetDefinition = {
     'managed-a-cluster': {
       label: 'Cloud A managed PostgreSQL cluster (writer instance)',
       help: 'a Cloud A managed PostgreSQL cluster (its writer instance)',
+      createsExtension: MASTER_USER,
       capabilities: {
         restart: { mode: 'allowed' },
         // Aurora writes pages and WAL through its own storage layer, so the checkpoint,

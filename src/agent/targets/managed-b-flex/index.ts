@@ -22,6 +22,8 @@ export const managedBFlexDefinition: TargetDefinition = {
     'managed-b-flex': {
       label: 'Cloud B managed PostgreSQL flexible server',
       help: 'a Cloud B managed PostgreSQL flexible server',
+      createsExtension:
+        'add pg_stat_statements to the server parameter azure.extensions (the extension allow-list), then as the admin user',
       capabilities: {
         restart: {
           mode: 'never',
