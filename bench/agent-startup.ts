@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, wr
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { startCluster } from '../src/lab/cluster.ts';
 import { pathWithoutNode } from '../test/helpers/agent-process.ts';
 import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService } from '../test/helpers/service.ts';

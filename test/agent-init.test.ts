@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { agentYamlTemplate } from '../src/agent/config/template.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
-import { TargetKindSchema } from '../src/protocol/v1.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 import { runAgent } from './helpers/agent-process.ts';
 
 const dirs: string[] = [];
@@ -33,7 +33,7 @@ const FILLED: Record<string, string> = {
   '<SERVER_NAME>': 'flex',
 };
 
-for (const target of TargetKindSchema.options) {
+for (const target of TARGETS.kinds) {
   test(`the agent.yaml template for --${target}, filled in, loads without a warning`, () => {
     const template = agentYamlTemplate(target);
     let filled = template;

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BINARY, agentCommand, agentPath, runAgent } from './helpers/agent-process.ts';
 import { TEST_BINARY } from './helpers/agent-binary.ts';

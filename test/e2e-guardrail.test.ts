@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
 import {

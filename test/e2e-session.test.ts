@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { WORKLOADS, startLoad, type RunningLoad, type Workload } from '../src/lab/workloads.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';

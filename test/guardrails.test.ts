@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { guardThresholdsFrom } from '../src/agent/config/guardrails.ts';
 import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/agent/guardrails.ts';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { GiB } from '../src/knobs/units.ts';

@@ -17,7 +17,7 @@ import { DEFAULT_THRESHOLDS } from '../src/agent/guardrails.ts';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { agentConnectionContext } from '../src/agent/db-tls.ts';
 import { createLogger } from '../src/agent/log.ts';
-import { createManagedATarget } from '../src/agent/targets/managed-a/index.ts';
+import { createManagedATarget } from '../src/agent/targets/managed-a/target.ts';
 import type { ManagedATimings } from '../src/agent/targets/managed-a/wait.ts';
 import type { Target } from '../src/agent/targets/target.ts';
 import { catalogFor } from '../src/knobs/index.ts';

@@ -14,7 +14,7 @@ import { connectDb, type Db } from '../src/agent/db.ts';
 import { createLogger } from '../src/agent/log.ts';
 import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts';
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
-import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/index.ts';
+import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/target.ts';
 import { createIdentity } from '../src/agent/targets/managed-b-flex/identity.ts';
 import { azureTunesReason, intelligentTuningOf } from '../src/agent/targets/managed-b-flex/intelligent-tuning.ts';
 import { catalogSettings } from '../src/agent/system.ts';

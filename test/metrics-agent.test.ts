@@ -9,7 +9,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { AGENT_VERSION } from '../src/agent/version.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, startAgent, type AgentProcess } from './helpers/agent-process.ts';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb } from '../src/agent/db.ts';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type IssuedCertificate, type TestCa } from '../src/lab/tls.ts';
 import { ConnectionSettingError, PostgresConnectError, planConnection } from '../src/postgres/connect.ts';

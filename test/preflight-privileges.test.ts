@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb } from '../src/agent/db.ts';
 import { databaseChecks, tuningBlockedReason } from '../src/agent/preflight.ts';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, startAgent } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, startAgent, type AgentRun } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';

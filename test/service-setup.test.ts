@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import YAML from 'yaml';
 import { KEYS } from '../src/agent/config/keys.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
-import { TargetKindSchema } from '../src/protocol/v1.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
 import { PROTOCOL_DOC_PATH, protocolDoc } from '../src/service/docs/protocol-doc.ts';
 import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
@@ -66,7 +66,7 @@ function containerEnv(command: string): Record<string, string> {
   return env;
 }
 
-for (const target of TargetKindSchema.options) {
+for (const target of TARGETS.kinds) {
   test(`setup snippets for --${target}: the spec's names, accepted by the agent's own config loader`, () => {
     const snippets = setupSnippets({
       target,

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buildMetricsReport, createCollector, diffSnapshots, type Snapshot } from '../src/agent/collect/index.ts';
 import { AGENT_QUERY_MARKER, connectDb, type Db } from '../src/agent/db.ts';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { KNOBS, settingsByName, validateChange, type PgSettingRow } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { availableMajors, SUPPORTED_MAJORS } from '../src/lab/postgres-binaries.ts';

@@ -18,13 +18,10 @@ import { connectionChecks, formatChecks, preflightPassed, runPreflight, serviceC
 import { ServiceRejectedError, createServiceClient } from './service-client.ts';
 import { collectOnce } from './once.ts';
 import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../postgres/connect.ts';
-import { createLocalTarget, localGrantsSql } from './targets/local/index.ts';
 import { describeConnection } from '../postgres/connect.ts';
-import { createManagedATarget, managedAPermissions } from './targets/managed-a/index.ts';
-// The Cloud B module (Azure SDK) is imported only where --managed-b-flex needs it: it weighs
-// about half a second of start-up that --version, --local and the binary should not pay.
-const managedBFlex = () => import('./targets/managed-b-flex/index.ts');
-import type { Target, TargetDeps } from './targets/target.ts';
+// The targets' definitions import their SDKs only when a target is made (registry.ts).
+import { TARGETS, type TargetRegistry } from './targets/registry.ts';
+import type { Target } from './targets/target.ts';
 import type { AgentMetricsServer } from './metrics.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -44,14 +41,15 @@ export const EXIT = {
   conflict: 6,
 } as const;
 
-const TARGET_FLAGS = {
-  local: 'local',
-  'managed-a': 'managed-a',
-  'managed-a-cluster': 'managed-a-cluster',
-  'managed-b-flex': 'managed-b-flex',
-} as const satisfies Record<string, TargetKind>;
+/** "--a, --b or --c". */
+function flagList(kinds: readonly string[], last = 'or'): string {
+  const flags = kinds.map((k) => `--${k}`);
+  return flags.length <= 1 ? flags.join('') : `${flags.slice(0, -1).join(', ')} ${last} ${flags.at(-1)!}`;
+}
 
-export const HELP = `tuner-agent ${AGENT_VERSION}: tunes one PostgreSQL database, reporting to the tuning service
+export function helpText(registry: TargetRegistry): string {
+  const targets = registry.kinds.map((kind) => `  ${`--${kind}`.padEnd(22)}${registry.infoOf(kind).help}`).join('\n');
+  return `tuner-agent ${AGENT_VERSION}: tunes one PostgreSQL database, reporting to the tuning service
 
 Usage:
   tuner-agent <target> [command] [options]
@@ -60,10 +58,7 @@ Usage:
                                   agent.yaml to fill in (one directory per database)
 
 Targets (exactly one):
-  --local               a self-hosted PostgreSQL (ALTER SYSTEM)
-  --managed-a           a Cloud A managed PostgreSQL instance (parameter group)
-  --managed-a-cluster   a Cloud A managed PostgreSQL cluster (its writer instance)
-  --managed-b-flex      a Cloud B managed PostgreSQL flexible server
+${targets}
 
 Commands (default: run and report to the tuning service):
   --check               check every prerequisite (the database, the cloud, the tuning service),
@@ -85,6 +80,9 @@ Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 preflight
             4 change refused by the agent's checks (nothing changed), 5 API key or database id
             rejected by the tuning service, 6 another agent already reports for this database.
 `;
+}
+
+export const HELP = helpText(TARGETS);
 
 export interface Io {
   out: (text: string) => void;
@@ -109,17 +107,15 @@ interface Invocation {
   extended: boolean;
 }
 
-export function parseInvocation(argv: string[]): Invocation {
+export function parseInvocation(argv: string[], registry: TargetRegistry = TARGETS): Invocation {
+  const targetFlags = Object.fromEntries(registry.kinds.map((kind) => [kind, { type: 'boolean' } as const]));
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
       options: {
-        local: { type: 'boolean' },
-        'managed-a': { type: 'boolean' },
-        'managed-a-cluster': { type: 'boolean' },
-        'managed-b-flex': { type: 'boolean' },
+        ...targetFlags,
         check: { type: 'boolean' },
         once: { type: 'boolean' },
         apply: { type: 'string', multiple: true },
@@ -136,9 +132,10 @@ export function parseInvocation(argv: string[]): Invocation {
     throw new UsageError(`${(err as Error).message}; see tuner-agent --help`);
   }
   const { values, positionals } = parsed;
-  const targets = (Object.keys(TARGET_FLAGS) as (keyof typeof TARGET_FLAGS)[]).filter((f) => values[f]);
+  const flags: Record<string, unknown> = values;
+  const targets = registry.kinds.filter((kind) => flags[kind] === true);
   if (targets.length > 1) throw new UsageError(`choose one target, not ${targets.map((t) => `--${t}`).join(' and ')}`);
-  const target = targets[0] ? TARGET_FLAGS[targets[0]] : null;
+  const target = targets[0] ?? null;
 
   const commands = [
     values.check && 'check',
@@ -155,8 +152,9 @@ export function parseInvocation(argv: string[]): Invocation {
   if (positionals[0] === 'init' && positionals[1] === undefined)
     throw new UsageError('init needs a directory: tuner-agent init DIR --local (or another target)');
   if (commands.length > 1) throw new UsageError(`choose one command, not ${commands.join(' and ')}`);
-  if (values.extended && (positionals[0] !== 'permissions' || (target !== 'managed-a' && target !== 'managed-a-cluster')))
-    throw new UsageError('--extended goes with permissions --managed-a or --managed-a-cluster only; see tuner-agent --help');
+  const extendable = registry.kinds.filter((kind) => registry.definitionOf(kind).extendedPermissions);
+  if (values.extended && (positionals[0] !== 'permissions' || target === null || !extendable.includes(target)))
+    throw new UsageError(`--extended goes with permissions ${flagList(extendable)} only; see tuner-agent --help`);
   const command = values.help ? 'help' : values.version ? 'version' : (commands[0] ?? 'run');
 
   const apply: Record<string, string> = {};
@@ -174,7 +172,7 @@ export function parseInvocation(argv: string[]): Invocation {
     }
   }
   if (command !== 'help' && command !== 'version' && target === null) {
-    throw new UsageError('choose a target: --local, --managed-a, --managed-a-cluster or --managed-b-flex; see tuner-agent --help');
+    throw new UsageError(`choose a target: ${flagList(registry.kinds)}; see tuner-agent --help`);
   }
   return {
     target,
@@ -189,58 +187,29 @@ export function parseInvocation(argv: string[]): Invocation {
 }
 
 /** Whom the agent talks to besides the database, for the preflight's route lines. */
-function peersOf(kind: TargetKind, config: AgentConfig, env: Record<string, string | undefined>): Peer[] {
+function peersOf(registry: TargetRegistry, kind: TargetKind, config: AgentConfig, env: Record<string, string | undefined>): Peer[] {
   const peers: Peer[] = [];
   if (config.tuner.serverUrl) peers.push({ name: 'the tuning service', url: config.tuner.serverUrl });
-  if (kind === 'managed-a' || kind === 'managed-a-cluster') {
-    const rds =
-      env['AWS_ENDPOINT_URL_RDS'] ?? env['AWS_ENDPOINT_URL'] ?? `https://rds.${config.managedA.region ?? 'us-east-1'}.amazonaws.com`;
-    peers.push({ name: "Cloud A's RDS API", url: rds }, { name: 'instance metadata (credentials)', url: 'http://169.254.169.254/' });
-  }
-  if (kind === 'managed-b-flex') {
-    peers.push(
-      { name: "Cloud B's Resource Manager", url: config.managedBFlex.resourceManagerEndpoint ?? 'https://management.azure.com' },
-      { name: 'instance metadata (managed identity)', url: 'http://169.254.169.254/' },
-    );
-  }
-  return peers;
-}
-
-async function createTarget(kind: TargetKind, deps: TargetDeps): Promise<Target> {
-  switch (kind) {
-    case 'local':
-      return createLocalTarget(deps);
-    case 'managed-a':
-    case 'managed-a-cluster':
-      return createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });
-    case 'managed-b-flex':
-      return (await managedBFlex()).createManagedBFlexTarget(deps);
-  }
+  return [...peers, ...registry.definitionOf(kind).peers(kind, config, env)];
 }
 
 /** The permissions document of a target; a cloud's may use the configuration when there is one. */
-async function permissionsText(
+function permissionsText(
+  registry: TargetRegistry,
   kind: TargetKind,
   env: NodeJS.ProcessEnv,
   cwd: string,
   { extended, note }: { extended: boolean; note: (text: string) => void },
 ): Promise<string> {
-  switch (kind) {
-    case 'local':
-      return localGrantsSql('agent_user');
-    case 'managed-a':
-    case 'managed-a-cluster':
-      return managedAPermissions({ extended, cluster: kind === 'managed-a-cluster', note });
-    case 'managed-b-flex': {
-      let config: AgentConfig | null = null;
-      try {
-        config = loadConfig({ cwd, env, target: kind, needsService: false }).config;
-      } catch {
-        // Without a configuration the document shows placeholders for the scope.
-      }
-      return (await managedBFlex()).managedBFlexPermissions(config);
+  const config = (): AgentConfig | null => {
+    try {
+      return loadConfig({ cwd, env, target: kind, needsService: false }).config;
+    } catch {
+      // Without a configuration the document shows placeholders.
+      return null;
     }
-  }
+  };
+  return registry.definitionOf(kind).permissions({ kind, extended, note, config });
 }
 
 function printOutcome(io: Io, outcome: ApplyOutcome, done = 'applied'): number {
@@ -267,12 +236,13 @@ export async function main(
   env: NodeJS.ProcessEnv = process.env,
   cwd = process.cwd(),
   printer: Io = defaultIo,
+  registry: TargetRegistry = TARGETS,
 ): Promise<number> {
   // Everything the agent prints passes through the one masking function, whatever made it.
   const io: Io = { out: (text) => printer.out(redact(text)), err: (text) => printer.err(redact(text)) };
   let invocation: Invocation;
   try {
-    invocation = parseInvocation(argv);
+    invocation = parseInvocation(argv, registry);
   } catch (err) {
     io.err(`tuner-agent: ${(err as Error).message}\n`);
     return EXIT.usage;
@@ -297,7 +267,7 @@ export async function main(
   }
   if (invocation.command === 'permissions') {
     try {
-      io.out(await permissionsText(kind, env, cwd, { extended: invocation.extended, note: io.err }));
+      io.out(await permissionsText(registry, kind, env, cwd, { extended: invocation.extended, note: io.err }));
       return EXIT.ok;
     } catch (err) {
       io.err(`tuner-agent: ${errorMessage(err)}\n`);
@@ -337,8 +307,9 @@ export async function main(
     return EXIT.usage;
   }
 
-  if (kind === 'managed-b-flex' && config.postgresql.allowRestart) {
-    io.err(`tuner-agent: ${(await managedBFlex()).RESTART_MODE_UNSUPPORTED}\n`);
+  const restart = registry.capabilitiesOf(kind).restart;
+  if (restart.mode === 'never' && config.postgresql.allowRestart) {
+    io.err(`tuner-agent: ${restart.refusal}\n`);
     return EXIT.usage;
   }
 
@@ -366,7 +337,7 @@ export async function main(
       const checks = [
         ...connectionChecks(config.postgresql.connectionUrl, err),
         ...(await checkService()),
-        ...routeChecks(outbound, peersOf(kind, config, env)),
+        ...routeChecks(outbound, peersOf(registry, kind, config, env)),
       ];
       io.out(formatChecks(checkHeading(`${where.host}:${where.port}/${where.database}`), checks));
       return EXIT.preflightFailed;
@@ -383,7 +354,7 @@ export async function main(
   log.debug(`connected: ${describeSecurity(db.security)}`);
   let target: Target | undefined;
   try {
-    target = await createTarget(kind, { db, config, log, outbound });
+    target = await registry.definitionOf(kind).create(kind, { db, config, log, outbound });
     const journal = Journal.open(cwd, target.identity);
     const ctx: ApplyContext = { db, target, journal, config, log };
     switch (invocation.command) {
@@ -391,7 +362,7 @@ export async function main(
         const checks = [
           ...(await runPreflight(db, target, journal)),
           ...(await checkService()),
-          ...routeChecks(outbound, peersOf(kind, config, env)),
+          ...routeChecks(outbound, peersOf(registry, kind, config, env)),
         ];
         io.out(formatChecks(checkHeading(target.identity), checks));
         return preflightPassed(checks) ? EXIT.ok : EXIT.preflightFailed;

@@ -42,7 +42,8 @@ export function agentConnectionContext(kind: TargetKind, extraCaFile?: string): 
   const addCaHint = `name it in ${EXTRA_CA_KEY}`;
   let defaults: TlsDefaults;
   switch (kind) {
-    case 'local':
+    default:
+      // --local, and a target with no policy of its own here: libpq's own default.
       defaults = LIBPQ_DEFAULTS;
       break;
     case 'managed-a':

@@ -14,6 +14,7 @@ import {
 } from './service-client.ts';
 import type { Db } from './db.ts';
 import type { Journal } from './journal.ts';
+import { TARGETS } from './targets/registry.ts';
 import type { PreflightCheck, Target } from './targets/target.ts';
 
 /** The parts of pg_monitor, each a right the agent uses: settings such as shared_preload_libraries,
@@ -25,18 +26,11 @@ function isPrivilegeError(err: unknown): boolean {
   return (err as { code?: unknown }).code === '42501';
 }
 
-/** The spec's words for creating the extension, per target: who may, and what comes first. */
+/** The spec's words for creating the extension, per target (its definition): who may, and what comes first. */
 function createExtensionFix(kind: TargetKind | undefined, database: string): string {
   const create = `connected to database "${database}": CREATE EXTENSION IF NOT EXISTS pg_stat_statements;`;
-  switch (kind) {
-    case 'managed-a':
-    case 'managed-a-cluster':
-      return `as the master user (it has rds_superuser, which creating the extension needs), ${create}`;
-    case 'managed-b-flex':
-      return `add pg_stat_statements to the server parameter azure.extensions (the extension allow-list), then as the admin user, ${create}`;
-    default:
-      return `as the master user, ${create}`;
-  }
+  const who = kind !== undefined && TARGETS.has(kind) ? TARGETS.infoOf(kind).createsExtension : undefined;
+  return `${who ?? 'as the master user'}, ${create}`;
 }
 
 /**

@@ -6,7 +6,8 @@
 // max_wal_size in MB, bgwriter_delay in ms), exactly as pg_settings.setting shows them.
 // Contexts and units are PostgreSQL 15's; a test checks them against a real server.
 import type { ApplyContext, Bounds, Knob, KnobContext, KnobUnit, Machine, NumericKnob, TargetKind, TuningMode } from './types.ts';
-import { TARGET_KINDS } from '../protocol/v1.ts';
+import type { KnobReach } from '../agent/targets/definition.ts';
+import { TARGETS, type TargetRegistry } from '../agent/targets/registry.ts';
 import { bytesPerUnit, formatGiB, GiB, INT_MAX, KiB, MiB } from './units.ts';
 
 /** `postmaster` settings are read at server start only; every other context takes a reload. */
@@ -14,16 +15,40 @@ export function applyContextOf(context: string): ApplyContext {
   return context === 'postmaster' ? 'restart' : 'reload';
 }
 
-// Targets. Cloud B (managed-b-flex) gets exactly the spec's 13 reload-only parameters. Aurora
-// (managed-a-cluster) writes pages and WAL through its own storage layer, so the checkpoint,
-// background writer and WAL settings do not do there what they do in PostgreSQL: they are left
-// out (to be confirmed against the engine's parameter list when the managed-a-cluster target is
-// built; leaving a knob out is the safe direction). The cloud targets also check the
+// What a knob acts on; each target's capabilities (src/agent/targets/*/index.ts) choose by it
+// which knobs it tunes: Cloud B the spec's parameters only, Aurora none of the storage ones.
+// `spec`: one of the spec's parameters every managed service lets a user set (MANAGED_B_FLEX_KNOBS).
+// `storage`: acts on PostgreSQL's own writing of pages and WAL (checkpoints, background writer,
+// WAL), which Aurora does through its own storage layer. The cloud targets also check the
 // parameter's own modifiability (a parameter group's IsModifiable) at run time.
-const EVERYWHERE: readonly TargetKind[] = TARGET_KINDS;
-const NOT_AURORA: readonly TargetKind[] = ['local', 'managed-a', 'managed-b-flex'];
-const NOT_MANAGED_B_FLEX: readonly TargetKind[] = ['local', 'managed-a', 'managed-a-cluster'];
-const LOCAL_AND_RDS: readonly TargetKind[] = ['local', 'managed-a'];
+interface Reach {
+  readonly spec: boolean;
+  readonly storage: boolean;
+}
+const SPEC: Reach = { spec: true, storage: false };
+const SPEC_STORAGE: Reach = { spec: true, storage: true };
+const BEYOND_SPEC: Reach = { spec: false, storage: false };
+const BEYOND_SPEC_STORAGE: Reach = { spec: false, storage: true };
+
+const REACH = new Map<string, KnobReach>();
+
+/** What the knob acts on, as the targets' capabilities choose by it. */
+export function reachOf(knob: Knob): KnobReach {
+  return REACH.get(knob.name) ?? { name: knob.name, spec: false, storage: false };
+}
+
+/** Every target kind the agent knows (the registry's). */
+export const TARGET_KINDS: readonly TargetKind[] = Object.freeze(TARGETS.kinds);
+
+/** The kinds of `registry` that tune the knob. */
+function targetsOf(knob: KnobReach, registry: TargetRegistry): TargetKind[] {
+  return registry.kinds.filter((kind) => registry.capabilitiesOf(kind).tunes(knob));
+}
+
+/** Largest shared_buffers as a fraction of memory on `target` (Aurora's has no OS page cache beside it). */
+function sharedBuffersMaxFraction(target: TargetKind): number {
+  return TARGETS.has(target) ? TARGETS.capabilitiesOf(target).sharedBuffersMaxFraction : 0.4;
+}
 
 /** Throws unless the machine description can bound anything. */
 export function assertMachine(machine: Machine): void {
@@ -70,11 +95,14 @@ function maxWalCapBytes(machine: Machine): number {
   return machine.storageBytes === undefined ? byRam : Math.min(byRam, machine.storageBytes / 10);
 }
 
-/** A knob as written below: everything but `apply`, which derives from `context`. */
-type KnobDefinition = Knob extends infer K ? (K extends Knob ? Omit<K, 'apply'> : never) : never;
+/** A knob as written below: everything but `apply`, which derives from `context`, and
+ * `targets`, which the targets' capabilities decide. */
+type KnobDefinition = Knob extends infer K ? (K extends Knob ? Omit<K, 'apply' | 'targets'> & Reach : never) : never;
 
-function define(def: KnobDefinition): Knob {
-  return Object.freeze({ ...def, apply: applyContextOf(def.context) });
+function define({ spec, storage, ...def }: KnobDefinition): Knob {
+  const reach: KnobReach = Object.freeze({ name: def.name, spec, storage });
+  REACH.set(def.name, reach);
+  return Object.freeze({ ...def, apply: applyContextOf(def.context), targets: Object.freeze(targetsOf(reach, TARGETS)) });
 }
 
 const integer = (
@@ -82,13 +110,13 @@ const integer = (
   context: KnobContext,
   unit: KnobUnit | null,
   scale: 'log' | 'linear',
-  targets: readonly TargetKind[],
+  reach: Reach,
   bounds: (m: Machine, t: TargetKind) => Bounds,
   summary: string,
-): Knob => define({ name, type: 'integer', context, unit, scale, targets, bounds, summary });
+): Knob => define({ name, type: 'integer', context, unit, scale, ...reach, bounds, summary });
 
-const real = (name: string, context: KnobContext, targets: readonly TargetKind[], bounds: Bounds, summary: string): Knob =>
-  define({ name, type: 'real', context, unit: null, scale: 'linear', targets, bounds: () => bounds, summary });
+const real = (name: string, context: KnobContext, reach: Reach, bounds: Bounds, summary: string): Knob =>
+  define({ name, type: 'real', context, unit: null, scale: 'linear', ...reach, bounds: () => bounds, summary });
 
 export const KNOBS: readonly Knob[] = Object.freeze([
   // ---- Memory ----
@@ -97,12 +125,12 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'postmaster',
     '8kB',
     'log',
-    NOT_MANAGED_B_FLEX,
+    BEYOND_SPEC,
     (m, t) =>
       // Below 128 MB only on small machines (then 5 % of RAM). Up to 40 % of RAM: beyond that
       // PostgreSQL double-buffers against the OS page cache. Aurora has no OS page cache in the
       // data path and defaults to about 75 % of RAM, so there the range reaches 80 %.
-      memoryBounds('8kB', Math.min(128 * MiB, 0.05 * m.memoryBytes), (t === 'managed-a-cluster' ? 0.8 : 0.4) * m.memoryBytes, 1073741823),
+      memoryBounds('8kB', Math.min(128 * MiB, 0.05 * m.memoryBytes), sharedBuffersMaxFraction(t) * m.memoryBytes, 1073741823),
     'shared buffer cache; the largest single memory setting',
   ),
   integer(
@@ -110,7 +138,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     'kB',
     'log',
-    EVERYWHERE,
+    SPEC,
     (m) =>
       // Per sort or hash node, per backend: the memory budget (constraints.ts) bounds the total.
       // Below 1 MB only on small machines (RAM / 4096, down to PostgreSQL's 64 kB): on 24 GB a
@@ -125,7 +153,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     context: 'user',
     unit: null,
     scale: 'log',
-    targets: NOT_MANAGED_B_FLEX,
+    ...BEYOND_SPEC,
     // Hash tables may take work_mem times this (PostgreSQL 15's default 2): a hash that spills
     // costs more than a sort that does. The memory budget (constraints.ts) counts one work_mem
     // per backend, not this multiple, so the range stops at 8.
@@ -137,7 +165,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     'kB',
     'log',
-    NOT_MANAGED_B_FLEX,
+    BEYOND_SPEC,
     (m) => memoryBounds('kB', 16 * MiB, m.memoryBytes / 4),
     'memory for VACUUM, CREATE INDEX and autovacuum (when autovacuum_work_mem is -1)',
   ),
@@ -146,7 +174,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     '8kB',
     'log',
-    NOT_MANAGED_B_FLEX,
+    BEYOND_SPEC,
     (m) =>
       // A planner estimate, allocates nothing: between a quarter and nine tenths of RAM.
       memoryBounds('8kB', 0.25 * m.memoryBytes, 0.9 * m.memoryBytes),
@@ -157,7 +185,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'postmaster',
     '8kB',
     'log',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     (m) =>
       // From 1 MB to 256 MB (at most 1/32 of RAM): the automatic value (-1) caps at one 16 MB
       // segment, and more only helps heavy concurrent writers. -1 itself is not offered: it
@@ -172,7 +200,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'postmaster',
     null,
     'linear',
-    NOT_MANAGED_B_FLEX,
+    BEYOND_SPEC,
     (m) =>
       // Never below the default 8: logical replication and extensions take worker slots too.
       // Above: room for max_parallel_workers (≤ vCPUs) plus those.
@@ -184,7 +212,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     null,
     'linear',
-    EVERYWHERE,
+    SPEC,
     (m) =>
       // More parallel workers than vCPUs only contend for them.
       ({ min: 0, max: Math.max(2, m.vcpus) }),
@@ -195,7 +223,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     null,
     'linear',
-    EVERYWHERE,
+    SPEC,
     (m) => ({ min: 0, max: Math.max(1, Math.ceil(m.vcpus / 2)) }),
     'parallel workers one query node may use',
   ),
@@ -204,7 +232,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     null,
     'linear',
-    EVERYWHERE,
+    SPEC,
     (m) => ({ min: 0, max: Math.max(1, Math.ceil(m.vcpus / 2)) }),
     'parallel workers one CREATE INDEX or VACUUM may use',
   ),
@@ -213,17 +241,17 @@ export const KNOBS: readonly Knob[] = Object.freeze([
   real(
     'random_page_cost',
     'user',
-    EVERYWHERE,
+    SPEC,
     { min: 1, max: 10 },
     'planner cost of a non-sequential page read (1.1 suits SSDs, 4 spinning disks)',
   ),
-  real('seq_page_cost', 'user', EVERYWHERE, { min: 0.1, max: 2 }, 'planner cost of a sequential page read; the base of the cost scale'),
+  real('seq_page_cost', 'user', SPEC, { min: 0.1, max: 2 }, 'planner cost of a sequential page read; the base of the cost scale'),
   integer(
     'effective_io_concurrency',
     'user',
     null,
     'log',
-    EVERYWHERE,
+    SPEC,
     (m) =>
       // Prefetch depth for bitmap heap scans. Its useful range depends on storage: SSD and cloud
       // block storage serve hundreds of requests in parallel, a spinning disk a handful. Sampled
@@ -237,7 +265,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     null,
     'log',
-    EVERYWHERE,
+    SPEC,
     () =>
       // A sample size (300 × target rows per column): log scale, like the other sizes. Beyond
       // 1000 ANALYZE and planning get slow for little gain.
@@ -249,7 +277,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     type: 'bool',
     context: 'user',
     unit: null,
-    targets: NOT_MANAGED_B_FLEX,
+    ...BEYOND_SPEC,
     summary: 'JIT compilation of expressions; often a loss for short OLTP queries',
   }),
   define({
@@ -258,7 +286,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     context: 'user',
     unit: null,
     scale: 'log',
-    targets: NOT_MANAGED_B_FLEX,
+    ...BEYOND_SPEC,
     // The plan cost from which a query is JIT-compiled (default 100,000): mid-size analytic
     // queries often pay more to compile than they save. From 10,000 to 10,000,000; -1 (never)
     // is what jit = off says, so it is not a point of this range.
@@ -272,7 +300,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'sighup',
     'MB',
     'log',
-    NOT_AURORA,
+    SPEC_STORAGE,
     (m) => memoryBounds('MB', 256 * MiB, Math.max(256 * MiB, maxWalCapBytes(m))),
     'WAL volume that triggers a checkpoint',
   ),
@@ -281,7 +309,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'sighup',
     'MB',
     'log',
-    NOT_AURORA,
+    SPEC_STORAGE,
     (m) =>
       // From two 16 MB segments (constraints.ts checks the server's real segment size).
       memoryBounds('MB', 32 * MiB, Math.max(32 * MiB, maxWalCapBytes(m) / 4)),
@@ -290,7 +318,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
   real(
     'checkpoint_completion_target',
     'sighup',
-    NOT_AURORA,
+    SPEC_STORAGE,
     { min: 0.5, max: 0.95 },
     'share of the checkpoint interval over which checkpoint writes are spread',
   ),
@@ -299,7 +327,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'sighup',
     's',
     'log',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     () =>
       // Up to an hour: a longer interval means a longer crash recovery.
       ({ min: 60, max: 3600 }),
@@ -310,7 +338,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'sighup',
     'ms',
     'log',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     () => ({ min: 10, max: 1000 }),
     'how often the WAL writer flushes asynchronous commits',
   ),
@@ -319,7 +347,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'superuser',
     null,
     'linear',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     () =>
       // Microseconds a committing backend waits for others to join its WAL flush (group
       // commit), when at least commit_siblings transactions are open. Durability is unchanged:
@@ -336,7 +364,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     null,
     'linear',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     () => ({ min: 1, max: 50 }),
     'open transactions needed before commit_delay waits',
   ),
@@ -345,7 +373,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'sighup',
     '8kB',
     'linear',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     () =>
       // WAL the WAL writer lets pile up before it flushes (default 1 MB); 0 flushes at once.
       // Up to 16 MB. Only asynchronous commits wait on it, and those the agent never turns on.
@@ -357,7 +385,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'sighup',
     '8kB',
     'linear',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     () =>
       // Asks the kernel to write back checkpoint writes after this much (default 256 kB);
       // 0 leaves it to the kernel. PostgreSQL's own range, 0 to 2 MB.
@@ -369,7 +397,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     'user',
     '8kB',
     'linear',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     () =>
       // The same for writes by backends (default 0: off), 0 to 2 MB.
       ({ min: 0, max: 256 }),
@@ -380,7 +408,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
     type: 'enum',
     context: 'superuser',
     unit: null,
-    targets: LOCAL_AND_RDS,
+    ...BEYOND_SPEC_STORAGE,
     // Compresses full-page images in WAL: less WAL and I/O for more CPU. Durability is unchanged.
     values: ['off', 'pglz', 'lz4', 'zstd'],
     // PostgreSQL accepts these spellings and then shows the value on the right.
@@ -389,13 +417,13 @@ export const KNOBS: readonly Knob[] = Object.freeze([
   }),
 
   // ---- Background writer ----
-  integer('bgwriter_delay', 'sighup', 'ms', 'log', NOT_AURORA, () => ({ min: 10, max: 2000 }), 'sleep between background writer rounds'),
+  integer('bgwriter_delay', 'sighup', 'ms', 'log', SPEC_STORAGE, () => ({ min: 10, max: 2000 }), 'sleep between background writer rounds'),
   integer(
     'bgwriter_lru_maxpages',
     'sighup',
     null,
     'linear',
-    NOT_AURORA,
+    SPEC_STORAGE,
     () =>
       // 0 turns background writing off, a legitimate point of the space; hence linear.
       ({ min: 0, max: 1000 }),
@@ -404,7 +432,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
   real(
     'bgwriter_lru_multiplier',
     'sighup',
-    LOCAL_AND_RDS,
+    BEYOND_SPEC_STORAGE,
     { min: 1, max: 10 },
     'how far ahead of recent demand the background writer cleans buffers',
   ),
@@ -434,15 +462,16 @@ export function getKnob(name: string): Knob | undefined {
   return BY_NAME.get(name.toLowerCase());
 }
 
-/** Cloud B cannot restart for the agent (the spec's limits): there, restart mode is reload-only. */
-export function effectiveMode(target: TargetKind, mode: TuningMode): TuningMode {
-  return target === 'managed-b-flex' ? 'reload-only' : mode;
+/** On a target the agent never restarts (its capabilities say why), restart mode is reload-only. */
+export function effectiveMode(target: TargetKind, mode: TuningMode, registry: TargetRegistry = TARGETS): TuningMode {
+  return registry.has(target) && registry.capabilitiesOf(target).restart.mode === 'never' ? 'reload-only' : mode;
 }
 
 /** The knobs the agent may change on `target` in `mode`, in catalog order. */
-export function catalogFor(target: TargetKind, mode: TuningMode): Knob[] {
-  const m = effectiveMode(target, mode);
-  return KNOBS.filter((k) => k.targets.includes(target) && (m === 'restart' || k.apply === 'reload'));
+export function catalogFor(target: TargetKind, mode: TuningMode, registry: TargetRegistry = TARGETS): Knob[] {
+  const m = effectiveMode(target, mode, registry);
+  const tunes = registry.has(target) ? registry.capabilitiesOf(target).tunes : () => false;
+  return KNOBS.filter((k) => tunes(reachOf(k)) && (m === 'restart' || k.apply === 'reload'));
 }
 
 /** Bounds of a numeric knob on this machine and target, after checking the machine. */

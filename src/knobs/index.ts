@@ -20,7 +20,8 @@ export type {
   TargetKind,
   TuningMode,
 } from './types.ts';
-export { TARGET_KINDS, TUNING_MODES } from '../protocol/v1.ts';
+export { TUNING_MODES } from '../protocol/v1.ts';
+export { TARGET_KINDS } from './catalog.ts';
 export {
   applyContextOf,
   assertMachine,

@@ -46,7 +46,8 @@ interface KnobCommon {
   readonly context: KnobContext;
   /** Derived from `context`: `postmaster` needs a restart, every other context a reload. */
   readonly apply: ApplyContext;
-  /** Targets on which the agent may change this knob. */
+  /** Targets on which the agent may change this knob: those whose capabilities tune it
+   * (each target folder's index.ts), by what the knob reaches (catalog.ts, `reachOf`). */
   readonly targets: readonly TargetKind[];
   /** What the knob does and why it is worth tuning. */
   readonly summary: string;

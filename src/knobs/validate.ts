@@ -3,7 +3,7 @@
 // problem naming the knob, the value given and what is expected. Nothing outside the catalog,
 // never a never-touch setting, never outside the bounds for this machine, never a restart in
 // reload-only mode, never a combination that breaks the cross-knob constraints.
-import { assertMachine, describeMachine, effectiveMode, getKnob, KNOBS } from './catalog.ts';
+import { assertMachine, describeMachine, effectiveMode, getKnob, KNOBS, TARGET_KINDS } from './catalog.ts';
 import { checkConstraints, type Quantity } from './constraints.ts';
 import { neverTouchEntry } from './never-touch.ts';
 import type {
@@ -18,7 +18,7 @@ import type {
   TargetKind,
   TuningMode,
 } from './types.ts';
-import { TARGET_KINDS, TUNING_MODES } from '../protocol/v1.ts';
+import { TUNING_MODES } from '../protocol/v1.ts';
 import { formatQuantity } from './units.ts';
 import { describeValue, formatForAlterSystem, parseSetting, parseValue, rowUnit } from './values.ts';
 

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { localGrantsSql } from '../agent/targets/local/index.ts';
+import { localGrantsSql } from '../agent/targets/local/permissions.ts';
 import { parseServiceArgs } from '../service/app/config.ts';
 import { startService, type RunningService } from '../service/app/server.ts';
 import { freePort, serverOsUser, startCluster, type Cluster } from './cluster.ts';

@@ -37,10 +37,14 @@ export const routes = {
     `${API_PREFIX}/databases/${encodeURIComponent(databaseId)}/commands/${encodeURIComponent(commandId)}/ack`,
 } as const;
 
-/** Where the agent applies settings (the agent's target flag without the dashes). */
-export const TargetKindSchema = z.enum(['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex']);
+/** Where the agent applies settings (the agent's target flag without the dashes), e.g. `local`,
+ * `managed-a`. The protocol fixes the spelling only: which kinds exist is the targets' registry's
+ * (src/agent/targets/registry.ts), which the agent and the service check where a kind matters (a
+ * new database's target; an agent's target must be its database's), so that a new target needs
+ * no protocol change. */
+export const TARGET_KIND_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
+export const TargetKindSchema = z.string().regex(TARGET_KIND_PATTERN, 'expected a target kind such as local or managed-a');
 export type TargetKind = z.infer<typeof TargetKindSchema>;
-export const TARGET_KINDS: readonly TargetKind[] = TargetKindSchema.options;
 
 /** reload-only: only settings that take effect on a configuration reload; restart: all. */
 export const TuningModeSchema = z.enum(['reload-only', 'restart']);

@@ -5,7 +5,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { localGrantsSql } from '../../src/agent/targets/local/index.ts';
+import { localGrantsSql } from '../../src/agent/targets/local/permissions.ts';
 import { freePort, startCluster, type Cluster } from '../../src/lab/cluster.ts';
 import { startAgent, type AgentProcess } from './agent-process.ts';
 import {

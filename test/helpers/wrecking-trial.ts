@@ -9,7 +9,7 @@ import type { Db } from '../../src/agent/db.ts';
 import { createGuard, knownGoodFigures } from '../../src/agent/guardrails.ts';
 import { Journal } from '../../src/agent/journal.ts';
 import { createLogger } from '../../src/agent/log.ts';
-import { createLocalTarget } from '../../src/agent/targets/local/index.ts';
+import { createLocalTarget } from '../../src/agent/targets/local/target.ts';
 import type { Cluster } from '../../src/lab/cluster.ts';
 import { until } from './until.ts';
 

@@ -3,18 +3,20 @@
 // Names are spelled exactly as the spec spells them (including its irregular env names);
 // keys the spec does not name are ours and marked `ours` for the docs.
 import type { TargetKind } from '../../knobs/index.ts';
+import { TARGETS } from '../targets/registry.ts';
 
 export type ValueKind = 'string' | 'boolean' | 'postgres-url' | 'http-url' | 'proxy-url' | 'positive-integer' | 'positive-number';
 
 export interface KeySpec {
   /** agent.yaml section; `null` for environment-only keys. */
-  section: 'postgresql' | 'managed_a' | 'managed_b_flex' | 'tuner' | 'local' | 'guardrails' | null;
+  section: 'postgresql' | 'tuner' | 'guardrails' | (string & {}) | null;
   key: string;
   env: string;
   kind: ValueKind;
   secret: boolean;
-  /** Targets for which the key must be set. 'service' = needed by commands that talk to the tuning service. */
-  requiredFor: ReadonlyArray<TargetKind | 'service' | 'any'>;
+  /** Targets for which the key must be set. 'service' = needed by commands that talk to the tuning service;
+   * 'any' = every target. (A kind is any string, so `& {}` keeps the two words from being absorbed.) */
+  requiredFor: ReadonlyArray<'service' | 'any' | (TargetKind & {})>;
   /** Not in the spec: added by us (documented in docs/configuration.md). */
   ours?: boolean;
   help: string;
@@ -59,146 +61,8 @@ export const KEYS: readonly KeySpec[] = [
     ours: true,
     help: 'allow the agent to restart the database to apply restart-only parameters (default false: reload-only)',
   },
-  {
-    section: 'local',
-    key: 'restart_command',
-    env: 'AGENT_LOCAL_RESTART_COMMAND',
-    kind: 'string',
-    secret: false,
-    requiredFor: [],
-    ours: true,
-    help: 'shell command that restarts the local server, e.g. "pg_ctlcluster 15 main restart" (needed for restart mode with --local)',
-  },
-  {
-    section: 'local',
-    key: 'memory_mb',
-    env: 'AGENT_LOCAL_MEMORY_MB',
-    kind: 'positive-integer',
-    secret: false,
-    requiredFor: [],
-    ours: true,
-    help: "the database host's memory in MB, when the agent does not run on that host (also: the size of a Cloud B SKU the agent does not know, or of a Cloud A instance class with no EC2 instance type)",
-  },
-  {
-    section: 'local',
-    key: 'vcpus',
-    env: 'AGENT_LOCAL_VCPUS',
-    kind: 'positive-integer',
-    secret: false,
-    requiredFor: [],
-    ours: true,
-    help: "the database host's vCPUs, when the agent does not run on that host (also: a Cloud B SKU the agent does not know, or a Cloud A class with no EC2 instance type)",
-  },
-  {
-    section: 'managed_a',
-    key: 'ACCESS_KEY_ID',
-    env: 'AGENT_CLOUDA_ACCESS_KEY_ID',
-    kind: 'string',
-    secret: true,
-    requiredFor: [],
-    help: 'access key id; leave unset on a host with an attached role',
-  },
-  {
-    section: 'managed_a',
-    key: 'SECRET_ACCESS_KEY',
-    env: 'AGENT_CLOUDA_SECRET_ACCESS_KEY',
-    kind: 'string',
-    secret: true,
-    requiredFor: [],
-    help: 'secret access key; leave unset on a host with an attached role',
-  },
-  {
-    section: 'managed_a',
-    key: 'REGION',
-    env: 'AGENT_CLOUDA_REGION',
-    kind: 'string',
-    secret: false,
-    requiredFor: ['managed-a', 'managed-a-cluster'],
-    help: 'region of the database, e.g. us-east-1',
-  },
-  {
-    section: 'managed_a',
-    key: 'DATABASE_IDENTIFIER',
-    env: 'AGENT_MANAGEDA_DATABASE_IDENTIFIER',
-    kind: 'string',
-    secret: false,
-    requiredFor: ['managed-a', 'managed-a-cluster'],
-    help: 'DB instance identifier; for a cluster, the writer instance',
-  },
-  {
-    section: 'managed_b_flex',
-    key: 'subscription_id',
-    env: 'AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID',
-    kind: 'string',
-    secret: false,
-    requiredFor: ['managed-b-flex'],
-    help: 'subscription of the flexible server',
-  },
-  {
-    section: 'managed_b_flex',
-    key: 'resource_group_name',
-    env: 'AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME',
-    kind: 'string',
-    secret: false,
-    requiredFor: ['managed-b-flex'],
-    help: 'resource group of the flexible server',
-  },
-  {
-    section: 'managed_b_flex',
-    key: 'server_name',
-    env: 'AGENT_MANAGEDB_FLEX_SERVER_NAME',
-    kind: 'string',
-    secret: false,
-    requiredFor: ['managed-b-flex'],
-    help: 'name of the flexible server',
-  },
-  {
-    section: 'managed_b_flex',
-    key: 'resource_manager_endpoint',
-    env: 'AGENT_MANAGEDB_FLEX_RESOURCE_MANAGER_ENDPOINT',
-    kind: 'http-url',
-    secret: false,
-    requiredFor: [],
-    ours: true,
-    help: 'Resource Manager endpoint for sovereign clouds (default https://management.azure.com)',
-  },
-  {
-    section: null,
-    key: 'CLOUDB_CLIENT_ID',
-    env: 'CLOUDB_CLIENT_ID',
-    kind: 'string',
-    secret: false,
-    requiredFor: [],
-    help: 'service-principal client id (appId), for local container testing',
-  },
-  {
-    section: null,
-    key: 'CLOUDB_CLIENT_SECRET',
-    env: 'CLOUDB_CLIENT_SECRET',
-    kind: 'string',
-    secret: true,
-    requiredFor: [],
-    help: 'service-principal secret (password)',
-  },
-  {
-    section: 'managed_b_flex',
-    key: 'managed_identity_client_id',
-    env: 'AGENT_MANAGEDB_FLEX_MANAGED_IDENTITY_CLIENT_ID',
-    kind: 'string',
-    secret: false,
-    requiredFor: [],
-    ours: true,
-    help: "client id of a user-assigned managed identity to use instead of the host's system-assigned one (on AKS with workload identity: the federated identity's client id, default AZURE_CLIENT_ID)",
-  },
-  {
-    section: null,
-    key: 'CLOUDB_TENANT_ID',
-    env: 'CLOUDB_TENANT_ID',
-    kind: 'string',
-    secret: false,
-    requiredFor: [],
-    help: 'service-principal tenant id (tenant)',
-  },
+  // Each target's own keys, from its folder's config.ts (through the registry).
+  ...TARGETS.definitions.flatMap((d) => d.config.keys),
   {
     section: 'tuner',
     key: 'server_url',
@@ -331,20 +195,20 @@ export const KEYS: readonly KeySpec[] = [
 
 /** Keys that mean something only together: one credential in parts. Half of one is a
  * configuration error (exit 2) for the targets that use it, named before anything connects. */
-export const ALL_OR_NONE: ReadonlyArray<{ keys: readonly string[]; targets: readonly TargetKind[]; why: string }> = [
-  {
-    keys: ['ACCESS_KEY_ID', 'SECRET_ACCESS_KEY'],
-    targets: ['managed-a', 'managed-a-cluster'],
-    why: 'an access key is its id and its secret together: set both, or neither to use the role attached to this host',
-  },
-  {
-    keys: ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'],
-    targets: ['managed-b-flex'],
-    why: 'a service principal is its appId, password and tenant together: set all three, or none to use the managed identity of this VM',
-  },
-];
+export interface AllOrNone {
+  keys: readonly string[];
+  targets: readonly TargetKind[];
+  why: string;
+}
 
-export const SECTIONS = ['postgresql', 'managed_a', 'managed_b_flex', 'tuner', 'local', 'guardrails'] as const;
+export const ALL_OR_NONE: readonly AllOrNone[] = TARGETS.definitions.flatMap((d) => d.config.allOrNone);
+
+export const SECTIONS = [
+  'postgresql',
+  ...new Set(TARGETS.definitions.map((d) => d.config.section).filter((s) => s !== null)),
+  'tuner',
+  'guardrails',
+] as const;
 
 export function keyPath(spec: KeySpec): string {
   return spec.section ? `${spec.section}.${spec.key}` : spec.key;

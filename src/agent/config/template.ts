@@ -2,14 +2,8 @@
 // target needs as a <PLACEHOLDER> to fill in, the optional ones commented out with their default,
 // each under its help text.
 import type { TargetKind } from '../../knobs/index.ts';
+import { TARGETS } from '../targets/registry.ts';
 import { KEYS, type KeySpec } from './keys.ts';
-
-const TARGET_SECTION: Record<TargetKind, KeySpec['section']> = {
-  local: 'local',
-  'managed-a': 'managed_a',
-  'managed-a-cluster': 'managed_a',
-  'managed-b-flex': 'managed_b_flex',
-};
 
 function required(spec: KeySpec, target: TargetKind): boolean {
   return spec.requiredFor.some((r) => r === 'any' || r === 'service' || r === target);
@@ -26,7 +20,8 @@ function example(spec: KeySpec): string {
 
 export function agentYamlTemplate(target: TargetKind): string {
   const lines = [`# tuner-agent --${target}: replace each <PLACEHOLDER>; docs/configuration.md describes every key.`];
-  for (const section of ['postgresql', TARGET_SECTION[target], 'tuner'] as const) {
+  const own = TARGETS.definitionOf(target).config;
+  for (const section of ['postgresql', own.section, 'tuner'].filter((s) => s !== null)) {
     lines.push(`${section}:`);
     for (const spec of KEYS.filter((k) => k.section === section)) {
       // A URL's help is its shape, which the placeholder already shows.
@@ -34,7 +29,7 @@ export function agentYamlTemplate(target: TargetKind): string {
       lines.push(required(spec, target) ? `  ${spec.key}: ${placeholder(spec)}` : `  # ${spec.key}: ${example(spec)}`);
     }
   }
-  const envOnly = KEYS.filter((k) => k.section === null && target === 'managed-b-flex');
+  const envOnly = own.keys.filter((k) => k.section === null);
   if (envOnly.length > 0) {
     lines.push('# Outside Cloud B (no managed identity), sign in as a service principal with the environment variables');
     for (const spec of envOnly) lines.push(`#   ${spec.env}: ${spec.help}`);

@@ -2,6 +2,8 @@
 // writer, an Azure flexible server. A target knows how to describe the machine and how to read
 // and write the *override layer* (ALTER SYSTEM, a parameter group, server configurations). It
 // does not validate values or verify them: that is done once, above it, for every target.
+// Each target folder makes its Target in target.ts; how the rest of the agent and the service
+// find it is the folder's definition (index.ts, see definition.ts and registry.ts).
 import type { Machine, TargetKind } from '../../knobs/index.ts';
 import type { TargetMetric } from '../../protocol/v1.ts';
 import type { AgentConfig } from '../config/load.ts';

@@ -2,6 +2,7 @@
 // what is safe to apply; the service only checks the shape (names that look like PostgreSQL
 // parameter names, values that are strings or numbers) and sizes.
 import { z } from 'zod';
+import { TARGETS } from '../../agent/targets/registry.ts';
 import { CommandSchema, REPORT_INTERVAL_SECONDS, TargetKindSchema } from '../../protocol/v1.ts';
 
 /** The protocol's own parameter-name and value rules, taken from its apply command. */
@@ -9,7 +10,7 @@ const applyValues = CommandSchema.options[0].shape.values;
 
 export const NewDatabaseInputSchema = z.strictObject({
   name: z.string().trim().min(1, 'expected a name for the database').max(100, 'expected at most 100 characters'),
-  target: TargetKindSchema,
+  target: TargetKindSchema.refine((kind) => TARGETS.has(kind), { error: `expected one of ${TARGETS.kinds.join(', ')}` }),
 });
 
 export const NewApiKeyInputSchema = z.strictObject({

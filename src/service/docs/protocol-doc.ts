@@ -23,7 +23,9 @@ import {
   REPORT_INTERVAL_SECONDS,
   ReportRequestSchema,
   ReportResponseSchema,
+  TARGET_KIND_PATTERN,
 } from '../../protocol/v1.ts';
+import { TARGETS } from '../../agent/targets/registry.ts';
 
 export const PROTOCOL_DOC_PATH = join(import.meta.dirname, '..', '..', '..', 'docs', 'protocol.md');
 
@@ -65,6 +67,8 @@ function rulesOf(s: JsonSchema): string[] {
   if (s.format === 'date-time') rules.push('ISO 8601 date-time with offset');
   else if (s.format) rules.push(`format ${s.format}`);
   if (s.pattern && s.format !== 'date-time') rules.push(`matches \`${s.pattern}\``);
+  // Which kinds exist is the targets' registry's, not the protocol's: named here for readers.
+  if (s.pattern === TARGET_KIND_PATTERN.source) rules.push(`the agent's targets: ${TARGETS.kinds.map((k) => `\`${k}\``).join(', ')}`);
   if (s.minLength !== undefined && s.minLength > 0) rules.push(`≥ ${s.minLength} chars`);
   if (s.maxLength !== undefined) rules.push(`≤ ${s.maxLength} chars`);
   if (s.minimum !== undefined && s.minimum > -MAX_SAFE) rules.push(`≥ ${s.minimum}`);

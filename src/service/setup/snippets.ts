@@ -5,6 +5,7 @@
 // the agent's own key table). What only the operator knows stays a <PLACEHOLDER>; the real API key
 // is filled in only on the page that created it.
 import YAML from 'yaml';
+import { TARGETS, type TargetRegistry } from '../../agent/targets/registry.ts';
 import type { TargetKind } from '../../protocol/v1.ts';
 import { DATABASE_SQL, prerequisiteSteps, type SetupStep } from './steps.ts';
 
@@ -44,19 +45,17 @@ interface Entry {
   fileOnly?: boolean;
 }
 
-export const TARGET_LABELS: Record<TargetKind, string> = {
-  local: 'Self-hosted PostgreSQL (local)',
-  'managed-a': 'Cloud A managed PostgreSQL instance',
-  'managed-a-cluster': 'Cloud A managed PostgreSQL cluster (writer instance)',
-  'managed-b-flex': 'Cloud B managed PostgreSQL flexible server',
-};
+/** A target's name for people, from its definition. */
+export function targetLabel(target: string, registry: TargetRegistry = TARGETS): string {
+  return registry.infoOf(target).label;
+}
 
 /**
  * The database's address and TLS per target: the clouds' names are the ones their certificates
  * hold, so that verify-full (the agent's default there, written out so the URL means the same to
  * psql) can check them; next to a self-hosted server, libpq's default (prefer).
  */
-const CONNECTIONS: Record<TargetKind, { host: string; dbname: string; query: string; comment?: string }> = {
+const CONNECTIONS: Record<string, { host: string; dbname: string; query: string; comment?: string }> = {
   local: { host: 'localhost', dbname: 'postgres', query: '' },
   'managed-a': {
     host: '<INSTANCE_ENDPOINT>',
@@ -80,7 +79,7 @@ const CONNECTIONS: Record<TargetKind, { host: string; dbname: string; query: str
 };
 
 function entries(input: SetupInput): Entry[] {
-  const { host, dbname, query, comment } = CONNECTIONS[input.target];
+  const { host, dbname, query, comment } = CONNECTIONS[input.target] ?? { host: '<HOST>', dbname: '<DBNAME>', query: '' };
   const list: Entry[] = [
     {
       section: 'postgresql',
@@ -91,7 +90,8 @@ function entries(input: SetupInput): Entry[] {
     },
     { section: 'postgresql', key: 'include_queries', env: 'AGENT_POSTGRESQL_INCLUDE_QUERIES', value: true },
   ];
-  if (input.target !== 'managed-b-flex') {
+  // Where the agent never restarts, allowing it would only be refused.
+  if (TARGETS.capabilitiesOf(input.target).restart.mode !== 'never') {
     list.push({
       section: 'postgresql',
       key: 'allow_restart',

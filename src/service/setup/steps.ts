@@ -163,5 +163,8 @@ export function prerequisiteSteps(target: TargetKind, databaseId: string): Setup
       return managedASteps(target === 'managed-a-cluster', databaseId);
     case 'managed-b-flex':
       return managedBFlexSteps();
+    default:
+      // A target without steps of its own here: the database's side, which every target needs.
+      return [{ id: 'database-sql', title: 'On the database, as a superuser', note: '', text: DATABASE_SQL }];
   }
 }

@@ -1,6 +1,7 @@
 // What people do with tuning sessions, through the JSON API or the dashboard: start, stop,
 // approve, revert. Every action that changes a session holds its row lock, like the engine.
 import { randomInt, randomUUID } from 'node:crypto';
+import { TARGETS, type TargetRegistry } from '../../agent/targets/registry.ts';
 import type { ServiceContext } from '../app/context.ts';
 import { conflict, invalid, notFound } from '../errors.ts';
 import { databaseOf } from '../databases/actions.ts';
@@ -19,6 +20,12 @@ import { buildSpace, sessionSpaceInput } from './space.ts';
 const noSuchSession = (id: string) => notFound(`no tuning session ${id} for this database in your account`);
 export const isActive = (session: TuningSessionRecord) => ACTIVE_SESSION_STATES.includes(session.state);
 
+/** Why sessions on `target` are reload-only whatever the agent allows, or null (its capabilities say). */
+export function reloadOnlyReason(target: string, registry: TargetRegistry = TARGETS): string | null {
+  const restart = registry.capabilitiesOf(target).restart;
+  return restart.mode === 'never' ? `${target} is reload-only (${restart.why})` : null;
+}
+
 export async function startTuningSession(
   ctx: ServiceContext,
   user: User,
@@ -27,9 +34,8 @@ export async function startTuningSession(
 ): Promise<TuningSessionRecord> {
   const { storage } = ctx;
   const database = await databaseOf(ctx, user, databaseId);
-  if (input.mode === 'restart' && database.target === 'managed-b-flex') {
-    throw invalid('body.mode: managed-b-flex is reload-only (the agent does not restart flexible servers): use reload-only');
-  }
+  const reloadOnly = reloadOnlyReason(database.target);
+  if (input.mode === 'restart' && reloadOnly) throw invalid(`body.mode: ${reloadOnly}: use reload-only`);
   const agent = database.agent;
   if (!agent?.live)
     throw conflict('no agent is connected to this database: a session measures through its reports, so start tuner-agent first');

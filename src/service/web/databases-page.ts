@@ -1,6 +1,6 @@
 // The home page: the account's databases with their agents' status, and the form for a new one.
-import { TargetKindSchema } from '../../protocol/v1.ts';
-import { TARGET_LABELS } from '../setup/snippets.ts';
+import { TARGETS } from '../../agent/targets/registry.ts';
+import { targetLabel } from '../setup/snippets.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
 import { formatRelative, formatTime } from './format.ts';
@@ -45,7 +45,7 @@ ${error ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
     <div class="row">
       <label>Name<span class="hint">Yours to choose, e.g. "orders (production)".</span><input type="text" name="name" maxlength="100" required></label>
       <label>Target<span class="hint">Where the database runs; the agent's flag.</span>
-        <select name="target">${TargetKindSchema.options.map((t) => html`<option value="${t}">${TARGET_LABELS[t]} (--${t})</option>`)}</select>
+        <select name="target">${TARGETS.kinds.map((t) => html`<option value="${t}">${targetLabel(t)} (--${t})</option>`)}</select>
       </label>
       <div><button type="submit">Create database and API key</button></div>
     </div>

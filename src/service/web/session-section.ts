@@ -2,6 +2,7 @@
 // iterations with their configuration diff against the baseline), the buttons that act on it
 // (stop, approve, revert), the form that starts one, and the earlier sessions.
 import type { ConfigChange } from '../tuning/space.ts';
+import { TARGETS } from '../../agent/targets/registry.ts';
 import { ENGINE_LIMITS } from '../tuning/engine.ts';
 import { SESSION_LIMITS } from '../tuning/params.ts';
 import type { iterationViews, sessionView } from '../tuning/views.ts';
@@ -196,7 +197,7 @@ ${iterationsTable(shown)}
 
 function startForm(input: SessionSectionInput): Html {
   const agent = input.database.agent;
-  const restartPossible = agent?.allowRestart === true && input.database.target !== 'managed-b-flex';
+  const restartPossible = agent?.allowRestart === true && TARGETS.capabilitiesOf(input.database.target).restart.mode !== 'never';
   return html`<form class="stack" method="post" action="/databases/${input.database.id}/tuning-sessions" id="session-start">
   ${csrfField(input.session)}
   <h3>Start a tuning session</h3>

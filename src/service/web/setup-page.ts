@@ -2,7 +2,7 @@
 // permissions: setup/steps.ts), agent.yaml, the installer, binary and container
 // commands (and Cloud A's ECS task), and the database's API keys. A new key appears in full
 // only on the page that created it.
-import { setupSnippets, TARGET_LABELS } from '../setup/snippets.ts';
+import { setupSnippets, targetLabel } from '../setup/snippets.ts';
 import type { ApiKeyInfo, DatabaseSummary } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
 import { formatTime } from './format.ts';
@@ -83,7 +83,7 @@ export function setupPage(input: SetupPageInput): Html {
     session,
     nav: 'databases',
     body: html`<h1>Agent setup: ${database.name}</h1>
-<p class="sub">${TARGET_LABELS[database.target]} · database id <code id="database-id">${database.id}</code> · <a href="/databases/${database.id}">Dashboard</a></p>
+<p class="sub">${targetLabel(database.target)} · database id <code id="database-id">${database.id}</code> · <a href="/databases/${database.id}">Dashboard</a></p>
 ${input.error ? html`<div class="notice bad" role="alert">${input.error}</div>` : ''}
 ${input.serverUrlNote ? html`<div class="notice warn" id="server-url-note" role="status"><code>${input.serverUrl}</code>: ${input.serverUrlNote}.</div>` : ''}
 ${

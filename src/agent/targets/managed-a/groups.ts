@@ -16,6 +16,7 @@ import {
   type RDSClient,
 } from '@aws-sdk/client-rds';
 import { z } from 'zod';
+import { allowedValueProblem } from '../allowed-values.ts';
 import type { Db } from '../../db.ts';
 import { awsCall, isAccessDenied } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
@@ -312,16 +313,7 @@ export function settingSpelling(meta: ParameterMeta, value: string): string {
 }
 
 /** Why the group would refuse `value` (its AllowedValues: a range `a-b` or a list `a,b,c`), or null. */
-export function allowedValueProblem(meta: ParameterMeta, value: string): string | null {
-  const allowed = meta.allowedValues?.trim();
-  if (!allowed || isFormula(value)) return null;
-  const range = /^(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)-(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/i.exec(allowed);
-  if (range) {
-    const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n)) return `expected a number from ${range[1]} to ${range[2]}`;
-    return n < Number(range[1]) || n > Number(range[2]) ? `expected a number from ${range[1]} to ${range[2]}` : null;
-  }
-  const choices = allowed.split(',').map((c) => c.trim().toLowerCase());
-  if (choices.length > 1 && !choices.includes(value.trim().toLowerCase())) return `expected one of ${allowed}`;
-  return null;
+export function groupValueProblem(meta: ParameterMeta, value: string): string | null {
+  if (isFormula(value)) return null;
+  return allowedValueProblem(value, meta.allowedValues, { numbers: 'finite', checkListOfOne: false });
 }

@@ -3,7 +3,7 @@
 import type { TargetKind } from '../../../knobs/index.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import { errorMessage } from '../../log.ts';
-import { ParameterApplier } from './apply.ts';
+import { ParameterApplier } from './write.ts';
 import { createAwsClients } from './aws.ts';
 import { Capabilities } from './capabilities.ts';
 import { ParameterGroups, groupLabel } from './groups.ts';
@@ -37,7 +37,16 @@ export function blockedReason({ instance }: Placement): string | null {
   return null;
 }
 
-export function createManagedATargetNow({ db, config, log, outbound, cluster, timings: timingOverrides }: ManagedADeps): Target {
+/** Makes the target; a missing identifier or unusable credentials come back as a rejection. */
+export function createManagedATarget(deps: ManagedADeps): Promise<Target> {
+  try {
+    return Promise.resolve(buildTarget(deps));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+function buildTarget({ db, config, log, outbound, cluster, timings: timingOverrides }: ManagedADeps): Target {
   const kind: TargetKind = cluster ? 'managed-a-cluster' : 'managed-a';
   const identifier = config.managedA.databaseIdentifier;
   if (!identifier) {
@@ -156,7 +165,7 @@ export function createManagedATargetNow({ db, config, log, outbound, cluster, ti
           else if (meta && !meta.modifiable) found.set(name, `not modifiable in ${groupLabel(group)} (IsModifiable is false)`);
         }
       } catch (err) {
-        // The apply path checks again (apply.ts), so an unread group only costs a refused trial.
+        // The write path checks again (write.ts), so an unread group only costs a refused trial.
         log.debug(`Cloud A: could not tell which parameters the group lets change: ${errorMessage(err)}`);
       }
       return found;

@@ -1,146 +1,64 @@
-// Cloud B: an Azure Database for PostgreSQL flexible server. The override layer is the server's
-// configurations (server parameters) with source user-override, written through Resource
-// Manager; metrics come from Azure Monitor. Reload-only, always: the spec's 13 parameters, and
-// the agent never restarts the server (restart mode is unsupported on Cloud B).
+// Cloud B's definition: an Azure Database for PostgreSQL flexible server. The override layer is
+// the server's configurations (server parameters) with source user-override, written through
+// Resource Manager; metrics come from Azure Monitor. Reload-only, always: the spec's 13
+// parameters, and the agent never restarts the server (said once, in the capabilities below).
+//   the target   target.ts
 //   identity     identity.ts   (managed identity or service principal, endpoint)
-//   API          api.ts        (clients, zod-checked answers, busy retries)
+//   API          api.ts        (clients, zod-checked answers, busy retries), errors.ts
 //   machine      machine.ts + skus.ts
 //   writes       write.ts      (all or nothing, pending restart undone)
 //   readiness    ready.ts      (another's operation waited out before a change)
 //   metrics      metrics.ts    preflight  preflight.ts
 //   permissions  permissions.ts
-import type { TargetMetric } from '../../../protocol/v1.ts';
-import { errorMessage } from '../../log.ts';
-import { ManagedBFlexApi, type FlexibleServer } from './api.ts';
-import { createIdentity, resourceManager } from './identity.ts';
-import { azureTunesReason, intelligentTuningOf } from './intelligent-tuning.ts';
-import { machineOfServer, type ServerMachine } from './machine.ts';
-import { monitorMetrics } from './metrics.ts';
-import { managedBFlexPermissionsText } from './permissions.ts';
-import { managedBFlexPreflight } from './preflight.ts';
-import { isPassingState, settledState } from './ready.ts';
-import { overrideOf, writeServerParameters } from './write.ts';
-import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from '../target.ts';
+//   Azure's own tuning  intelligent-tuning.ts
+//
+// The Azure SDK weighs about half a second of start-up that --version, --local and the binary
+// should not pay: it is imported only when the target is made.
+import type { TargetDefinition } from '../definition.ts';
+import { managedBFlexConfigKeys } from './config.ts';
 
-/** The SKU (and so the machine) changes only with a scale operation: re-read now and then. */
-const SERVER_TTL_MS = 5 * 60_000;
-
-/** States in which the server cannot take a parameter change. */
-const UNAVAILABLE_STATES = new Set(['stopped', 'stopping', 'disabled', 'dropping', 'inaccessible', 'starting', 'provisioning']);
-/** How long a change waits for someone else's operation (a restart takes about a minute). */
-const READY_WAIT_MS = 3 * 60_000;
-
-export const RESTART_MODE_UNSUPPORTED =
-  'postgresql.allow_restart is true, but restart mode is not supported on Cloud B: --managed-b-flex tunes only parameters that take effect on a reload, and never restarts the flexible server; ' +
-  'set postgresql.allow_restart: false in agent.yaml (or AGENT_POSTGRESQL_ALLOW_RESTART=false)';
-
-export function createManagedBFlexTarget({ db, config, log }: TargetDeps): Promise<Target> {
-  try {
-    return Promise.resolve(buildTarget({ db, config, log }));
-  } catch (err) {
-    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-  }
-}
-
-function buildTarget({ db, config, log }: TargetDeps): Target {
-  if (config.postgresql.allowRestart) throw new Error(RESTART_MODE_UNSUPPORTED);
-  const b = config.managedBFlex;
-  const missing = (['subscriptionId', 'resourceGroupName', 'serverName'] as const).filter((k) => !b[k]);
-  if (missing.length > 0) {
-    throw new Error(
-      `--managed-b-flex needs managed_b_flex.subscription_id, resource_group_name and server_name; missing: ${missing.join(', ')}`,
-    );
-  }
-  const identity = createIdentity(b);
-  const api = new ManagedBFlexApi({ config: b, identity, resourceManager: resourceManager(b), log });
-  log.debug(`Cloud B: ${api.server} at ${api.endpoint} as the ${identity.description}`);
-
-  let cached: { server: FlexibleServer; at: number } | undefined;
-  const server = async (): Promise<FlexibleServer> => {
-    if (cached && Date.now() - cached.at < SERVER_TTL_MS) return cached.server;
-    cached = { server: await api.getServer(), at: Date.now() };
-    return cached.server;
-  };
-
-  const warned = new Set<string>();
-  const machineOf = (s: FlexibleServer): ServerMachine => {
-    const result = machineOfServer(s, config.local);
-    if (result.warning && !warned.has(result.warning)) {
-      warned.add(result.warning);
-      log.warn(result.warning);
-    }
-    return result;
-  };
-
-  return {
-    kind: 'managed-b-flex',
-    identity: `managed-b-flex ${b.subscriptionId}/${b.resourceGroupName}/${b.serverName}`,
-
-    async machine(): Promise<MachineInfo> {
-      return machineOf(await server()).info;
+export const managedBFlexDefinition: TargetDefinition = {
+  kinds: {
+    'managed-b-flex': {
+      label: 'Cloud B managed PostgreSQL flexible server',
+      help: 'a Cloud B managed PostgreSQL flexible server',
+      createsExtension:
+        'add pg_stat_statements to the server parameter azure.extensions (the extension allow-list), then as the admin user',
+      capabilities: {
+        restart: {
+          mode: 'never',
+          why: 'the agent does not restart flexible servers',
+          refusal:
+            'postgresql.allow_restart is true, but restart mode is not supported on Cloud B: --managed-b-flex tunes only parameters that take effect on a reload, and never restarts the flexible server; ' +
+            'set postgresql.allow_restart: false in agent.yaml (or AGENT_POSTGRESQL_ALLOW_RESTART=false)',
+        },
+        tunes: (knob) => knob.spec,
+        sharedBuffersMaxFraction: 0.4,
+      },
     },
-
-    async applyBlockedReason(): Promise<string | null> {
-      let state: string;
-      try {
-        state = await settledState({ api, db, log, serverName: b.serverName! }, READY_WAIT_MS);
-      } catch (err) {
-        return `cannot tell whether the flexible server can take a change, so no change is made: ${errorMessage(err)}`;
-      }
-      if (isPassingState(state))
-        return `the flexible server ${b.serverName} is still ${state} after ${READY_WAIT_MS / 60_000} minutes (another operation runs on it): no change is made until it is Ready`;
-      return UNAVAILABLE_STATES.has(state.toLowerCase())
-        ? `the flexible server ${b.serverName} is ${state}: its server parameters cannot be changed until it is Ready`
-        : null;
-    },
-
-    async readOverrides(names: readonly string[]): Promise<Overrides> {
-      const params = await api.listParameters();
-      return Object.fromEntries(names.map((name) => [name, overrideOf(params.get(name))]));
-    },
-
-    async writeOverrides(overrides: Overrides): Promise<WriteResult> {
-      // Whatever the options say, Cloud B is never restarted by the agent.
-      await writeServerParameters({ api, db, log }, overrides);
-      return { restarted: false };
-    },
-
-    async metrics(): Promise<TargetMetric[]> {
-      try {
-        const memory = await server().then(
-          (s) => machineOf(s).info.machine.memoryBytes,
-          () => undefined,
-        );
-        return await monitorMetrics(api, memory);
-      } catch (err) {
-        log.debug(`Azure Monitor metrics not read: ${errorMessage(err)}`);
-        return [];
-      }
-    },
-
-    preflight: () => managedBFlexPreflight({ api, config, machine: machineOf }),
-
-    async unwritable(names: readonly string[]): Promise<Map<string, string>> {
-      const found = new Map<string, string>();
-      try {
-        const params = await api.listParameters();
-        for (const name of names) if (params.get(name)?.isReadOnly) found.set(name, `read-only on the ${api.server}`);
-        // Read at every report, so that intelligent tuning turned on later is seen too.
-        const tuning = intelligentTuningOf(params);
-        for (const name of tuning.parameters) if (names.includes(name) && !found.has(name)) found.set(name, azureTunesReason(tuning));
-      } catch (err) {
-        // The write path checks again (write.ts), so an unread list only costs a refused trial.
-        log.debug(`Cloud B: could not tell which server parameters are read-only: ${errorMessage(err)}`);
-      }
-      return found;
-    },
-
-    close: () => Promise.resolve(),
-  };
-}
-
-/** What `tuner-agent permissions --managed-b-flex` prints: the custom role as JSON, then the
- * setup steps as `#` lines; the scope comes from the configuration when there is one. */
-export function managedBFlexPermissions(config: TargetDeps['config'] | null): string {
-  return managedBFlexPermissionsText(config);
-}
+  },
+  config: {
+    section: 'managed_b_flex',
+    keys: managedBFlexConfigKeys,
+    allOrNone: [
+      {
+        keys: ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'],
+        targets: ['managed-b-flex'],
+        why: 'a service principal is its appId, password and tenant together: set all three, or none to use the managed identity of this VM',
+      },
+    ],
+  },
+  extendedPermissions: false,
+  async create(_kind, deps) {
+    return (await import('./target.ts')).createManagedBFlexTarget(deps);
+  },
+  /** The custom role as JSON, then the setup steps as `#` lines; the scope comes from the
+   * configuration when there is one (placeholders without). */
+  async permissions({ config }) {
+    return (await import('./permissions.ts')).managedBFlexPermissionsText(config());
+  },
+  peers: (_kind, config) => [
+    { name: "Cloud B's Resource Manager", url: config.managedBFlex.resourceManagerEndpoint ?? 'https://management.azure.com' },
+    { name: 'instance metadata (managed identity)', url: 'http://169.254.169.254/' },
+  ],
+};

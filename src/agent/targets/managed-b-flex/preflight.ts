@@ -129,7 +129,7 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
 }
 
 /** Azure's intelligent tuning changes some of the tuned parameters itself: a warning, since the
- * agent then tunes the others (index.ts reports these as unwritable, write.ts refuses them). */
+ * agent then tunes the others (target.ts reports these as unwritable, write.ts refuses them). */
 function intelligentTuningCheck(params: Map<string, ServerParameter>, config: AgentConfig['managedBFlex']): PreflightCheck {
   const tuning = intelligentTuningOf(params);
   const name = `Azure's intelligent tuning leaves the tuned parameters to the agent (server parameter ${INTELLIGENT_TUNING})`;

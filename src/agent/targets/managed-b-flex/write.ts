@@ -14,6 +14,7 @@ import type { Logger } from '../../log.ts';
 import { errorMessage } from '../../log.ts';
 import { sameSetting } from '../../settings.ts';
 import { USER_OVERRIDE, type ManagedBFlexApi, type ServerParameter } from './api.ts';
+import { allowedValueProblem } from '../allowed-values.ts';
 import { ManagedBFlexError } from './errors.ts';
 import { intelligentTuningOf, INTELLIGENT_TUNING, METRIC_TARGETS } from './intelligent-tuning.ts';
 import { UndoFailedError, type Override, type Overrides } from '../target.ts';
@@ -60,21 +61,12 @@ function alreadyAs(o: Override, p: ServerParameter): boolean {
 }
 
 /**
- * Why Cloud B would refuse `value` against the configuration's `allowedValues` (a numeric range
- * "min-max" in the parameter's unit, or a comma-separated list), or null. Cloud B checks values
- * itself, narrower than PostgreSQL at times, and takes no units ("16MB") or synonyms ("true").
+ * Why Cloud B would refuse `value` against the configuration's `allowedValues`, or null. Cloud B
+ * checks values itself, narrower than PostgreSQL at times, and takes no units ("16MB") or
+ * synonyms ("true").
  */
-export function allowedValueProblem(value: string, allowed: string | undefined): string | null {
-  if (!allowed || allowed === '.*') return null;
-  const range = /^(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)-(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/i.exec(allowed);
-  if (range) {
-    const n = Number(value);
-    return /^\s*-?\d+(\.\d+)?\s*$/.test(value) && n >= Number(range[1]) && n <= Number(range[2])
-      ? null
-      : `expected a number from ${range[1]} to ${range[2]}`;
-  }
-  const list = allowed.split(',').map((a) => a.trim().toLowerCase());
-  return list.includes(value.trim().toLowerCase()) ? null : `expected one of ${list.join(', ')}`;
+function cloudBValueProblem(value: string, allowed: string | undefined): string | null {
+  return allowedValueProblem(value, allowed, { numbers: 'plain', checkListOfOne: true });
 }
 
 /** Checks every entry before anything is written, so that a refusal changes nothing. */
@@ -100,7 +92,7 @@ function checkWritable(overrides: Overrides, params: Map<string, ServerParameter
         `${name} already waits for a server restart on this server (isConfigPendingRestart: ${p.value ?? 'its value'} is configured, not running), and Cloud B is tuned reload-only`,
       );
     else if (o.set) {
-      const problem = allowedValueProblem(o.value, p.allowedValues);
+      const problem = cloudBValueProblem(o.value, p.allowedValues);
       if (problem)
         problems.push(
           `${name} = ${o.value} is not a value Cloud B allows for it on this server (${problem}; allowed values: ${p.allowedValues})`,

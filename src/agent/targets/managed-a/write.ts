@@ -13,7 +13,7 @@ import { sameSetting } from '../../settings.ts';
 import { awsCall } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
 import {
-  allowedValueProblem,
+  groupValueProblem,
   groupKey,
   groupLabel,
   groupSpelling,
@@ -150,7 +150,7 @@ export class ParameterApplier {
         continue;
       }
       const value = wanted.set ? groupSpelling(meta, wanted.value) : null;
-      const refusal = value === null ? null : allowedValueProblem(meta, value);
+      const refusal = value === null ? null : groupValueProblem(meta, value);
       if (refusal) {
         problems.push(`${name} = ${value}: ${groupLabel(group)} does not allow it (${refusal}, AllowedValues ${meta.allowedValues})`);
         continue;
