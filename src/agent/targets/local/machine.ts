@@ -3,6 +3,7 @@
 import { availableParallelism, totalmem } from 'node:os';
 import type { AgentConfig } from '../../config/load.ts';
 import type { MachineInfo } from '../target.ts';
+import { MiB } from '../../../knobs/units.ts';
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/;
 
@@ -14,7 +15,7 @@ export function localMachine(local: AgentConfig['local'], host: string): Promise
   const { memoryMb, vcpus } = local;
   if (memoryMb !== undefined && vcpus !== undefined) {
     return Promise.resolve({
-      machine: { memoryBytes: memoryMb * 1024 * 1024, vcpus },
+      machine: { memoryBytes: memoryMb * MiB, vcpus },
       source: 'agent.yaml local.memory_mb and local.vcpus',
     });
   }

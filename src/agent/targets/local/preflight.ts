@@ -6,6 +6,7 @@ import type { AgentConfig } from '../../config/load.ts';
 import type { Db } from '../../db.ts';
 import type { MachineInfo, PreflightCheck } from '../target.ts';
 import { CAN_READ_FILE_SETTINGS } from './write.ts';
+import { describeMachine } from '../machine-size.ts';
 
 export interface LocalPreflightDeps {
   db: Db;
@@ -72,7 +73,7 @@ export async function localPreflight({ db, config, user: connectionUser, machine
     checks.push({
       name: 'machine size',
       ok: true,
-      detail: `${Math.round(info.machine.memoryBytes / 2 ** 20)} MB, ${info.machine.vcpus} vCPUs (${info.source})`,
+      detail: describeMachine(info),
     });
   } catch (err) {
     checks.push({ name: 'machine size', ok: false, detail: 'unknown', fix: (err as Error).message });

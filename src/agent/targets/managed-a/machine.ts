@@ -8,9 +8,8 @@ import type { AgentConfig } from '../../config/load.ts';
 import { awsCall, hasCode } from './aws.ts';
 import type { Placement } from './topology.ts';
 import type { MachineInfo } from '../target.ts';
+import { GiB, MiB } from '../../../knobs/units.ts';
 
-const MiB = 1024 ** 2;
-const GiB = 1024 ** 3;
 /** An Aurora capacity unit is about 2 GiB of memory with the CPU that goes with it. */
 const GIB_PER_ACU = 2;
 /** AWS pairs memory-optimized instances' 8 GiB with one vCPU; an ACU is a quarter of that. */

@@ -13,6 +13,7 @@ import { clusterLayerProblem, layersOf, type Layer } from './layers.ts';
 import type { MetricsReader } from './metrics.ts';
 import type { Placement } from './topology.ts';
 import type { MachineInfo, PreflightCheck } from '../target.ts';
+import { describeMachine } from '../machine-size.ts';
 
 export const POLICY_FIX =
   'attach the policy printed by tuner-agent permissions --managed-a to the role of this host or to the IAM user whose keys the agent uses';
@@ -183,7 +184,7 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
     checks.push({
       name: 'machine size',
       ok: true,
-      detail: `${Math.round(info.machine.memoryBytes / 2 ** 20)} MB, ${info.machine.vcpus} vCPUs (${info.source})`,
+      detail: describeMachine(info),
     });
   } catch (err) {
     checks.push(failed('machine size', err));

@@ -10,6 +10,7 @@ import type { Db } from '../../db.ts';
 import type { Logger } from '../../log.ts';
 import { AwsCallError, awsCall, hasCode, isAccessDenied } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
+import { GiB } from '../../../knobs/units.ts';
 
 const InstanceSchema = z.object({
   DBInstanceIdentifier: z.string(),
@@ -72,8 +73,6 @@ export interface Placement {
   instance: InstanceFacts;
   cluster: ClusterFacts | null;
 }
-
-const GiB = 1024 ** 3;
 
 function instanceFacts(raw: unknown): InstanceFacts {
   const i = InstanceSchema.parse(raw);

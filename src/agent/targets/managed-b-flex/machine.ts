@@ -6,18 +6,12 @@ import type { AgentConfig } from '../../config/load.ts';
 import type { FlexibleServer } from './api.ts';
 import { estimateComputeSize, knownComputeSize } from './skus.ts';
 import type { MachineInfo } from '../target.ts';
-
-const GiB = 2 ** 30;
+import { formatGiB, GiB, MiB } from '../../../knobs/units.ts';
 
 export interface ServerMachine {
   info: MachineInfo;
   /** Set when the SKU is not in the table: what the agent did about it. */
   warning?: string;
-}
-
-function formatGiB(bytes: number): string {
-  const gib = bytes / GiB;
-  return `${Number.isInteger(gib) ? gib : gib.toFixed(1)} GiB`;
 }
 
 /** "SKU Standard_D4ds_v4 (GeneralPurpose), PostgreSQL 16.4, 128 GiB Premium_LRS storage, high availability ZoneRedundant" */
@@ -54,7 +48,7 @@ export function machineOfServer(server: FlexibleServer, local: AgentConfig['loca
   if (local.memoryMb !== undefined && local.vcpus !== undefined) {
     return {
       info: {
-        machine: { memoryBytes: local.memoryMb * 2 ** 20, vcpus: local.vcpus, ...storage },
+        machine: { memoryBytes: local.memoryMb * MiB, vcpus: local.vcpus, ...storage },
         source: `agent.yaml local.memory_mb and local.vcpus (${unknown})`,
       },
       warning: `${unknown}: using local.memory_mb = ${local.memoryMb} and local.vcpus = ${local.vcpus} from the configuration`,

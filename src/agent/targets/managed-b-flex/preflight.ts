@@ -13,6 +13,7 @@ import { intelligentTuningOf, INTELLIGENT_TUNING, METRIC_TARGETS } from './intel
 import { describeServer, type ServerMachine } from './machine.ts';
 import { MONITOR_METRICS } from './metrics.ts';
 import type { PreflightCheck } from '../target.ts';
+import { GiB } from '../../../knobs/units.ts';
 
 /** The extension allow-list: `cloudb.extensions` in the setup steps, `azure.extensions` on the service. */
 export const EXTENSIONS_PARAMETER = 'azure.extensions';
@@ -63,7 +64,7 @@ function serverChecks(server: FlexibleServer, config: AgentConfig): PreflightChe
 function machineCheck(machine: () => ServerMachine): PreflightCheck {
   try {
     const { info, warning } = machine();
-    const figures = `${Math.round(info.machine.memoryBytes / 2 ** 30)} GiB, ${info.machine.vcpus} vCPUs`;
+    const figures = `${Math.round(info.machine.memoryBytes / GiB)} GiB, ${info.machine.vcpus} vCPUs`;
     return warning
       ? {
           name: 'machine size',

@@ -2,7 +2,7 @@
 // them (Burstable B-series, General Purpose D-series, Memory Optimized E-series). The agent's
 // bounds are functions of these figures, so a size that is not here is estimated on the safe
 // (smaller) side, or taken from agent.yaml, and said so.
-const GiB = 2 ** 30;
+import { GiB } from '../../../knobs/units.ts';
 
 export interface ComputeSize {
   vcpus: number;

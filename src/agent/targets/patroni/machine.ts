@@ -5,13 +5,15 @@ import { availableParallelism, totalmem } from 'node:os';
 import type { AgentConfig } from '../../config/load.ts';
 import { errorMessage } from '../../log.ts';
 import type { MachineInfo, PreflightCheck } from '../target.ts';
+import { describeMachine } from '../machine-size.ts';
+import { MiB } from '../../../knobs/units.ts';
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/;
 
 export function patroniMachine(config: Pick<AgentConfig, 'local'>, leaderHost: string | undefined): MachineInfo {
   const { memoryMb, vcpus } = config.local;
   if (memoryMb !== undefined && vcpus !== undefined) {
-    return { machine: { memoryBytes: memoryMb * 1024 * 1024, vcpus }, source: 'agent.yaml local.memory_mb and local.vcpus' };
+    return { machine: { memoryBytes: memoryMb * MiB, vcpus }, source: 'agent.yaml local.memory_mb and local.vcpus' };
   }
   if (leaderHost !== undefined && (LOOPBACK.test(leaderHost) || leaderHost.startsWith('/'))) {
     return { machine: { memoryBytes: totalmem(), vcpus: availableParallelism() }, source: 'this host' };
@@ -29,6 +31,5 @@ export function machineSizeCheck(config: Pick<AgentConfig, 'local'>, leaderHost:
   } catch (err) {
     return { name: 'machine size', ok: false, detail: 'unknown', fix: errorMessage(err) };
   }
-  const { memoryBytes, vcpus } = info.machine;
-  return { name: 'machine size', ok: true, detail: `${Math.round(memoryBytes / 2 ** 20)} MB, ${vcpus} vCPUs (${info.source})` };
+  return { name: 'machine size', ok: true, detail: describeMachine(info) };
 }

@@ -6,6 +6,7 @@ import { errorMessage } from '../../log.ts';
 import type { ClusterView, PatroniApi } from './api.ts';
 import type { MemberSessions } from './members.ts';
 import { isLeader, parametersOf, readMembers, type Wanted } from './write.ts';
+import { MiB } from '../../../knobs/units.ts';
 
 export interface TopologyMember {
   name: string;
@@ -84,7 +85,7 @@ export function replicationBreaches(replicas: readonly ReplicaHealth[], maxLagBy
     if (!r.streaming) reasons.push(`replica ${r.name} is not streaming from the leader`);
     else if (r.lagBytes !== null && r.lagBytes > maxLagBytes) {
       reasons.push(
-        `replica ${r.name} lags ${Math.round(r.lagBytes / 2 ** 20)} MB behind the leader (bound ${Math.round(maxLagBytes / 2 ** 20)} MB)`,
+        `replica ${r.name} lags ${Math.round(r.lagBytes / MiB)} MB behind the leader (bound ${Math.round(maxLagBytes / MiB)} MB)`,
       );
     }
   }
