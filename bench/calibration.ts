@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
-import { connectDb, type Db } from '../src/agent/db.ts';
+import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { startStack, type Stack } from '../src/lab/stack.ts';
 import { until } from '../src/lab/until.ts';
 import { workloadByName } from '../src/lab/workloads.ts';

@@ -7,7 +7,7 @@
 // budget: ≤ 5 % of the agent's CPU per steady cycle.
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
-import { AGENT_QUERY_MARKER, connectDb } from '../src/agent/db.ts';
+import { AGENT_QUERY_MARKER, connectDb } from '../src/agent/database/db.ts';
 import { buildMetricsReport, createCollector, diffSnapshots, type Snapshot, type SnapshotDelta } from '../src/agent/collect/index.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { startCluster } from '../src/lab/cluster.ts';

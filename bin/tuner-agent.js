@@ -7,12 +7,12 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(2);
 }
-const { main } = await import('../src/agent/cli.ts');
-const { redact } = await import('../src/agent/redact.ts');
+const { main } = await import('../src/agent/process/cli.ts');
+const { redact } = await import('../src/agent/process/redact.ts');
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  // As in src/agent/binary.ts: even a crash prints nothing unmasked.
+  // As in src/agent/process/binary.ts: even a crash prints nothing unmasked.
   process.stderr.write(redact(`tuner-agent: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`));
   process.exitCode = 1;
 }

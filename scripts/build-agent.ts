@@ -47,7 +47,7 @@ function run(file: string, args: readonly string[], cwd = root): string {
  * packages in it, for the licence file. */
 async function bundle(outFile: string): Promise<string[]> {
   const result = await build({
-    entryPoints: [join(root, 'src/agent/binary.ts')],
+    entryPoints: [join(root, 'src/agent/process/binary.ts')],
     outfile: outFile,
     bundle: true,
     platform: 'node',

@@ -24,7 +24,7 @@ import { basename, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pkg from '../package.json' with { type: 'json' };
 import { buildImage, IMAGE } from '../scripts/build-image.ts';
-import { LEASE_FILE_NAME } from '../src/agent/loop.ts';
+import { LEASE_FILE_NAME } from '../src/agent/process/loop.ts';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { parseSums } from '../src/service/setup/downloads.ts';

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { JOURNAL_FILE_NAME } from '../src/agent/journal.ts';
+import { JOURNAL_FILE_NAME } from '../src/agent/applying/journal.ts';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import { connectDb, type Db } from '../src/agent/db.ts';
+import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { MetricsReportSchema } from '../src/protocol/report.ts';

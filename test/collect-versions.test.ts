@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { connectDb, AGENT_QUERY_MARKER, type Db } from '../src/agent/db.ts';
+import { connectDb, AGENT_QUERY_MARKER, type Db } from '../src/agent/database/db.ts';
 import { buildMetricsReport, createCollector, diffSnapshots, statementKey, type SnapshotDelta } from '../src/agent/collect/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { MetricsReportSchema } from '../src/protocol/report.ts';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { connectDb, AGENT_QUERY_MARKER, type Db } from '../src/agent/db.ts';
+import { connectDb, AGENT_QUERY_MARKER, type Db } from '../src/agent/database/db.ts';
 import {
   buildMetricsReport,
   createCollector,

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
 import { ConfigError, loadConfig, type LoadOptions } from '../src/agent/config/load.ts';
 import { KEYS } from '../src/agent/config/keys.ts';
-import { redact } from '../src/agent/redact.ts';
-import { DEFAULT_THRESHOLDS } from '../src/agent/guardrails.ts';
+import { redact } from '../src/agent/process/redact.ts';
+import { DEFAULT_THRESHOLDS } from '../src/agent/applying/guardrails.ts';
 
 const PASSWORD = 'pw-Secret-123';
 const API_KEY = 'tk_live_9f8e7d6c5b4a39281706';

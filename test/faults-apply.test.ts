@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
-import { JOURNAL_FILE_NAME } from '../src/agent/journal.ts';
+import { JOURNAL_FILE_NAME } from '../src/agent/applying/journal.ts';
 import {
   autoConfValue,
   liveSetting,

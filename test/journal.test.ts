@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
-import { JOURNAL_FILE_NAME, Journal, JournalError } from '../src/agent/journal.ts';
+import { JOURNAL_FILE_NAME, Journal, JournalError } from '../src/agent/applying/journal.ts';
 
 const dirs: string[] = [];
 function tempDir(): string {

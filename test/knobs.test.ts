@@ -25,7 +25,6 @@ import {
   type Knob,
   type Machine,
   type NumericKnob,
-  type TargetKind,
   type TuningMode,
   type ValidationContext,
   type ValidationResult,
@@ -669,7 +668,7 @@ describe('validateChange', () => {
     const noMachine = refused(validateChange({ work_mem: '8MB', jit: 'off' }, ctx({ machine: { memoryBytes: Number.NaN, vcpus: 0 } })));
     assert.equal(noMachine.errors.length, 2);
     assert.match(noMachine.errors[0]!, /work_mem = 8MB cannot be checked: machine memoryBytes/);
-    const badTarget = refused(validateChange({ work_mem: '8MB' }, ctx({ target: 'managed-c' as TargetKind })));
+    const badTarget = refused(validateChange({ work_mem: '8MB' }, ctx({ target: 'managed-c' })));
     assert.match(badTarget.errors[0]!, /unknown target managed-c/);
     accepted(validateChange({}, ctx()));
     // A JSON body may carry "__proto__" as an ordinary key: it is just an unknown name.

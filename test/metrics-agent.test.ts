@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { AGENT_VERSION } from '../src/agent/version.ts';
+import { AGENT_VERSION } from '../src/agent/process/version.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent, startAgent, type AgentProcess } from './helpers/agent-process.ts';
 import { scrape, type Exposition } from './helpers/prometheus.ts';

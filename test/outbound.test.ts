@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Agent, fetch } from 'undici';
-import { configureOutbound, routeChecks } from '../src/agent/outbound.ts';
+import { configureOutbound, routeChecks } from '../src/agent/sending/outbound.ts';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';

@@ -4,7 +4,7 @@
 // guardrail breach; and a Patroni member is told apart from a plain server (for --local).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { connectDb, type Db } from '../src/agent/db.ts';
+import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { detectPatroni, localRefusal } from '../src/agent/targets/patroni/detect.ts';
 import { createPatroniTarget, type PatroniTarget } from '../src/agent/targets/patroni/target.ts';
 import { readTopology, replicaHealth, replicationBreaches, topologyChangedSince } from '../src/agent/targets/patroni/topology.ts';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer, request, type Server } from 'node:http';
 import { after, before, test } from 'node:test';
-import { connectDb, type Db } from '../src/agent/db.ts';
+import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { createPatroniTarget, type PatroniTarget } from '../src/agent/targets/patroni/target.ts';
 import { freePort } from '../src/lab/cluster.ts';
 import { startPatroniLab, type PatroniLab } from '../src/lab/patroni.ts';

@@ -3,7 +3,7 @@
 // applied by restarting the members through Patroni's API.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { connectDb, type Db } from '../src/agent/db.ts';
+import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { createPatroniTarget, type PatroniTarget } from '../src/agent/targets/patroni/target.ts';
 import { startPatroniLab, type PatroniLab, type PatroniLabMember } from '../src/lab/patroni.ts';
 

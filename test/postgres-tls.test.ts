@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { connectDb } from '../src/agent/db.ts';
+import { connectDb } from '../src/agent/database/db.ts';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type IssuedCertificate, type TestCa } from '../src/lab/tls.ts';

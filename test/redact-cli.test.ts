@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { main } from '../src/agent/cli.ts';
+import { main } from '../src/agent/process/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tuner-redact-cli-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { connectDb, type Db } from '../src/agent/db.ts';
+import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { runAgent } from './helpers/agent-process.ts';

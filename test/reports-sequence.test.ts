@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { AgentStartResponseSchema, REPORT_CLOCK_TOLERANCE, ReportResponseSchema, type ReportRequest } from '../src/protocol/v1.ts';
-import { LeaseExpiredError, createServiceClient } from '../src/agent/service-client.ts';
+import { LeaseExpiredError, createServiceClient } from '../src/agent/sending/service-client.ts';
 import { protocolDoc } from '../src/service/docs/protocol-doc.ts';
 import {
   ADMIN_PASSWORD,

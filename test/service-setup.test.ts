@@ -17,7 +17,7 @@ import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';
 import { installScript } from '../src/service/http/downloads.ts';
 import { readDownloads } from '../src/service/setup/downloads.ts';
 import { setupSnippets, shellQuote } from '../src/service/setup/snippets.ts';
-import { agentConnectionContext } from '../src/agent/db-tls.ts';
+import { agentConnectionContext } from '../src/agent/database/db-tls.ts';
 import { planConnection } from '../src/postgres/connect.ts';
 import { setupPage } from '../src/service/web/setup-page.ts';
 import { html } from '../src/service/web/html.ts';

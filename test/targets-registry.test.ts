@@ -4,10 +4,10 @@
 // session's reload-only rule).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { helpText, main, parseInvocation } from '../src/agent/cli.ts';
+import { helpText, main, parseInvocation } from '../src/agent/process/cli.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
-import { createLogger } from '../src/agent/log.ts';
-import type { Db } from '../src/agent/db.ts';
+import { createLogger } from '../src/agent/process/log.ts';
+import type { Db } from '../src/agent/database/db.ts';
 import { TARGETS } from '../src/agent/targets/registry.ts';
 import { catalogFor, effectiveMode } from '../src/knobs/index.ts';
 import { TargetKindSchema } from '../src/protocol/v1.ts';

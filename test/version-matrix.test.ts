@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buildMetricsReport, createCollector, diffSnapshots, type Snapshot } from '../src/agent/collect/index.ts';
-import { AGENT_QUERY_MARKER, connectDb, type Db } from '../src/agent/db.ts';
+import { AGENT_QUERY_MARKER, connectDb, type Db } from '../src/agent/database/db.ts';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { KNOBS, settingsByName, validateChange, type PgSettingRow } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';

@@ -2,13 +2,13 @@
 // lookup on a range into a full scan of a 400,000-row table.
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { applyChange, restore, type ApplyContext } from '../../src/agent/apply.ts';
+import { applyChange, restore, type ApplyContext } from '../../src/agent/applying/apply.ts';
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots } from '../../src/agent/collect/index.ts';
 import { loadConfig } from '../../src/agent/config/load.ts';
-import type { Db } from '../../src/agent/db.ts';
-import { createGuard, knownGoodFigures } from '../../src/agent/guardrails.ts';
-import { Journal } from '../../src/agent/journal.ts';
-import { createLogger } from '../../src/agent/log.ts';
+import type { Db } from '../../src/agent/database/db.ts';
+import { createGuard, knownGoodFigures } from '../../src/agent/applying/guardrails.ts';
+import { Journal } from '../../src/agent/applying/journal.ts';
+import { createLogger } from '../../src/agent/process/log.ts';
 import { createLocalTarget } from '../../src/agent/targets/local/target.ts';
 import type { Cluster } from '../../src/lab/cluster.ts';
 import { until } from './until.ts';

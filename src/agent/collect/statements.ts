@@ -3,7 +3,7 @@
 // only for entries never seen before, in one filtered query. The text cache is what makes the
 // steady state read no text at all; it is pruned to the entries that still exist, so it never
 // outgrows pg_stat_statements.max.
-import { AGENT_QUERY_MARKER } from '../db.ts';
+import { AGENT_QUERY_MARKER } from '../database/db.ts';
 import { buildStatementCountersSql, buildStatementsInfoSql, buildStatementTextsSql, type PgssShape } from './columns.ts';
 import { toBoolOrNull, toCount, toCountOrNull, toInt, toIsoOrNull, toText, toTextOrNull, type Row } from './parse.ts';
 import { statementKey } from '../../protocol/statement.ts';

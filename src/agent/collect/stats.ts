@@ -1,7 +1,7 @@
 // Server-wide statistics besides statements: the clock, pg_stat_database, the checkpointer and
 // background writer, pg_stat_wal, and client activity. Each source is one small query whose SQL
 // is built from the columns the server has (see columns.ts) and whose rows are parsed here.
-import { AGENT_APPLICATION_NAME } from '../db.ts';
+import { AGENT_APPLICATION_NAME } from '../database/db.ts';
 import { pick, type Capabilities, type RelationColumns } from './columns.ts';
 import { toCount, toCountOrNull, toInt, toIso, toIsoOrNull, toNumber, toText, toTextOrNull, type Row } from './parse.ts';
 import type { ActivitySample, CheckpointerSnapshot, DatabaseEntry, Queryable, WalSnapshot } from './types.ts';

@@ -3,7 +3,7 @@
 // stay inside the agent; only the report built from a delta leaves it.
 import type { QueryMix } from '../../measure/objective.ts';
 import type { StatementKey } from '../../protocol/statement.ts';
-import type { Db } from '../db.ts';
+import type { Db } from '../database/db.ts';
 
 /** All that collection needs of the agent's session. */
 export type Queryable = Pick<Db, 'query'>;

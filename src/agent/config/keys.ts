@@ -129,7 +129,7 @@ export const KEYS: readonly KeySpec[] = [
     requiredFor: [],
     help: 'debug logging (default false)',
   },
-  // The guardrails' thresholds (src/agent/guardrails.ts): each may be made stricter than the safe
+  // The guardrails' thresholds (src/agent/applying/guardrails.ts): each may be made stricter than the safe
   // default; looser only with guardrails.allow_looser (src/agent/config/guardrails.ts checks).
   {
     section: 'guardrails',

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { TargetKind } from '../../knobs/index.ts';
-import { redact, registerConnectionString, registerSecret } from '../redact.ts';
-import type { GuardThresholds } from '../guardrails.ts';
+import { redact, registerConnectionString, registerSecret } from '../process/redact.ts';
+import type { GuardThresholds } from '../applying/guardrails.ts';
 import { guardThresholdsFrom } from './guardrails.ts';
 import { ALL_OR_NONE, KEYS, SECTIONS, keyPath, type KeySpec, type ValueKind } from './keys.ts';
 

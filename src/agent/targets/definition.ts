@@ -8,7 +8,7 @@
 // SDKs behind it) and its permission document are imported when they are asked for.
 import type { AllOrNone, KeySpec } from '../config/keys.ts';
 import type { AgentConfig } from '../config/load.ts';
-import type { Peer } from '../outbound.ts';
+import type { Peer } from '../sending/outbound.ts';
 import type { Target, TargetDeps } from './target.ts';
 
 /** What a knob is, as far as a target's choice of parameters goes (see the knob catalog). */

@@ -7,10 +7,10 @@
 import type { Machine, TargetKind } from '../../knobs/index.ts';
 import type { TargetMetric } from '../../protocol/v1.ts';
 import type { AgentConfig } from '../config/load.ts';
-import type { Db } from '../db.ts';
-import type { Logger } from '../log.ts';
-import type { Outbound } from '../outbound.ts';
-import type { PreflightCheck } from '../checks.ts';
+import type { Db } from '../database/db.ts';
+import type { Logger } from '../process/log.ts';
+import type { Outbound } from '../sending/outbound.ts';
+import type { PreflightCheck } from '../process/checks.ts';
 
 export type { PreflightCheck };
 
@@ -62,7 +62,7 @@ export interface TargetDeps {
   db: Db;
   config: AgentConfig;
   log: Logger;
-  /** How the cloud APIs are reached: proxy and CAs (src/agent/outbound.ts); the SDKs' own
+  /** How the cloud APIs are reached: proxy and CAs (src/agent/sending/outbound.ts); the SDKs' own
    * defaults without it. */
   outbound?: Outbound;
 }

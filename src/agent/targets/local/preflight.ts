@@ -3,7 +3,7 @@
 // restarts are allowed.
 import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
 import type { AgentConfig } from '../../config/load.ts';
-import type { Db } from '../../db.ts';
+import type { Db } from '../../database/db.ts';
 import type { MachineInfo, PreflightCheck } from '../target.ts';
 import { CAN_READ_FILE_SETTINGS } from './write.ts';
 import { describeMachine } from '../machine-size.ts';

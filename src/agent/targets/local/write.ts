@@ -5,8 +5,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { isNeverTouch } from '../../../knobs/index.ts';
 import type { AgentConfig } from '../../config/load.ts';
-import type { Db } from '../../db.ts';
-import { errorMessage } from '../../log.ts';
+import type { Db } from '../../database/db.ts';
+import { errorMessage } from '../../process/log.ts';
 import { UndoFailedError, type Overrides, type WriteOptions, type WriteResult } from '../target.ts';
 
 const run = promisify(execFile);

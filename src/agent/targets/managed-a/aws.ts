@@ -10,7 +10,7 @@ import { EC2Client } from '@aws-sdk/client-ec2';
 import { PIClient } from '@aws-sdk/client-pi';
 import { RDSClient } from '@aws-sdk/client-rds';
 import type { AgentConfig } from '../../config/load.ts';
-import type { Outbound } from '../../outbound.ts';
+import type { Outbound } from '../../sending/outbound.ts';
 import type { AwsAction } from './permissions.ts';
 
 /** The SDK retries throttling and transient errors itself, with backoff, up to this many tries. */
@@ -42,7 +42,7 @@ export function createAwsClients(settings: AgentConfig['managedA'], outbound?: O
     );
   }
   const credentials = accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined;
-  // The request handler carries the proxy route and the CAs (src/agent/outbound.ts). The SDK's
+  // The request handler carries the proxy route and the CAs (src/agent/sending/outbound.ts). The SDK's
   // credential providers (IMDS, ECS task role) make their own direct connections.
   const common = {
     region,

@@ -17,7 +17,7 @@ import {
 } from '@aws-sdk/client-rds';
 import { z } from 'zod';
 import { allowedValueProblem } from '../allowed-values.ts';
-import type { Db } from '../../db.ts';
+import type { Db } from '../../database/db.ts';
 import { awsCall, isAccessDenied } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
 import type { OptionalAction } from './permissions.ts';

@@ -5,7 +5,7 @@
 // optional action (beyond the spec's policy) that Cloud A refuses is one WARN line saying what
 // the agent does without it.
 import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
-import { errorMessage } from '../../log.ts';
+import { errorMessage } from '../../process/log.ts';
 import { errorCodes, hasCode, isAccessDenied } from './aws.ts';
 import { withoutLine, type Capabilities } from './capabilities.ts';
 import { groupLabel, type ParameterGroups } from './groups.ts';

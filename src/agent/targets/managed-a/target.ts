@@ -2,7 +2,7 @@
 // current writer) found again at every call, and the parts that read, write, size and measure.
 import type { TargetKind } from '../../../knobs/index.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
-import { errorMessage } from '../../log.ts';
+import { errorMessage } from '../../process/log.ts';
 import { ParameterApplier } from './write.ts';
 import { createAwsClients } from './aws.ts';
 import { Capabilities } from './capabilities.ts';

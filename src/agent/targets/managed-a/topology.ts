@@ -6,8 +6,8 @@
 // DATABASE_IDENTIFIER, as the spec defines it); the cluster parameter group is then unknown.
 import { DescribeDBClustersCommand, DescribeDBInstancesCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { z } from 'zod';
-import type { Db } from '../../db.ts';
-import type { Logger } from '../../log.ts';
+import type { Db } from '../../database/db.ts';
+import type { Logger } from '../../process/log.ts';
 import { AwsCallError, awsCall, hasCode, isAccessDenied } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
 import { GiB } from '../../../knobs/units.ts';

@@ -7,9 +7,9 @@
 //   → on incompatible-parameters, or any failure after the write: put the previous values back.
 import { RebootDBInstanceCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { isNeverTouch } from '../../../knobs/index.ts';
-import type { Db } from '../../db.ts';
-import { errorMessage, type Logger } from '../../log.ts';
-import { sameSetting } from '../../settings.ts';
+import type { Db } from '../../database/db.ts';
+import { errorMessage, type Logger } from '../../process/log.ts';
+import { sameSetting } from '../../applying/settings.ts';
 import { awsCall } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
 import {

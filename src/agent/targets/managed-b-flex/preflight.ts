@@ -4,7 +4,7 @@
 // restart, and Azure Monitor readable. A refused call names the role action it needed.
 import { MANAGED_B_FLEX_KNOBS } from '../../../knobs/index.ts';
 import type { AgentConfig } from '../../config/load.ts';
-import { errorMessage } from '../../log.ts';
+import { errorMessage } from '../../process/log.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
 import type { ManagedBFlexApi, FlexibleServer, ServerParameter } from './api.ts';
 import { ACTIONS } from './permissions.ts';

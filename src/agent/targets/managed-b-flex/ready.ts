@@ -6,8 +6,8 @@
 // what the service's other clients learned to do
 // (https://github.com/hashicorp/terraform-provider-azurerm/pull/29221).
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Db } from '../../db.ts';
-import type { Logger } from '../../log.ts';
+import type { Db } from '../../database/db.ts';
+import type { Logger } from '../../process/log.ts';
 import type { ManagedBFlexApi } from './api.ts';
 
 /** States an operation passes through: over in seconds (a configuration) to a minute or two (a restart). */

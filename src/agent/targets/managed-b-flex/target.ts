@@ -1,7 +1,7 @@
 // The Cloud B target put together: the API client made once, the server (and so the machine)
 // re-read now and then, and the parts that read, write, size and measure (see index.ts).
 import type { TargetMetric } from '../../../protocol/v1.ts';
-import { errorMessage } from '../../log.ts';
+import { errorMessage } from '../../process/log.ts';
 import { ManagedBFlexApi, type FlexibleServer } from './api.ts';
 import { createIdentity, resourceManager } from './identity.ts';
 import { azureTunesReason, intelligentTuningOf } from './intelligent-tuning.ts';

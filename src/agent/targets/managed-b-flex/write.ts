@@ -9,10 +9,10 @@
 // into a service bug and that the service reports `system-default` again by itself. Same here.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MANAGED_B_FLEX_KNOBS, isNeverTouch } from '../../../knobs/index.ts';
-import type { Db } from '../../db.ts';
-import type { Logger } from '../../log.ts';
-import { errorMessage } from '../../log.ts';
-import { sameSetting } from '../../settings.ts';
+import type { Db } from '../../database/db.ts';
+import type { Logger } from '../../process/log.ts';
+import { errorMessage } from '../../process/log.ts';
+import { sameSetting } from '../../applying/settings.ts';
 import { USER_OVERRIDE, type ManagedBFlexApi, type ServerParameter } from './api.ts';
 import { allowedValueProblem } from '../allowed-values.ts';
 import { ManagedBFlexError } from './errors.ts';

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { Db } from '../../db.ts';
+import type { Db } from '../../database/db.ts';
 
 /** Patroni's default restapi port. */
 export const PATRONI_DEFAULT_API_PORT = 8008;

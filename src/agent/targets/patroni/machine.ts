@@ -3,7 +3,7 @@
 // host when the leader is on it, else unknown (the agent then asks for the keys).
 import { availableParallelism, totalmem } from 'node:os';
 import type { AgentConfig } from '../../config/load.ts';
-import { errorMessage } from '../../log.ts';
+import { errorMessage } from '../../process/log.ts';
 import type { MachineInfo, PreflightCheck } from '../target.ts';
 import { describeMachine } from '../machine-size.ts';
 import { MiB } from '../../../knobs/units.ts';

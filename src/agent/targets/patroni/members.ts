@@ -1,8 +1,8 @@
 // The cluster's members as the agent reads them: a session to each member's PostgreSQL (the
 // credentials of postgresql.connection_url, the host and port /cluster gives for the member),
 // and each member's pg_settings compared with the dynamic configuration.
-import { connectDb, type Db } from '../../db.ts';
-import { sameSetting } from '../../settings.ts';
+import { connectDb, type Db } from '../../database/db.ts';
+import { sameSetting } from '../../applying/settings.ts';
 import { isPgBaseUnit, parseQuantity } from '../../../knobs/units.ts';
 import type { ClusterMember, ParameterValue } from './api.ts';
 

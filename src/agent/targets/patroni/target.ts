@@ -6,7 +6,7 @@ import { catalogFor, type TargetKind, type TuningMode } from '../../../knobs/ind
 import { describeConnection } from '../../../postgres/connect.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import type { AgentConfig } from '../../config/load.ts';
-import type { Db } from '../../db.ts';
+import type { Db } from '../../database/db.ts';
 import type { MachineInfo, Overrides, PreflightCheck, Target, WriteOptions, WriteResult } from '../target.ts';
 import { PatroniApi, type ParameterValue } from './api.ts';
 import type { PatroniConfig } from './config.ts';

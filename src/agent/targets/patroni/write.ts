@@ -4,8 +4,8 @@
 // member; the agent waits, with a bound, until every member it can reach runs the values in
 // pg_settings (the leader at least), else puts back exactly what it found and throws.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Db } from '../../db.ts';
-import { errorMessage } from '../../log.ts';
+import type { Db } from '../../database/db.ts';
+import { errorMessage } from '../../process/log.ts';
 import { UndoFailedError, type Overrides } from '../target.ts';
 import {
   PatroniApiError,

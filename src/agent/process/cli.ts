@@ -2,26 +2,26 @@
 // Exit codes are part of the interface (docs/cli.md): scripts and supervisors rely on them.
 import { constants as osConstants } from 'node:os';
 import { parseArgs } from 'node:util';
-import type { TargetKind } from '../knobs/index.ts';
-import { REPORT_INTERVAL_SECONDS } from '../protocol/v1.ts';
-import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
-import { ConfigError, loadConfig, type AgentConfig } from './config/load.ts';
-import { connectDb, type Db } from './db.ts';
-import { agentConnectionContext } from './db-tls.ts';
+import type { TargetKind } from '../../knobs/index.ts';
+import { REPORT_INTERVAL_SECONDS } from '../../protocol/v1.ts';
+import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, type ApplyOutcome } from '../applying/apply.ts';
+import { ConfigError, loadConfig, type AgentConfig } from '../config/load.ts';
+import { connectDb, type Db } from '../database/db.ts';
+import { agentConnectionContext } from '../database/db-tls.ts';
 import { InitError, initInstance } from './init.ts';
-import { Journal, JournalError } from './journal.ts';
+import { Journal, JournalError } from '../applying/journal.ts';
 import { redact } from './redact.ts';
 import { createLogger, errorMessage, type Logger } from './log.ts';
 import { runLoop } from './loop.ts';
-import { configureOutbound, OutboundError, routeChecks, type Outbound, type Peer } from './outbound.ts';
+import { configureOutbound, OutboundError, routeChecks, type Outbound, type Peer } from '../sending/outbound.ts';
 import { connectionChecks, formatChecks, preflightPassed, runPreflight, serviceChecks } from './preflight.ts';
-import { ServiceRejectedError, createServiceClient } from './service-client.ts';
+import { ServiceRejectedError, createServiceClient } from '../sending/service-client.ts';
 import { collectOnce } from './once.ts';
-import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../postgres/connect.ts';
-import { describeConnection } from '../postgres/connect.ts';
+import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../../postgres/connect.ts';
+import { describeConnection } from '../../postgres/connect.ts';
 // The targets' definitions import their SDKs only when a target is made (registry.ts).
-import { TARGETS, type TargetRegistry } from './targets/registry.ts';
-import type { Target } from './targets/target.ts';
+import { TARGETS, type TargetRegistry } from '../targets/registry.ts';
+import type { Target } from '../targets/target.ts';
 import type { AgentMetricsServer } from './metrics.ts';
 import { AGENT_VERSION } from './version.ts';
 

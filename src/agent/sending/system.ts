@@ -1,10 +1,10 @@
 // What the agent tells the service about its database: version, machine, and the catalog's
 // parameters as the server has them. Shaped by the protocol, so both sides agree on it.
-import { catalogFor, CONSTRAINT_INPUTS } from '../knobs/index.ts';
-import type { Setting, SystemInfo } from '../protocol/v1.ts';
-import type { Db } from './db.ts';
-import { readSettings } from './settings.ts';
-import type { Target } from './targets/target.ts';
+import { catalogFor, CONSTRAINT_INPUTS } from '../../knobs/index.ts';
+import type { Setting, SystemInfo } from '../../protocol/v1.ts';
+import type { Db } from '../database/db.ts';
+import { readSettings } from '../applying/settings.ts';
+import type { Target } from '../targets/target.ts';
 
 /** The catalog's parameters (every mode, so the service sees what restart mode would tune), and
  * the settings its constraints read, which a target may not tune (Cloud B's memory budget reads

@@ -21,8 +21,8 @@ import { Agent as RoutingBase, type AgentConnectOpts } from 'agent-base';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { getProxyForUrl } from 'proxy-from-env';
 import { EnvHttpProxyAgent, type Dispatcher } from 'undici';
-import { redact, registerConnectionString } from './redact.ts';
-import type { PreflightCheck } from './checks.ts';
+import { redact, registerConnectionString } from '../process/redact.ts';
+import type { PreflightCheck } from '../process/checks.ts';
 
 /** Link-local metadata endpoints of the clouds: never through a proxy. */
 export const METADATA_HOSTS = ['169.254.169.254', '169.254.170.2', '[fd00:ec2::254]', 'fd00:ec2::254'] as const;

@@ -3,9 +3,9 @@
 // module only then, so an agent without metrics does not load prom-client.
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { hostAndPort } from '../protocol/host-port.ts';
-import { COMMAND_OUTCOMES, type CommandAckRequest } from '../protocol/v1.ts';
-import { sameOverride, type Journal } from './journal.ts';
+import { hostAndPort } from '../../protocol/host-port.ts';
+import { COMMAND_OUTCOMES, type CommandAckRequest } from '../../protocol/v1.ts';
+import { sameOverride, type Journal } from '../applying/journal.ts';
 import { AGENT_VERSION } from './version.ts';
 
 type Outcome = CommandAckRequest['status'];
@@ -13,7 +13,7 @@ type Outcome = CommandAckRequest['status'];
 const REVERT_CAUSES = ['command', 'guardrail', 'recovery'] as const;
 export type RevertCause = (typeof REVERT_CAUSES)[number];
 
-/** What the loop tells the metrics (src/agent/loop.ts). */
+/** What the loop tells the metrics (src/agent/process/loop.ts). */
 export interface AgentMetrics {
   /** One collection, with how long it took. */
   collected(seconds: number): void;

@@ -3,14 +3,14 @@
 //   → journal the intent → write through the target → read every value back from pg_settings
 //   → on any mismatch, put the previous values back and say so.
 import { randomUUID } from 'node:crypto';
-import { validateChange, type TuningMode } from '../knobs/index.ts';
-import type { AgentConfig } from './config/load.ts';
-import type { Db } from './db.ts';
+import { validateChange, type TuningMode } from '../../knobs/index.ts';
+import type { AgentConfig } from '../config/load.ts';
+import type { Db } from '../database/db.ts';
 import { sameOverride, type Journal } from './journal.ts';
-import type { Logger } from './log.ts';
-import { errorMessage } from './log.ts';
+import type { Logger } from '../process/log.ts';
+import { errorMessage } from '../process/log.ts';
 import { readSettings, sameSetting, type Settings } from './settings.ts';
-import type { Overrides, Target } from './targets/target.ts';
+import type { Overrides, Target } from '../targets/target.ts';
 
 export interface ApplyContext {
   db: Db;

@@ -17,11 +17,19 @@ import {
   type CommandAckRequest,
   type ReportRequest,
   type SystemInfo,
-} from '../protocol/v1.ts';
+} from '../../protocol/v1.ts';
 import { preflightProblems, runPreflight, tuningBlockedReason } from './preflight.ts';
-import { applyChange, recoverOnStart, recoveryReason, restore, tuningMode, type ApplyContext, type ApplyOutcome } from './apply.ts';
-import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
-import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from './guardrails.ts';
+import {
+  applyChange,
+  recoverOnStart,
+  recoveryReason,
+  restore,
+  tuningMode,
+  type ApplyContext,
+  type ApplyOutcome,
+} from '../applying/apply.ts';
+import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from '../collect/index.ts';
+import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from '../applying/guardrails.ts';
 import { errorMessage } from './log.ts';
 import type { AgentMetrics } from './metrics.ts';
 import {
@@ -31,8 +39,8 @@ import {
   ServiceUnavailableError,
   backoffMs,
   type ServiceClient,
-} from './service-client.ts';
-import { catalogSettings, describeSystem } from './system.ts';
+} from '../sending/service-client.ts';
+import { catalogSettings, describeSystem } from '../sending/system.ts';
 import { AGENT_VERSION } from './version.ts';
 
 export const LEASE_FILE_NAME = 'tuner-agent.lease.json';

@@ -9,7 +9,7 @@
 // The connection URL means what it means to libpq (src/postgres/connect.ts), with the target's
 // TLS defaults when it names no sslmode.
 import type pg from 'pg';
-import { connectClient, planConnection, type ConnectionContext, type ConnectionSecurity } from '../postgres/connect.ts';
+import { connectClient, planConnection, type ConnectionContext, type ConnectionSecurity } from '../../postgres/connect.ts';
 
 export const AGENT_APPLICATION_NAME = 'tuner-agent';
 /** Begins and ends every statement the agent sends; collectors drop statements whose text starts

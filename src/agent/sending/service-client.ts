@@ -18,9 +18,9 @@ import {
   type CommandAckRequest,
   type ReportRequest,
   type ReportResponse,
-} from '../protocol/v1.ts';
-import { redact } from './redact.ts';
-import { AGENT_VERSION } from './version.ts';
+} from '../../protocol/v1.ts';
+import { redact } from '../process/redact.ts';
+import { AGENT_VERSION } from '../process/version.ts';
 
 const REQUEST_TIMEOUT_MS = 30_000;
 /** The largest answer the agent reads: the protocol's own bound on a body. A longer one (a broken
@@ -68,7 +68,7 @@ export interface ServiceClientOptions {
   serverUrl: string;
   apiKey: string;
   databaseId: string;
-  /** The route to the service: proxy and CAs (src/agent/outbound.ts); Node's default without. */
+  /** The route to the service: proxy and CAs (src/agent/sending/outbound.ts); Node's default without. */
   dispatcher?: Dispatcher;
 }
 

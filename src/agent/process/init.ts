@@ -4,9 +4,9 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isSea } from 'node:sea';
-import type { TargetKind } from '../knobs/index.ts';
-import { agentYamlTemplate } from './config/template.ts';
-import { CONFIG_FILE_NAME } from './config/load.ts';
+import type { TargetKind } from '../../knobs/index.ts';
+import { agentYamlTemplate } from '../config/template.ts';
+import { CONFIG_FILE_NAME } from '../config/load.ts';
 
 export const BINARY_NAME = 'tuner-agent';
 

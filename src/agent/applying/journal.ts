@@ -10,7 +10,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import type { Overrides } from './targets/target.ts';
+import type { Overrides } from '../targets/target.ts';
 
 export const JOURNAL_FILE_NAME = 'tuner-agent.journal.json';
 

@@ -1,9 +1,9 @@
 // The prerequisites of the spec, checked one by one; each failure says what to do, in the words
 // of the setup steps. Target-specific checks come from the target itself.
-import { PROTOCOL_VERSION, type SystemInfo, type TargetKind } from '../protocol/v1.ts';
-import { PostgresConnectError, describeConnection, describeSecurity } from '../postgres/connect.ts';
-import type { ConnectStep } from '../postgres/connect-errors.ts';
-import type { AgentConfig } from './config/load.ts';
+import { PROTOCOL_VERSION, type SystemInfo, type TargetKind } from '../../protocol/v1.ts';
+import { PostgresConnectError, describeConnection, describeSecurity } from '../../postgres/connect.ts';
+import type { ConnectStep } from '../../postgres/connect-errors.ts';
+import type { AgentConfig } from '../config/load.ts';
 import { errorMessage } from './log.ts';
 import {
   LeaseExpiredError,
@@ -11,11 +11,11 @@ import {
   ServiceRejectedError,
   ServiceUnavailableError,
   type ServiceClient,
-} from './service-client.ts';
-import type { Db } from './db.ts';
-import type { Journal } from './journal.ts';
-import { TARGETS } from './targets/registry.ts';
-import type { PreflightCheck, Target } from './targets/target.ts';
+} from '../sending/service-client.ts';
+import type { Db } from '../database/db.ts';
+import type { Journal } from '../applying/journal.ts';
+import { TARGETS } from '../targets/registry.ts';
+import type { PreflightCheck, Target } from '../targets/target.ts';
 
 /** The parts of pg_monitor, each a right the agent uses: settings such as shared_preload_libraries,
  * the statistics of every session and statement, and the functions that scan tables. */

@@ -4,11 +4,11 @@
 //
 //   judgeWindow()   pure: one window's metrics against the known-good figures → breaches
 //   createGuard()   at each tick, judges the window since the last one that held enough calls
-import { buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from './collect/index.ts';
-import type { Db } from './db.ts';
-import { MiB } from '../knobs/index.ts';
-import type { MetricsReport } from '../protocol/report.ts';
-import type { TargetMetric } from '../protocol/v1.ts';
+import { buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from '../collect/index.ts';
+import type { Db } from '../database/db.ts';
+import { MiB } from '../../knobs/index.ts';
+import type { MetricsReport } from '../../protocol/report.ts';
+import type { TargetMetric } from '../../protocol/v1.ts';
 
 export interface GuardThresholds {
   /** Breach when the baseline-mix runtime is over this factor of known-good in two windows in a row… */
