@@ -131,12 +131,11 @@ export async function receiveReport(
   // A command waiting already goes first. What the session queued now goes out in this answer
   // (else with the next report), and while the session measures, the agent reports often enough
   // to fill its window: the database's own interval wins only when it is shorter.
-  const session = await afterReport(ctx, database.id, log);
-  const command = result.command ?? (session.commandIssued ? await ctx.storage.sendNextCommand(database.id) : null);
+  const session = await afterReport(ctx, database.id, result.tuningSessionRunning, result.command === null, log);
   return {
     nextReportInSeconds: Math.min(result.reportIntervalSeconds, session.reportIntervalSeconds ?? Infinity),
     leaseExpiresAt: result.expiresAt.toISOString(),
-    command,
+    command: result.command ?? session.command,
   };
 }
 

@@ -48,3 +48,45 @@ export function observeDriverErrors(driver: SqlDriver, onError: (err: unknown) =
     close: () => driver.close(),
   };
 }
+
+/** One call that goes to the storage and waits for its answer: a statement, a script, or a whole
+ * transaction (whose statements are counted apart, in `statements`). */
+export interface StorageCall {
+  kind: 'query' | 'exec' | 'transaction' | 'advisory_lock';
+  /** The prepared statement's name, or the statement's first line (a transaction's first statement). */
+  label: string;
+  /** The statements it ran: 1 for a query, those inside for a transaction. */
+  statements: number;
+}
+
+/** A SQL driver that tells `onCall` of each call the service makes to the storage when the call
+ * is done: what a request costs in storage round-trips (test/report-roundtrips.test.ts). */
+export function observeDriverCalls(driver: SqlDriver, onCall: (call: StorageCall) => void): SqlDriver {
+  const labelOf = (text: string, name?: string) => name ?? text.trim().split('\n')[0]!.slice(0, 80);
+  /** Counts the statements a transaction runs, and names it by its first. */
+  const inside = async <R>(tx: Queryable, fn: (tx: Queryable) => Promise<R>): Promise<R> => {
+    let statements = 0;
+    let label = '';
+    try {
+      return await fn({
+        query: <T extends object>(text: string, params?: readonly unknown[], options?: { name?: string }) => {
+          statements += 1;
+          if (statements === 1) label = labelOf(text, options?.name);
+          return tx.query<T>(text, params, options);
+        },
+      });
+    } finally {
+      onCall({ kind: 'transaction', label, statements });
+    }
+  };
+  return {
+    kind: driver.kind,
+    query: <T extends object>(text: string, params?: readonly unknown[], options?: { name?: string }) =>
+      driver.query<T>(text, params, options).finally(() => onCall({ kind: 'query', label: labelOf(text, options?.name), statements: 1 })),
+    exec: (text) => driver.exec(text).finally(() => onCall({ kind: 'exec', label: labelOf(text), statements: 1 })),
+    transaction: (fn) => driver.transaction((tx) => inside(tx, fn)),
+    withAdvisoryLock: (key, fn) =>
+      driver.withAdvisoryLock(key, fn).finally(() => onCall({ kind: 'advisory_lock', label: `${key}`, statements: 1 })),
+    close: () => driver.close(),
+  };
+}

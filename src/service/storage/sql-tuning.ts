@@ -5,6 +5,7 @@
 import type { Command } from '../../protocol/v1.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
+import { sendNextCommand } from './sql-agents.ts';
 import { cancelledOutcome, findCommand, isUniqueViolation, one } from './sql-rows.ts';
 import {
   ACTIVE_SESSION_STATES,
@@ -275,6 +276,7 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
       ]);
     },
     issueCommand: (command, createdById) => insertCommand(q, databaseId, command, createdById),
+    sendNextCommand: () => sendNextCommand(q, databaseId),
     command: (commandId) => findCommand(q, databaseId, commandId),
     async cancelCommand(commandId, reason) {
       const rows = await q.query(
