@@ -1,8 +1,8 @@
 // A SQL driver that tells someone about each storage failure (for the storage-errors counter):
 // a statement that failed, or a transaction that could not begin or commit. What the caller's own
-// code throws inside a transaction (a refused request, a busy session) is not the storage's fault
+// code throws inside a transaction (a refused request, a busy tuning session) is not the storage's fault
 // and is not told.
-import type { Queryable, SqlDriver, SqlDriverSession } from './driver.ts';
+import type { Queryable, SqlDriver, SqlConnection } from './driver.ts';
 
 export function observeDriverErrors(driver: SqlDriver, onError: (err: unknown) => void): SqlDriver {
   /** Errors already told (a failed statement also fails its transaction) or thrown by callers. */
@@ -34,7 +34,7 @@ export function observeDriverErrors(driver: SqlDriver, onError: (err: unknown) =
         throw err;
       }
     };
-  const observedSession = (conn: SqlDriverSession): SqlDriverSession => ({
+  const observedConnection = (conn: SqlConnection): SqlConnection => ({
     ...observedQueryable(conn),
     exec: (text) => watched(conn.exec(text)),
     transaction: (fn) => watched(conn.transaction(callerFn(fn, observedQueryable))),
@@ -44,7 +44,7 @@ export function observeDriverErrors(driver: SqlDriver, onError: (err: unknown) =
     ...observedQueryable(driver),
     exec: (text) => watched(driver.exec(text)),
     transaction: (fn) => watched(driver.transaction(callerFn(fn, observedQueryable))),
-    withAdvisoryLock: (key, fn) => watched(driver.withAdvisoryLock(key, callerFn(fn, observedSession))),
+    withAdvisoryLock: (key, fn) => watched(driver.withAdvisoryLock(key, callerFn(fn, observedConnection))),
     close: () => driver.close(),
   };
 }
