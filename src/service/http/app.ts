@@ -88,7 +88,7 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
   // For load balancers and orchestrators: 200 while the storage answers, 503 otherwise.
   app.get('/healthz', async (_request, reply) => {
     try {
-      await ctx.storage.ping();
+      await ctx.ping();
       return await reply.send({ ok: true });
     } catch {
       return reply.code(503).send(errorBody('internal', 'the storage does not answer'));

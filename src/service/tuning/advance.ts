@@ -9,10 +9,15 @@ import { RUNNING_SESSION_STATES, type TuningSessionRecord, type TuningStore } fr
 import { advanceSession, type AdvanceResult } from './engine.ts';
 import { sessionReportInterval } from './params.ts';
 import type { RunningSessions } from './running.ts';
-import type { ServiceContext } from '../app/context.ts';
 
 const RUNNING = new Set(RUNNING_SESSION_STATES);
 const MEASURING = new Set<TuningSessionRecord['state']>(['baseline', 'iterating']);
+
+/** What moving sessions on needs: the tuning port, and the cache of databases with a running session. */
+export interface AdvanceDeps {
+  stores: { tuning: TuningStore };
+  runningSessions: RunningSessions;
+}
 
 export interface AdvanceOptions {
   /** The clock; the storage's by default (the one reports and acks are stamped with). */
@@ -64,7 +69,7 @@ async function runningSession(storage: TuningStore, running: RunningSessions, da
  * nothing more.
  */
 export async function afterReport(
-  { storage, runningSessions }: ServiceContext,
+  { stores, runningSessions }: AdvanceDeps,
   databaseId: string,
   runsInStorage: boolean,
   handOver: boolean,
@@ -72,7 +77,7 @@ export async function afterReport(
 ): Promise<AfterReport> {
   try {
     if (!runs(runningSessions, databaseId, runsInStorage)) return NOTHING;
-    const stepped = await storage.withTuningSession(databaseId, null, { skipLocked: false }, async (tx, active) => {
+    const stepped = await stores.tuning.withTuningSession(databaseId, null, { skipLocked: false }, async (tx, active) => {
       const advanced = await advanceSession(tx, active, await tx.now());
       return { advanced, command: advanced.commandIssued && handOver ? await tx.sendNextCommand() : null };
     });
@@ -91,9 +96,9 @@ export async function afterReport(
   }
 }
 
-export async function afterAck({ storage, runningSessions }: ServiceContext, databaseId: string, log: FastifyBaseLogger): Promise<void> {
+export async function afterAck({ stores, runningSessions }: AdvanceDeps, databaseId: string, log: FastifyBaseLogger): Promise<void> {
   try {
-    if (await runningSession(storage, runningSessions, databaseId)) await advanceTuningSession(storage, databaseId);
+    if (await runningSession(stores.tuning, runningSessions, databaseId)) await advanceTuningSession(stores.tuning, databaseId);
   } catch (err) {
     log.warn(
       { err: safeErrorForLog(err), databaseId },
