@@ -2,29 +2,24 @@
 // log out); `GET /api/manage/session`, its former name, answers alike for one more release.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService } from './helpers/service.ts';
 
-let store: ServiceStore;
-let service: TestService;
+let url = '';
+let stop: () => Promise<void> = () => Promise.resolve();
 
 before(async () => {
-  store = await createServiceStore('pglite');
-  service = await startTestService(store);
+  const store = await createServiceStore('pglite');
+  const service = await startTestService(store);
+  url = service.url;
+  stop = async () => {
+    await service.close();
+    await store.dispose();
+  };
 });
-after(async () => {
-  await service?.close();
-  await store?.dispose();
-});
+after(() => stop());
 
 test('GET /api/manage/login and its alias /api/manage/session answer alike, logged in or not', async () => {
-  const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  const person = await PersonClient.login(url, 'admin', ADMIN_PASSWORD);
   const login = await person.get<{ user: { username: string; isAdmin: boolean }; csrfToken: string }>('/api/manage/login');
   const alias = await person.get('/api/manage/session');
   assert.equal(login.status, 200);
@@ -32,7 +27,7 @@ test('GET /api/manage/login and its alias /api/manage/session answer alike, logg
   assert.equal(login.body.csrfToken, person.csrfToken);
   assert.deepEqual([alias.status, alias.body], [login.status, login.body]);
 
-  const stranger = new PersonClient(service.url);
+  const stranger = new PersonClient(url);
   const refused = await stranger.get('/api/manage/login');
   const refusedAlias = await stranger.get('/api/manage/session');
   assert.equal(refused.status, 401);
@@ -40,7 +35,7 @@ test('GET /api/manage/login and its alias /api/manage/session answer alike, logg
 });
 
 test('DELETE /api/manage/login logs out (with the CSRF token, as every change)', async () => {
-  const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  const person = await PersonClient.login(url, 'admin', ADMIN_PASSWORD);
   const token = person.csrfToken;
   person.csrfToken = '';
   assert.equal((await person.request('DELETE', '/api/manage/login')).status, 403, 'no CSRF token');
