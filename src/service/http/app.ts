@@ -30,7 +30,7 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     logger: {
       level: ctx.config.logLevel,
       ...(options.logStream && { stream: options.logStream }),
-      // Headers never go to the log: they carry API keys and session cookies.
+      // Headers never go to the log: they carry API keys and login cookies.
       serializers: {
         req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.split('?')[0] }),
       },

@@ -35,8 +35,8 @@ export async function startLoginSession(
   const token = randomToken();
   const csrfToken = randomToken();
   const expiresAt = new Date(Date.now() + LOGIN_DAYS * 86_400_000);
-  const session: LoginSession = { user, csrfToken, expiresAt };
-  await recordLoginSession(ctx, sha256Hex(token), session);
+  const login: LoginSession = { user, csrfToken, expiresAt };
+  await recordLoginSession(ctx, sha256Hex(token), login);
   reply.setCookie(LOGIN_COOKIE, token, {
     httpOnly: true,
     sameSite: 'lax',
@@ -44,7 +44,7 @@ export async function startLoginSession(
     path: '/',
     expires: expiresAt,
   });
-  return session;
+  return login;
 }
 
 export async function endLoginSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -53,6 +53,6 @@ export async function endLoginSession(ctx: ServiceContext, request: FastifyReque
   reply.clearCookie(LOGIN_COOKIE, { path: '/' });
 }
 
-export function csrfMatches(session: LoginSession, presented: unknown): boolean {
-  return typeof presented === 'string' && sameSecret(presented, session.csrfToken);
+export function csrfMatches(login: LoginSession, presented: unknown): boolean {
+  return typeof presented === 'string' && sameSecret(presented, login.csrfToken);
 }

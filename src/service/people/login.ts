@@ -44,8 +44,8 @@ export async function authenticate(
 }
 
 /** Stores a login session (only its token's hash) for the user who just logged in. */
-export async function recordLoginSession(deps: PeopleDeps, tokenHash: string, session: LoginSession): Promise<void> {
-  await deps.stores.people.createLoginSession(tokenHash, session.user.id, session.csrfToken, session.expiresAt);
+export async function recordLoginSession(deps: PeopleDeps, tokenHash: string, login: LoginSession): Promise<void> {
+  await deps.stores.people.createLoginSession(tokenHash, login.user.id, login.csrfToken, login.expiresAt);
 }
 
 /** Logging out: the login session with this token hash is forgotten. */
