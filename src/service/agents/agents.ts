@@ -136,14 +136,14 @@ export async function receiveReport(
   const result = await ctx.stores.agents.recordReport(database.id, report, storedBody, ctx.leasePolicy);
   if (result.kind === 'lease_expired') throw leaseExpired(report.leaseId);
   if (result.kind === 'out_of_order') throw outOfOrder(report, result.lastSeq);
-  // A command waiting already goes first. What the session queued now goes out in this answer
-  // (else with the next report), and while the session measures, the agent reports often enough
-  // to fill its window: the database's own interval wins only when it is shorter.
-  const session = await afterReport(ctx, database.id, result.tuningSessionRunning, result.command === null, log);
+  // A command waiting already goes first. What the tuning session queued now goes out in this
+  // answer (else with the next report), and while the tuning session measures, the agent reports
+  // often enough to fill its window: the database's own interval wins only when it is shorter.
+  const tuning = await afterReport(ctx, database.id, result.tuningSessionRunning, result.command === null, log);
   return {
-    nextReportInSeconds: Math.min(result.reportIntervalSeconds, session.reportIntervalSeconds ?? Infinity),
+    nextReportInSeconds: Math.min(result.reportIntervalSeconds, tuning.reportIntervalSeconds ?? Infinity),
     leaseExpiresAt: result.expiresAt.toISOString(),
-    command: result.command ?? session.command,
+    command: result.command ?? tuning.command,
   };
 }
 

@@ -25,8 +25,12 @@ export async function commands(deps: DatabasesDeps, user: User, databaseId: stri
 }
 
 export async function latestReport(deps: DatabasesDeps, user: User, databaseId: string): Promise<StoredReport | null> {
-  await databaseOf(deps, user, databaseId);
-  return deps.stores.databases.latestReport(user.accountId, databaseId);
+  return latestReportOf(deps, await databaseOf(deps, user, databaseId));
+}
+
+/** The latest report of a database `databaseOf` returned (its account checked already). */
+export function latestReportOf(deps: DatabasesDeps, database: DatabaseSummary): Promise<StoredReport | null> {
+  return deps.stores.databases.latestReport(database.accountId, database.id);
 }
 
 export async function recentEvents(deps: DatabasesDeps, user: User, databaseId: string, limit: number): Promise<StoredEvent[]> {

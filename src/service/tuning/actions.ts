@@ -3,7 +3,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { conflict, invalid, notFound } from '../errors.ts';
 import { databaseOf, type DatabasesDeps } from '../databases/actions.ts';
-import { latestReport } from '../databases/queries.ts';
+import { latestReportOf } from '../databases/queries.ts';
 import type { User } from '../people/store.ts';
 import { ACTIVE_SESSION_STATES, SessionBusyError, type TuningSessionRecord, type TuningSessionTx, type TuningStore } from './store.ts';
 import type { RunningSessions } from './running.ts';
@@ -46,7 +46,7 @@ export async function startTuningSession(
     throw conflict(
       "the agent could not tell the machine's memory and vCPUs, which bound every setting: see its preflight (tuner-agent --check)",
     );
-  const report = await latestReport(ctx, user, databaseId);
+  const report = await latestReportOf(ctx, database);
   if (!report?.metrics) throw conflict('no report with metrics from the agent yet: wait for its next report');
 
   const space = sessionSpaceInput({
