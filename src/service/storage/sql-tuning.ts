@@ -11,7 +11,7 @@ import {
   ACTIVE_SESSION_STATES,
   type GuardrailBreach,
   RUNNING_SESSION_STATES,
-  SessionBusyError,
+  TuningSessionBusyError,
   type SessionReport,
   type SessionWindow,
   type TuningIterationPatch,
@@ -412,7 +412,9 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
         });
       } catch (err) {
         if (isLockTimeout(err))
-          throw new SessionBusyError('the tuning session is busy (another request or replica is advancing it): try again', { cause: err });
+          throw new TuningSessionBusyError('the tuning session is busy (another request or replica is advancing it): try again', {
+            cause: err,
+          });
         throw err;
       }
     },

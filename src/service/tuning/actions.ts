@@ -5,10 +5,16 @@ import { conflict, invalid, notFound } from '../errors.ts';
 import { databaseOf, type DatabasesDeps } from '../databases/actions.ts';
 import { latestReportOf } from '../databases/queries.ts';
 import type { User } from '../people/store.ts';
-import { ACTIVE_SESSION_STATES, SessionBusyError, type TuningSessionRecord, type TuningSessionTx, type TuningStore } from './store.ts';
+import {
+  ACTIVE_SESSION_STATES,
+  TuningSessionBusyError,
+  type TuningSessionRecord,
+  type TuningSessionTx,
+  type TuningStore,
+} from './store.ts';
 import type { RunningSessions } from './running.ts';
 import { applyBest, endTuningSession, personStep } from './engine.ts';
-import { SESSION_LIMITS, type StartSessionInput } from './params.ts';
+import { SESSION_LIMITS, type StartTuningSessionInput } from './params.ts';
 import { buildSpace, sessionSpaceInput } from './space.ts';
 
 /** What the tuning feature needs: its port, the databases feature (whose database a session
@@ -25,7 +31,7 @@ export async function startTuningSession(
   ctx: TuningDeps,
   user: User,
   databaseId: string,
-  input: StartSessionInput,
+  input: StartTuningSessionInput,
 ): Promise<TuningSessionRecord> {
   const database = await databaseOf(ctx, user, databaseId);
   if (input.mode === 'restart' && database.target === 'managed-b-flex') {
@@ -93,7 +99,7 @@ async function withOwnedSession<R>(
     if (result === null) throw noSuchSession(sessionId);
     return result;
   } catch (err) {
-    if (err instanceof SessionBusyError) throw conflict(err.message);
+    if (err instanceof TuningSessionBusyError) throw conflict(err.message);
     throw err;
   }
 }

@@ -248,6 +248,6 @@ export interface TuningStore {
 }
 
 /** Another request or replica held a tuning session's lock for longer than the lock timeout. */
-export class SessionBusyError extends Error {
-  override name = 'SessionBusyError';
+export class TuningSessionBusyError extends Error {
+  override name = 'TuningSessionBusyError';
 }

@@ -4,7 +4,7 @@
 import type { ConfigChange } from '../tuning/space.ts';
 import { ENGINE_LIMITS } from '../tuning/engine.ts';
 import { SESSION_LIMITS } from '../tuning/params.ts';
-import type { iterationViews, sessionView } from '../tuning/views.ts';
+import type { iterationViews, tuningSessionView } from '../tuning/views.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
 import { ACTIVE_SESSION_STATES, type TuningSessionRecord } from '../tuning/store.ts';
@@ -17,7 +17,7 @@ export interface TuningSessionSectionInput {
   login: LoginSession;
   database: DatabaseSummary;
   /** The session shown in detail (the latest, or the one asked for), with its iterations. */
-  shown: { view: ReturnType<typeof sessionView>; iterations: ReturnType<typeof iterationViews> } | null;
+  shown: { view: ReturnType<typeof tuningSessionView>; iterations: ReturnType<typeof iterationViews> } | null;
   /** The database's sessions, newest first. */
   tuningSessions: readonly TuningSessionRecord[];
 }

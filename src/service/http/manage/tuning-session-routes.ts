@@ -4,9 +4,9 @@ import { z } from 'zod';
 import type { ServiceContext } from '../../app/context.ts';
 import { DatabaseIdSchema } from '../../databases/inputs.ts';
 import * as tuning from '../../tuning/actions.ts';
-import { StartSessionInputSchema } from '../../tuning/params.ts';
+import { StartTuningSessionInputSchema } from '../../tuning/params.ts';
 import * as queries from '../../tuning/queries.ts';
-import { iterationViews, sessionView } from '../../tuning/views.ts';
+import { iterationViews, tuningSessionView } from '../../tuning/views.ts';
 import { parseOr400 } from '../errors.ts';
 import { parseStorableBody } from '../storable.ts';
 import { DatabaseParams, ListQuery } from './database-routes.ts';
@@ -21,29 +21,29 @@ export function registerTuningSessionRoutes(app: FastifyInstance, ctx: ServiceCo
   app.post('/databases/:databaseId/tuning-sessions', async (request, reply) => {
     const { user } = loginOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
-    const input = parseStorableBody(StartSessionInputSchema, request, {});
+    const input = parseStorableBody(StartTuningSessionInputSchema, request, {});
     const tuningSession = await tuning.startTuningSession(ctx, user, databaseId, input);
-    return reply.code(201).send({ session: sessionView(tuningSession, []) });
+    return reply.code(201).send({ session: tuningSessionView(tuningSession, []) });
   });
 
   app.get('/databases/:databaseId/tuning-sessions', async (request) => {
     const { user } = loginOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const { limit } = parseOr400(ListQuery, request.query, 'query');
-    return { sessions: (await queries.listTuningSessions(ctx, user, databaseId, limit)).map((s) => sessionView(s)) };
+    return { sessions: (await queries.listTuningSessions(ctx, user, databaseId, limit)).map((s) => tuningSessionView(s)) };
   });
 
   app.get('/databases/:databaseId/tuning-sessions/:sessionId', async (request) => {
     const { user } = loginOf(request);
     const { databaseId, sessionId } = parseOr400(TuningSessionParams, request.params, 'path');
     const { session, iterations } = await queries.getTuningSession(ctx, user, databaseId, sessionId);
-    return { session: sessionView(session, iterations), iterations: iterationViews(session, iterations) };
+    return { session: tuningSessionView(session, iterations), iterations: iterationViews(session, iterations) };
   });
 
   const tuningSessionAction = (action: typeof tuning.stopTuningSession) => async (request: FastifyRequest) => {
     const { user } = loginOf(request);
     const { databaseId, sessionId } = parseOr400(TuningSessionParams, request.params, 'path');
-    return { session: sessionView(await action(ctx, user, databaseId, sessionId)) };
+    return { session: tuningSessionView(await action(ctx, user, databaseId, sessionId)) };
   };
   app.post('/databases/:databaseId/tuning-sessions/:sessionId/stop', tuningSessionAction(tuning.stopTuningSession));
   app.post('/databases/:databaseId/tuning-sessions/:sessionId/approve', tuningSessionAction(tuning.approveTuningSession));

@@ -8,9 +8,9 @@ import * as actions from '../../databases/actions.ts';
 import { CommandInputSchema, DatabaseIdSchema, UuidSchema, parseValueLines, type CommandInput } from '../../databases/inputs.ts';
 import * as databases from '../../databases/queries.ts';
 import * as tuning from '../../tuning/actions.ts';
-import { StartSessionInputSchema, startInputFromForm } from '../../tuning/params.ts';
+import { StartTuningSessionInputSchema, startInputFromForm } from '../../tuning/params.ts';
 import * as tuningQueries from '../../tuning/queries.ts';
-import { iterationViews, sessionView } from '../../tuning/views.ts';
+import { iterationViews, tuningSessionView } from '../../tuning/views.ts';
 import { dashboardPage } from '../../web/dashboard-page.ts';
 import { statusOfExpected } from '../errors.ts';
 import { DatabaseParams } from './database-routes.ts';
@@ -42,7 +42,7 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: ServiceContex
     const shownId = asked.success ? asked.data : tuningSessions[0]?.id;
     const found = shownId ? await tuningQueries.findTuningSession(ctx, login.user.accountId, databaseId, shownId) : null;
     const shown = found && {
-      view: sessionView(found.session, found.iterations),
+      view: tuningSessionView(found.session, found.iterations),
       iterations: iterationViews(found.session, found.iterations),
     };
     return sendPage(
@@ -77,7 +77,7 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: ServiceContex
   app.post('/databases/:databaseId/tuning-sessions', async (request, reply) => {
     const { databaseId } = parseForm(DatabaseParams, request.params);
     try {
-      const input = parseForm(StartSessionInputSchema, startInputFromForm(fields(request.body)));
+      const input = parseForm(StartTuningSessionInputSchema, startInputFromForm(fields(request.body)));
       await tuning.startTuningSession(ctx, loginOf(request).user, databaseId, input);
     } catch (err) {
       return refusedOnDashboard(request, reply, databaseId, err);
