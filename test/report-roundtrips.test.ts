@@ -71,7 +71,7 @@ for (const kind of STORAGE_KINDS) {
       rmSync(dataDir, { recursive: true, force: true });
     });
 
-    test('at most two while a session runs, the step that queues a trial included', async () => {
+    test('one without a session; at most two while a session runs, the step that queues a trial included', async () => {
       const person = await PersonClient.login(url, 'admin', ADMIN_PASSWORD);
       const { databaseId, apiKey } = await person.createDatabase('roundtrips');
       const agent = new SimulatedAgent(url, databaseId, apiKey);
@@ -88,6 +88,11 @@ for (const kind of STORAGE_KINDS) {
       await agent.start();
       agent.client = new CountingClient(url, databaseId, apiKey);
       await agent.report();
+      assert.deepEqual(
+        costs.map((c) => c.calls.map((call) => call.label)),
+        [['record_report']],
+        'without a running session, the report is one statement',
+      );
       const started = await startTuningSession(person, databaseId, { iterations: 2, windowSeconds: 2, warmupSeconds: 0, seed: 7 });
       costs.length = 0;
       await agent.runUntil('two trials handed over', () => Promise.resolve(agent.received.filter((c) => c.kind === 'apply').length >= 2), {
