@@ -188,7 +188,7 @@ test('downloads: only the binaries SHA256SUMS names and that are there; with non
   try {
     const pageWith = (binaryTargets: readonly string[]) =>
       setupPage({
-        session: {
+        login: {
           user: { id: 'u', accountId: 'a', username: 'admin', isAdmin: true, createdAt: new Date() },
           csrfToken: 'c',
           expiresAt: new Date(),

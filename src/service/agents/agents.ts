@@ -16,12 +16,20 @@ import type {
   TargetKind,
 } from '../../protocol/v1.ts';
 import { REPORT_CLOCK_TOLERANCE } from '../../protocol/v1.ts';
-import type { ServiceContext } from '../app/context.ts';
+import type { ServiceMetrics } from '../app/metrics.ts';
 import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
 import { looksLikeApiKey, matchesAnyHash, sha256Hex } from '../people/tokens.ts';
-import { afterAck, afterReport } from '../tuning/advance.ts';
-import type { AgentLease } from './store.ts';
+import { afterAck, afterReport, type AdvanceDeps } from '../tuning/advance.ts';
+import type { AgentLease, AgentStore, LeasePolicy } from './store.ts';
 import { redactReportTexts } from '../storage/report-body.ts';
+
+/** What the agents feature needs: its port, the lease rule, and (to move tuning sessions on
+ * after reports and acknowledgements) what the tuning feature needs. */
+export type AgentsDeps = AdvanceDeps & {
+  stores: { agents: AgentStore };
+  leasePolicy: LeasePolicy;
+  metrics?: Pick<ServiceMetrics, 'commandAcknowledged'> | undefined;
+};
 
 /** The database an agent's API key opened. */
 export interface AgentDatabase {
@@ -69,12 +77,12 @@ function describeHolder(holder: AgentLease): string {
  * check the database id), whether or not the path's database exists; a key of no database is
  * 401. Neither answer tells which database ids exist.
  */
-export async function authenticateAgent({ storage }: ServiceContext, databaseId: string, apiKey: string): Promise<AgentDatabase> {
+export async function authenticateAgent({ stores }: AgentsDeps, databaseId: string, apiKey: string): Promise<AgentDatabase> {
   // A string that cannot be a key is refused without asking the storage.
   if (!looksLikeApiKey(apiKey)) throw unauthorized(`the API key is not valid: it is mistyped, or not an API key of the tuning service`);
-  const credentials = await storage.agentCredentials(databaseId);
+  const credentials = await stores.agents.agentCredentials(databaseId);
   if (credentials && matchesAnyHash(apiKey, credentials.keyHashes)) return { id: databaseId, target: credentials.target };
-  if (await storage.isLiveKeyHash(sha256Hex(apiKey))) {
+  if (await stores.agents.isLiveKeyHash(sha256Hex(apiKey))) {
     throw notFound(
       `the API key is live, but not a key of database ${databaseId}: check tuner.database_id against the agent setup page of the key's database`,
     );
@@ -89,7 +97,7 @@ export function checkAgent(database: AgentDatabase, request: AgentCheckRequest):
 }
 
 export async function startAgent(
-  ctx: ServiceContext,
+  ctx: AgentsDeps,
   database: AgentDatabase,
   request: AgentStartRequest,
   log: FastifyBaseLogger,
@@ -99,7 +107,7 @@ export async function startAgent(
       `body.target: this database is set up for target ${database.target}, but the agent runs with --${request.target}: start it with --${database.target}, or create a database entry for ${request.target}`,
     );
   }
-  const result = await ctx.storage.startAgent(database.id, request, randomUUID(), ctx.leasePolicy);
+  const result = await ctx.stores.agents.startAgent(database.id, request, randomUUID(), ctx.leasePolicy);
   if (result.kind === 'conflict') {
     log.info({ databaseId: database.id, refusedHost: request.host.hostname }, 'agent start refused: another agent holds the lease');
     throw new ServiceError(
@@ -117,7 +125,7 @@ export async function startAgent(
  * sent again (its answer was lost) gets the same kind of answer and is not stored twice, so the
  * agent drops it from its queue. */
 export async function receiveReport(
-  ctx: ServiceContext,
+  ctx: AgentsDeps,
   database: AgentDatabase,
   report: ReportRequest,
   storedBody: Buffer,
@@ -125,30 +133,29 @@ export async function receiveReport(
 ): Promise<ReportResponse> {
   checkSentAt(report.sentAt, new Date());
   ({ report, storedBody } = redactReportTexts(report, storedBody));
-  const result = await ctx.storage.recordReport(database.id, report, storedBody, ctx.leasePolicy);
+  const result = await ctx.stores.agents.recordReport(database.id, report, storedBody, ctx.leasePolicy);
   if (result.kind === 'lease_expired') throw leaseExpired(report.leaseId);
   if (result.kind === 'out_of_order') throw outOfOrder(report, result.lastSeq);
-  // A command waiting already goes first. What the session queued now goes out in this answer
-  // (else with the next report), and while the session measures, the agent reports often enough
-  // to fill its window: the database's own interval wins only when it is shorter.
-  const session = await afterReport(ctx, database.id, log);
-  const command = result.command ?? (session.commandIssued ? await ctx.storage.sendNextCommand(database.id) : null);
+  // A command waiting already goes first. What the tuning session queued now goes out in this
+  // answer (else with the next report), and while the tuning session measures, the agent reports
+  // often enough to fill its window: the database's own interval wins only when it is shorter.
+  const tuning = await afterReport(ctx, database.id, result.tuningSessionRunning, result.command === null, log);
   return {
-    nextReportInSeconds: Math.min(result.reportIntervalSeconds, session.reportIntervalSeconds ?? Infinity),
+    nextReportInSeconds: Math.min(result.reportIntervalSeconds, tuning.reportIntervalSeconds ?? Infinity),
     leaseExpiresAt: result.expiresAt.toISOString(),
-    command,
+    command: result.command ?? tuning.command,
   };
 }
 
 export async function acknowledgeCommand(
-  ctx: ServiceContext,
+  ctx: AgentsDeps,
   database: AgentDatabase,
   commandId: string,
   ack: CommandAckRequest,
   log: FastifyBaseLogger,
 ): Promise<void> {
   const result = ServiceCommandIdSchema.safeParse(commandId).success
-    ? await ctx.storage.recordAck(database.id, commandId, ack)
+    ? await ctx.stores.agents.recordAck(database.id, commandId, ack)
     : { kind: 'unknown_command' as const };
   if (result.kind === 'lease_expired') throw leaseExpired(ack.leaseId);
   if (result.kind === 'unknown_command') throw notFound(`no command ${commandId.slice(0, 100)} for this database`);
@@ -158,12 +165,12 @@ export async function acknowledgeCommand(
 }
 
 export async function stopAgent(
-  ctx: ServiceContext,
+  ctx: AgentsDeps,
   database: AgentDatabase,
   request: AgentStopRequest,
   log: FastifyBaseLogger,
 ): Promise<void> {
-  const result = await ctx.storage.stopAgent(database.id, request.leaseId);
+  const result = await ctx.stores.agents.stopAgent(database.id, request.leaseId);
   if (result.kind === 'lease_expired') throw leaseExpired(request.leaseId);
   if (result.kind === 'released') log.info({ databaseId: database.id }, 'agent stopped');
 }

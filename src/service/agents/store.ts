@@ -36,9 +36,18 @@ export type StartResult =
   | { kind: 'conflict'; holder: AgentLease };
 
 /** accepted: stored, or (`repeat`) the lease's last report sent again, acknowledged and not stored
- * twice; out_of_order: a seq below the lease's last one (`lastSeq`), nothing changed. */
+ * twice; out_of_order: a seq below the lease's last one (`lastSeq`), nothing changed. An accepted
+ * report also tells whether the database has a running tuning session (read in the same statement,
+ * so that the report path asks the storage nothing more to know it). */
 export type ReportResult =
-  | { kind: 'accepted'; repeat: boolean; expiresAt: Date; reportIntervalSeconds: number; command: Command | null }
+  | {
+      kind: 'accepted';
+      repeat: boolean;
+      expiresAt: Date;
+      reportIntervalSeconds: number;
+      command: Command | null;
+      tuningSessionRunning: boolean;
+    }
   | { kind: 'out_of_order'; lastSeq: number }
   | { kind: 'lease_expired' };
 
@@ -56,10 +65,8 @@ export interface AgentStore {
   startAgent(databaseId: string, request: AgentStartRequest, newLeaseId: string, policy: LeasePolicy): Promise<StartResult>;
   /** `body` is the report's JSON, gzip-compressed (report-body.ts). Per lease, sequence numbers
    * increase: a repeat of the last one renews the lease and hands out the next command, but stores
-   * nothing; a lower one changes nothing. */
+   * nothing; a lower one changes nothing. One statement. */
   recordReport(databaseId: string, report: ReportRequest, body: Buffer, policy: LeasePolicy): Promise<ReportResult>;
   recordAck(databaseId: string, commandId: string, ack: CommandAckRequest): Promise<AckResult>;
   stopAgent(databaseId: string, leaseId: string): Promise<StopResult>;
-  /** Marks the oldest command not acknowledged as sent and returns it (a command a session just queued). */
-  sendNextCommand(databaseId: string): Promise<Command | null>;
 }

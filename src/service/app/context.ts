@@ -1,12 +1,28 @@
-// What every part of the running service shares: one of each per running service.
-import type { LeasePolicy } from '../agents/store.ts';
+// What every part of the running service shares: one of each per running service. The storage
+// reaches the features as their ports (<feature>/store.ts), each feature declaring the few it
+// uses (its Deps type), never as the whole Storage; the routes call the features' queries and
+// actions, never a port.
+import type { AgentStore, LeasePolicy } from '../agents/store.ts';
+import type { DatabaseStore } from '../databases/store.ts';
+import type { PeopleStore } from '../people/store.ts';
 import type { Storage } from '../storage/storage.ts';
+import type { TuningStore } from '../tuning/store.ts';
 import { RunningSessions } from '../tuning/running.ts';
 import type { ServiceConfig } from './config.ts';
 import type { ServiceMetrics } from './metrics.ts';
 
+/** The features' ports: the same storage, seen through each feature's narrow interface. */
+export interface FeatureStores {
+  people: PeopleStore;
+  databases: DatabaseStore;
+  agents: AgentStore;
+  tuning: TuningStore;
+}
+
 export interface ServiceContext {
-  storage: Storage;
+  stores: FeatureStores;
+  /** Throws when the storage does not answer (the health check). */
+  ping(): Promise<void>;
   config: ServiceConfig;
   leasePolicy: LeasePolicy;
   /** Which databases have a running tuning session, as this replica last saw it (a cache). */
@@ -16,7 +32,14 @@ export interface ServiceContext {
 }
 
 export function createServiceContext(storage: Storage, config: ServiceConfig, metrics?: ServiceMetrics): ServiceContext {
-  return { storage, config, leasePolicy: leasePolicyOf(config), runningSessions: new RunningSessions(), ...(metrics && { metrics }) };
+  return {
+    stores: { people: storage, databases: storage, agents: storage, tuning: storage },
+    ping: () => storage.ping(),
+    config,
+    leasePolicy: leasePolicyOf(config),
+    runningSessions: new RunningSessions(),
+    ...(metrics && { metrics }),
+  };
 }
 
 /** The protocol's rule: a lease lasts max(3 × report interval, 30 s) (the minimum configurable). */

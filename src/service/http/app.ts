@@ -30,7 +30,7 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
     logger: {
       level: ctx.config.logLevel,
       ...(options.logStream && { stream: options.logStream }),
-      // Headers never go to the log: they carry API keys and session cookies.
+      // Headers never go to the log: they carry API keys and login cookies.
       serializers: {
         req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.split('?')[0] }),
       },
@@ -88,7 +88,7 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
   // For load balancers and orchestrators: 200 while the storage answers, 503 otherwise.
   app.get('/healthz', async (_request, reply) => {
     try {
-      await ctx.storage.ping();
+      await ctx.ping();
       return await reply.send({ ok: true });
     } catch {
       return reply.code(503).send(errorBody('internal', 'the storage does not answer'));

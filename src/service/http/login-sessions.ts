@@ -1,16 +1,18 @@
-// People's sessions: a random token in an httpOnly cookie (only its hash is stored) and a CSRF
-// token bound to the session, which every state-changing request must present (a form field on
-// pages, a header in the JSON API).
+// Login sessions: a random token in an httpOnly cookie (only its hash is stored) and a CSRF
+// token bound to the login session, which every state-changing request must present (a form
+// field on pages, a header in the JSON API). The cookie keeps its name (tuner_session).
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomToken, sameSecret, sha256Hex } from '../people/tokens.ts';
 import type { ServiceContext } from '../app/context.ts';
+import { forgetLoginSession, recordLoginSession } from '../people/login.ts';
+import { loginSessionOf } from '../people/queries.ts';
 import type { LoginSession, User } from '../people/store.ts';
 
-export const SESSION_COOKIE = 'tuner_session';
+export const LOGIN_COOKIE = 'tuner_session';
 export const CSRF_HEADER = 'x-csrf-token';
 export const CSRF_FIELD = '_csrf';
-const SESSION_DAYS = 7;
+const LOGIN_DAYS = 7;
 
 /** Secure cookies when the browser reached us over https (directly, or through a trusted proxy),
  * or when the public address is https. */
@@ -19,9 +21,9 @@ export function isHttps(ctx: ServiceContext, request: FastifyRequest): boolean {
 }
 
 export async function loadLoginSession(ctx: ServiceContext, request: FastifyRequest): Promise<LoginSession | null> {
-  const token = request.cookies[SESSION_COOKIE];
+  const token = request.cookies[LOGIN_COOKIE];
   if (!token || token.length > 100) return null;
-  return ctx.storage.findLoginSession(sha256Hex(token));
+  return loginSessionOf(ctx, sha256Hex(token));
 }
 
 export async function startLoginSession(
@@ -32,24 +34,25 @@ export async function startLoginSession(
 ): Promise<LoginSession> {
   const token = randomToken();
   const csrfToken = randomToken();
-  const expiresAt = new Date(Date.now() + SESSION_DAYS * 86_400_000);
-  await ctx.storage.createLoginSession(sha256Hex(token), user.id, csrfToken, expiresAt);
-  reply.setCookie(SESSION_COOKIE, token, {
+  const expiresAt = new Date(Date.now() + LOGIN_DAYS * 86_400_000);
+  const login: LoginSession = { user, csrfToken, expiresAt };
+  await recordLoginSession(ctx, sha256Hex(token), login);
+  reply.setCookie(LOGIN_COOKIE, token, {
     httpOnly: true,
     sameSite: 'lax',
     secure: isHttps(ctx, request),
     path: '/',
     expires: expiresAt,
   });
-  return { user, csrfToken, expiresAt };
+  return login;
 }
 
 export async function endLoginSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const token = request.cookies[SESSION_COOKIE];
-  if (token && token.length <= 100) await ctx.storage.deleteLoginSession(sha256Hex(token));
-  reply.clearCookie(SESSION_COOKIE, { path: '/' });
+  const token = request.cookies[LOGIN_COOKIE];
+  if (token && token.length <= 100) await forgetLoginSession(ctx, sha256Hex(token));
+  reply.clearCookie(LOGIN_COOKIE, { path: '/' });
 }
 
-export function csrfMatches(session: LoginSession, presented: unknown): boolean {
-  return typeof presented === 'string' && sameSecret(presented, session.csrfToken);
+export function csrfMatches(login: LoginSession, presented: unknown): boolean {
+  return typeof presented === 'string' && sameSecret(presented, login.csrfToken);
 }

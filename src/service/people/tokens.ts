@@ -1,5 +1,5 @@
-// Secrets the service hands out: API keys for agents, session tokens and CSRF tokens for people.
-// Only SHA-256 hashes of API keys and session tokens are stored; they are 256 random bits, so a
+// Secrets the service hands out: API keys for agents, login session tokens and CSRF tokens for people.
+// Only SHA-256 hashes of API keys and login session tokens are stored; they are 256 random bits, so a
 // fast hash is enough (nothing to brute-force), unlike passwords.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 

@@ -16,12 +16,12 @@ export interface SqlDriver extends Queryable {
   transaction<R>(fn: (tx: Queryable) => Promise<R>): Promise<R>;
   /** Runs fn on one connection while holding a session-level advisory lock, so that replicas
    * starting at the same time take turns (migrations, the first admin). */
-  withAdvisoryLock<R>(key: number, fn: (conn: SqlDriverSession) => Promise<R>): Promise<R>;
+  withAdvisoryLock<R>(key: number, fn: (conn: SqlConnection) => Promise<R>): Promise<R>;
   close(): Promise<void>;
 }
 
 /** One connection: plain statements, several-statement scripts and transactions on it. */
-export interface SqlDriverSession extends Queryable {
+export interface SqlConnection extends Queryable {
   exec(text: string): Promise<void>;
   transaction<R>(fn: (tx: Queryable) => Promise<R>): Promise<R>;
 }

@@ -3,7 +3,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import type { Queryable, SqlDriver, SqlDriverSession } from './driver.ts';
+import type { Queryable, SqlDriver, SqlConnection } from './driver.ts';
 
 const LOCK_FILE = 'tuner-service.lock';
 
@@ -60,20 +60,20 @@ export async function openPgliteDriver(dataDir: string): Promise<SqlDriver> {
     throw err;
   }
   const base = wrap(db);
-  const session: SqlDriverSession = {
+  const connection: SqlConnection = {
     query: (text, params) => base.query(text, params),
     exec: async (text) => void (await db.exec(text)),
     transaction: (fn) => db.transaction((tx) => fn(wrap(tx))),
   };
   return {
     kind: 'pglite',
-    ...session,
+    ...connection,
     // One process owns the directory, so there is nobody to take turns with; the lock is still
     // taken so the SQL is the same as on PostgreSQL.
     async withAdvisoryLock(key, fn) {
       await db.query('SELECT pg_advisory_lock($1)', [key]);
       try {
-        return await fn(session);
+        return await fn(connection);
       } finally {
         await db.query('SELECT pg_advisory_unlock($1)', [key]);
       }

@@ -3,7 +3,7 @@
 // TUNER_DATABASE_URL means what it means to libpq (src/postgres/connect.ts).
 import pg from 'pg';
 import { connectClient, planConnection } from '../../postgres/connect.ts';
-import type { Queryable, SqlDriver, SqlDriverSession } from './driver.ts';
+import type { Queryable, SqlDriver, SqlConnection } from './driver.ts';
 
 export interface PostgresDriverOptions {
   url: string;
@@ -68,12 +68,12 @@ export async function openPostgresDriver(options: PostgresDriverOptions): Promis
       withClient(async (client) => {
         await client.query('SELECT pg_advisory_lock($1)', [key]);
         try {
-          const session: SqlDriverSession = {
+          const connection: SqlConnection = {
             ...wrap(client),
             exec: async (text) => void (await client.query(text)),
             transaction: (inner) => inTransaction(client, inner),
           };
-          return await fn(session);
+          return await fn(connection);
         } finally {
           await client.query('SELECT pg_advisory_unlock($1)', [key]);
         }

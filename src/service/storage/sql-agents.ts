@@ -4,6 +4,7 @@
 import type { Command, TargetKind } from '../../protocol/v1.ts';
 import type { AckResult, AgentStore, ReportResult, StartResult, StopResult } from '../agents/store.ts';
 import { TRIAL_EXPIRED_REASON } from '../databases/store.ts';
+import { RUNNING_SESSION_STATES } from '../tuning/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { LEASE_COLUMNS, cancelledOutcome, one, toLease, type LeaseColumns } from './sql-rows.ts';
 
@@ -19,6 +20,24 @@ const EXPIRED_TRIALS = `expired AS (
  * whose answer was lost is not sent again after it either: the session waits for its
  * acknowledgement until its ack timeout, as for any command sent. */
 const DELIVERABLE = `c.status <> 'done' AND (c.deliver_by IS NULL OR c.deliver_by > now())`;
+/** The states of our own list: constants, not input, so safe to write into the SQL. */
+const RUNNING_STATES = RUNNING_SESSION_STATES.map((s) => `'${s}'`).join(', ');
+
+/** Marks the database's oldest command that may go out now as sent and returns it (a command a
+ * tuning session's step just queued, handed over inside the step's transaction). */
+export async function sendNextCommand(q: Queryable, databaseId: string): Promise<Command | null> {
+  const row = await one<{ body: Command }>(
+    q,
+    `WITH ${EXPIRED_TRIALS.replaceAll('$15', '$2')}, next_command AS (
+       SELECT c.id FROM commands c WHERE c.database_id = $1::uuid AND ${DELIVERABLE} ORDER BY c.seq LIMIT 1
+     )
+     UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
+       FROM next_command n WHERE c.id = n.id AND ${DELIVERABLE}
+     RETURNING c.body`,
+    [databaseId, EXPIRED_OUTCOME],
+  );
+  return row?.body ?? null;
+}
 
 /** A database's report interval (`d`, a row of databases): its own, else the default ($N). The
  * start and the report read it with this one expression. */
@@ -115,6 +134,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
         expires_at: Date | null;
         interval_seconds: number;
         command: Command | null;
+        tuning_session_running: boolean;
       }>(
         db,
         `WITH relaxed AS (
@@ -162,7 +182,8 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
              FROM next_command n WHERE c.id = n.id AND ${DELIVERABLE}
            RETURNING c.body
          )
-         SELECT v.verdict, v.last_seq::float8 AS last_seq, v.interval_seconds, lease.expires_at, (SELECT body FROM sent) AS command
+         SELECT v.verdict, v.last_seq::float8 AS last_seq, v.interval_seconds, lease.expires_at, (SELECT body FROM sent) AS command,
+                EXISTS (SELECT 1 FROM tuning_sessions s WHERE s.database_id = $1::uuid AND s.state IN (${RUNNING_STATES})) AS tuning_session_running
            FROM relaxed, verdict v LEFT JOIN lease ON true`,
         [
           databaseId,
@@ -191,6 +212,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
         expiresAt: row.expires_at,
         reportIntervalSeconds: row.interval_seconds,
         command: row.command,
+        tuningSessionRunning: row.tuning_session_running,
       };
     },
 
@@ -226,19 +248,5 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
         await tx.query('UPDATE agent_leases SET released_at = now() WHERE database_id = $1::uuid', [databaseId]);
         return { kind: 'released' };
       }),
-
-    async sendNextCommand(databaseId) {
-      const row = await one<{ body: Command }>(
-        db,
-        `WITH ${EXPIRED_TRIALS.replaceAll('$15', '$2')}, next_command AS (
-           SELECT c.id FROM commands c WHERE c.database_id = $1::uuid AND ${DELIVERABLE} ORDER BY c.seq LIMIT 1
-         )
-         UPDATE commands c SET status = 'sent', sent_at = now(), sent_count = c.sent_count + 1
-           FROM next_command n WHERE c.id = n.id AND ${DELIVERABLE}
-         RETURNING c.body`,
-        [databaseId, EXPIRED_OUTCOME],
-      );
-      return row?.body ?? null;
-    },
   };
 }

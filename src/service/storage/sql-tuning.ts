@@ -5,12 +5,13 @@
 import type { Command } from '../../protocol/v1.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
 import { readReportBody } from './report-body.ts';
+import { sendNextCommand } from './sql-agents.ts';
 import { cancelledOutcome, findCommand, isUniqueViolation, one } from './sql-rows.ts';
 import {
   ACTIVE_SESSION_STATES,
   type GuardrailBreach,
   RUNNING_SESSION_STATES,
-  SessionBusyError,
+  TuningSessionBusyError,
   type SessionReport,
   type SessionWindow,
   type TuningIterationPatch,
@@ -275,6 +276,7 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
       ]);
     },
     issueCommand: (command, createdById) => insertCommand(q, databaseId, command, createdById),
+    sendNextCommand: () => sendNextCommand(q, databaseId),
     command: (commandId) => findCommand(q, databaseId, commandId),
     async cancelCommand(commandId, reason) {
       const rows = await q.query(
@@ -410,7 +412,9 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
         });
       } catch (err) {
         if (isLockTimeout(err))
-          throw new SessionBusyError('the tuning session is busy (another request or replica is advancing it): try again', { cause: err });
+          throw new TuningSessionBusyError('the tuning session is busy (another request or replica is advancing it): try again', {
+            cause: err,
+          });
         throw err;
       }
     },

@@ -2,22 +2,30 @@
 // approve, revert. Every action that changes a session holds its row lock, like the engine.
 import { randomInt, randomUUID } from 'node:crypto';
 import { TARGETS, type TargetRegistry } from '../../agent/targets/registry.ts';
-import type { ServiceContext } from '../app/context.ts';
 import { conflict, invalid, notFound } from '../errors.ts';
-import { databaseOf } from '../databases/actions.ts';
+import { databaseOf, type DatabasesDeps } from '../databases/actions.ts';
+import { latestReportOf } from '../databases/queries.ts';
 import type { User } from '../people/store.ts';
 import {
   ACTIVE_SESSION_STATES,
-  SessionBusyError,
-  type TuningIterationRecord,
+  TuningSessionBusyError,
   type TuningSessionRecord,
   type TuningSessionTx,
+  type TuningStore,
 } from './store.ts';
+import type { RunningSessions } from './running.ts';
 import { applyBest, endTuningSession, personStep } from './engine.ts';
-import { SESSION_LIMITS, type StartSessionInput } from './params.ts';
+import { SESSION_LIMITS, type StartTuningSessionInput } from './params.ts';
 import { buildSpace, sessionSpaceInput } from './space.ts';
 
-const noSuchSession = (id: string) => notFound(`no tuning session ${id} for this database in your account`);
+/** What the tuning feature needs: its port, the databases feature (whose database a session
+ * tunes), and the cache of databases with a running session. */
+export type TuningDeps = DatabasesDeps & {
+  stores: { tuning: TuningStore };
+  runningSessions: RunningSessions;
+};
+
+export const noSuchSession = (id: string) => notFound(`no tuning session ${id} for this database in your account`);
 export const isActive = (session: TuningSessionRecord) => ACTIVE_SESSION_STATES.includes(session.state);
 
 /** Why sessions on `target` are reload-only whatever the agent allows, or null (its capabilities say). */
@@ -27,12 +35,11 @@ export function reloadOnlyReason(target: string, registry: TargetRegistry = TARG
 }
 
 export async function startTuningSession(
-  ctx: ServiceContext,
+  ctx: TuningDeps,
   user: User,
   databaseId: string,
-  input: StartSessionInput,
+  input: StartTuningSessionInput,
 ): Promise<TuningSessionRecord> {
-  const { storage } = ctx;
   const database = await databaseOf(ctx, user, databaseId);
   const reloadOnly = reloadOnlyReason(database.target);
   if (input.mode === 'restart' && reloadOnly) throw invalid(`body.mode: ${reloadOnly}: use reload-only`);
@@ -51,7 +58,7 @@ export async function startTuningSession(
     throw conflict(
       "the agent could not tell the machine's memory and vCPUs, which bound every setting: see its preflight (tuner-agent --check)",
     );
-  const report = await storage.latestReport(user.accountId, databaseId);
+  const report = await latestReportOf(ctx, database);
   if (!report?.metrics) throw conflict('no report with metrics from the agent yet: wait for its next report');
 
   const space = sessionSpaceInput({
@@ -66,7 +73,7 @@ export async function startTuningSession(
   } catch (err) {
     throw conflict(`cannot build the search space from what the agent reported: ${(err as Error).message}`);
   }
-  const result = await storage.createTuningSession(user.accountId, {
+  const result = await ctx.stores.tuning.createTuningSession(user.accountId, {
     id: randomUUID(),
     databaseId,
     ...input,
@@ -86,25 +93,25 @@ export async function startTuningSession(
 
 /** Runs `fn` on the locked session after checking it belongs to the user's account. */
 async function withOwnedSession<R>(
-  ctx: ServiceContext,
+  ctx: TuningDeps,
   user: User,
   databaseId: string,
   sessionId: string,
   fn: (tx: TuningSessionTx, session: TuningSessionRecord) => Promise<R>,
 ): Promise<R> {
-  if (!(await ctx.storage.getTuningSession(user.accountId, databaseId, sessionId))) throw noSuchSession(sessionId);
+  if (!(await ctx.stores.tuning.getTuningSession(user.accountId, databaseId, sessionId))) throw noSuchSession(sessionId);
   try {
-    const result = await ctx.storage.withTuningSession(databaseId, sessionId, {}, fn);
+    const result = await ctx.stores.tuning.withTuningSession(databaseId, sessionId, {}, fn);
     if (result === null) throw noSuchSession(sessionId);
     return result;
   } catch (err) {
-    if (err instanceof SessionBusyError) throw conflict(err.message);
+    if (err instanceof TuningSessionBusyError) throw conflict(err.message);
     throw err;
   }
 }
 
 /** Stops an active session; a trial that may be applied is reverted to known-good. */
-export function stopTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
+export function stopTuningSession(ctx: TuningDeps, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (!isActive(session)) throw conflict(`the session is ${session.state} already`);
     const step = personStep(tx, session, await tx.now());
@@ -125,7 +132,7 @@ export function stopTuningSession(ctx: ServiceContext, user: User, databaseId: s
 }
 
 /** Applies and keeps the best configuration of a session that waits for approval. */
-export function approveTuningSession(ctx: ServiceContext, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
+export function approveTuningSession(ctx: TuningDeps, user: User, databaseId: string, sessionId: string): Promise<TuningSessionRecord> {
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (session.state !== 'awaiting_approval' || !session.best) {
       throw conflict(`the session is ${session.state.replace('_', ' ')}: only a session awaiting approval can be approved`);
@@ -139,12 +146,12 @@ export function approveTuningSession(ctx: ServiceContext, user: User, databaseId
 
 /** Returns the database to the configuration the agent found (its baseline), and ends the session. */
 export async function revertTuningSession(
-  ctx: ServiceContext,
+  ctx: TuningDeps,
   user: User,
   databaseId: string,
   sessionId: string,
 ): Promise<TuningSessionRecord> {
-  const [latest] = await ctx.storage.listTuningSessions(user.accountId, databaseId, 1);
+  const [latest] = await ctx.stores.tuning.listTuningSessions(user.accountId, databaseId, 1);
   return withOwnedSession(ctx, user, databaseId, sessionId, async (tx, session) => {
     if (session.state === 'reverted') throw conflict('the session is reverted already');
     if (!isActive(session) && latest?.id !== sessionId)
@@ -159,15 +166,4 @@ export async function revertTuningSession(
     );
     return step.session;
   });
-}
-
-export async function getTuningSession(
-  ctx: ServiceContext,
-  user: User,
-  databaseId: string,
-  sessionId: string,
-): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] }> {
-  const found = await ctx.storage.getTuningSession(user.accountId, databaseId, sessionId);
-  if (!found) throw noSuchSession(sessionId);
-  return found;
 }

@@ -30,7 +30,7 @@ const rounds = () =>
     .max(SESSION_LIMITS.maxAbRounds, `expected at most ${SESSION_LIMITS.maxAbRounds} rounds`);
 const percent = () => z.number({ error: 'expected a number of percent' });
 
-export const StartSessionInputSchema = z
+export const StartTuningSessionInputSchema = z
   .strictObject({
     mode: TuningModeSchema.default('reload-only'),
     iterations: whole('iterations')
@@ -73,7 +73,7 @@ export const StartSessionInputSchema = z
     message: 'expected at least as many rounds as abRoundsMin',
   });
 
-export type StartSessionInput = z.infer<typeof StartSessionInputSchema>;
+export type StartTuningSessionInput = z.infer<typeof StartTuningSessionInputSchema>;
 
 /** The dashboard's form, as the JSON API's body: empty fields take the defaults. */
 export function startInputFromForm(form: Record<string, string>): Record<string, unknown> {

@@ -212,6 +212,9 @@ export interface TuningSessionTx {
   addIteration(iteration: NewTuningIteration, command: Command | null, createdById: string | null): Promise<TuningIterationRecord>;
   updateIteration(ordinal: number, patch: TuningIterationPatch): Promise<void>;
   issueCommand(command: Command, createdById: string | null): Promise<void>;
+  /** Marks the database's oldest command that may go out now as sent and returns it: the answer
+   * to the report this step follows hands over what the step queued, in the same transaction. */
+  sendNextCommand(): Promise<Command | null>;
   command(commandId: string): Promise<CommandRecord | null>;
   /** Marks a command the agent has not acknowledged as done, with a failed outcome naming `reason`. */
   cancelCommand(commandId: string, reason: string): Promise<boolean>;
@@ -258,6 +261,6 @@ export interface TuningStore {
 }
 
 /** Another request or replica held a tuning session's lock for longer than the lock timeout. */
-export class SessionBusyError extends Error {
-  override name = 'SessionBusyError';
+export class TuningSessionBusyError extends Error {
+  override name = 'TuningSessionBusyError';
 }

@@ -3,8 +3,7 @@
 // is advancing is skipped (SKIP LOCKED), not waited for.
 import type { FastifyBaseLogger } from 'fastify';
 import { safeErrorForLog } from '../errors.ts';
-import type { ServiceContext } from '../app/context.ts';
-import { advanceTuningSession } from './advance.ts';
+import { advanceTuningSession, type AdvanceDeps } from './advance.ts';
 
 export const TICK_MS = 5_000;
 
@@ -14,7 +13,7 @@ export interface TuningSessionTicker {
 }
 
 export function startTuningSessionTicker(
-  { storage, runningSessions: running }: ServiceContext,
+  { stores, runningSessions: running }: AdvanceDeps,
   log: FastifyBaseLogger,
   everyMs = TICK_MS,
 ): TuningSessionTicker {
@@ -23,7 +22,7 @@ export function startTuningSessionTicker(
     let databases: string[];
     try {
       const readAt = performance.now();
-      databases = await storage.databasesWithRunningSession();
+      databases = await stores.tuning.databasesWithRunningSession();
       running.refresh(databases, readAt);
     } catch (err) {
       log.warn({ err: safeErrorForLog(err) }, 'tuning sessions: the timer could not list running sessions');
@@ -31,7 +30,7 @@ export function startTuningSessionTicker(
     }
     for (const databaseId of databases) {
       try {
-        await advanceTuningSession(storage, databaseId, { skipLocked: true });
+        await advanceTuningSession(stores.tuning, databaseId, { skipLocked: true });
       } catch (err) {
         log.warn({ err: safeErrorForLog(err), databaseId }, 'tuning session: the timer could not advance it; it tries again');
       }

@@ -55,7 +55,7 @@ const statsView = (s: WindowStats | null) =>
     rollbackRate: s.rollbackRate,
   };
 
-export function sessionView(session: TuningSessionRecord, iterations?: readonly TuningIterationRecord[]) {
+export function tuningSessionView(session: TuningSessionRecord, iterations?: readonly TuningIterationRecord[]) {
   const space = spaceOrNull(session);
   const trials = iterations?.filter(isTrial);
   const counts = iterations &&

@@ -12,10 +12,10 @@ import { agentBadge } from './databases-page.ts';
 import { formatBytes, formatMs, formatNumber, formatPercent, formatRelative, formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
-import { sessionSection, type SessionSectionInput } from './session-section.ts';
+import { tuningSessionSection, type TuningSessionSectionInput } from './tuning-session-section.ts';
 
 export interface DashboardInput {
-  session: LoginSession;
+  login: LoginSession;
   database: DatabaseSummary;
   defaultIntervalSeconds: number;
   report: StoredReport | null;
@@ -24,7 +24,7 @@ export interface DashboardInput {
   events: readonly StoredEvent[];
   notice?: { kind: 'ok' | 'bad'; text: string } | undefined;
   /** The tuning-session section; absent, the dashboard has none. */
-  tuning?: Omit<SessionSectionInput, 'session' | 'database'> | undefined;
+  tuning?: Omit<TuningSessionSectionInput, 'login' | 'database'> | undefined;
 }
 
 const TOP_STATEMENTS_SHOWN = 25;
@@ -49,7 +49,7 @@ function agentCard(input: DashboardInput): Html {
     : html`<p class="empty">No agent has connected yet. <a href="/databases/${database.id}/setup">Set one up</a>.</p>`;
   return html`<div class="card"><h2>Agent</h2>${body}
 <form class="stack" method="post" action="/databases/${database.id}/report-interval">
-  ${csrfField(input.session)}
+  ${csrfField(input.login)}
   <h3>Report interval</h3>
   <div class="row"><label>Seconds between reports<span class="hint">Now ${interval} s${database.reportIntervalSeconds === null ? ' (the service default)' : ''}; empty for the default.</span>
     <input type="number" name="reportIntervalSeconds" min="${REPORT_INTERVAL_SECONDS.min}" max="${REPORT_INTERVAL_SECONDS.max}" value="${database.reportIntervalSeconds ?? ''}"></label>
@@ -135,7 +135,7 @@ const STATE_BADGE: Record<ReturnType<typeof commandState>, string> = {
 };
 
 function commandsCard(input: DashboardInput): Html {
-  const { database, session } = input;
+  const { database, login } = input;
   const rows = input.commands.map((c) => {
     const state = commandState(c);
     const effective = c.outcome ? Object.entries(c.outcome.effective).map(([k, v]) => html`<div class="mono">${k} = ${v}</div>`) : [];
@@ -150,7 +150,7 @@ function commandsCard(input: DashboardInput): Html {
   return html`<div class="card"><h2>Commands</h2>
 ${input.commands.length === 0 ? html`<p class="empty">No command yet.</p>` : html`<table id="commands"><thead><tr><th>Issued</th><th>Command</th><th>State</th><th>Effective values / errors</th></tr></thead><tbody>${rows}</tbody></table>`}
 <form class="stack" method="post" action="/databases/${database.id}/commands">
-  ${csrfField(session)}
+  ${csrfField(login)}
   <h3>Issue a command</h3>
   <p class="muted">The agent checks every value against its own catalog and bounds, and refuses what is unsafe.</p>
   <label>Kind<select name="kind" id="command-kind"><option value="apply">apply values</option><option value="revert">revert</option></select></label>
@@ -194,7 +194,7 @@ export function dashboardPage(input: DashboardInput): Html {
   const settings = report?.settings.length ? report.settings : (database.agent?.system.settings ?? []);
   return page({
     title: database.name,
-    session: input.session,
+    login: input.login,
     nav: 'databases',
     body: html`<h1>${database.name}</h1>
 <p class="sub">${database.target} · <code>${database.id}</code> · <a href="/databases/${database.id}/setup">Agent setup and API keys</a> ·
@@ -205,7 +205,7 @@ ${metricTiles(metrics, input.series)}
   ${agentCard(input)}
   <div>${machineCard(report)}${eventsCard(input.events)}</div>
 </div>
-${input.tuning ? sessionSection({ ...input.tuning, session: input.session, database }) : ''}
+${input.tuning ? tuningSessionSection({ ...input.tuning, login: input.login, database }) : ''}
 ${metrics ? statementsCard(metrics) : ''}
 ${commandsCard(input)}
 ${settingsCard(settings)}`,

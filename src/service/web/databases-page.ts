@@ -13,7 +13,7 @@ export function agentBadge(db: DatabaseSummary): Html {
   return html`<span class="badge warn">${db.agent.releasedAt ? 'stopped' : 'not reporting'}</span>`;
 }
 
-export function databasesPage(session: LoginSession, databases: readonly DatabaseSummary[], error?: string): Html {
+export function databasesPage(login: LoginSession, databases: readonly DatabaseSummary[], error?: string): Html {
   const rows = databases.map(
     (db) => html`<tr>
   <td><a href="/databases/${db.id}">${db.name}</a><div class="muted mono">${db.id}</div></td>
@@ -26,7 +26,7 @@ export function databasesPage(session: LoginSession, databases: readonly Databas
   );
   return page({
     title: 'Databases',
-    session,
+    login,
     nav: 'databases',
     body: html`<h1>Databases</h1>
 <p class="sub">Each database is tuned by one agent that reports here with an API key of that database.</p>
@@ -41,7 +41,7 @@ ${error ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
 <div class="card">
   <h2>Add a database</h2>
   <form class="stack" method="post" action="/databases">
-    ${csrfField(session)}
+    ${csrfField(login)}
     <div class="row">
       <label>Name<span class="hint">Yours to choose, e.g. "orders (production)".</span><input type="text" name="name" maxlength="100" required></label>
       <label>Target<span class="hint">Where the database runs; the agent's flag.</span>

@@ -100,7 +100,7 @@ function sortHeading(query: FleetQuery, sort: FleetQuery['sort'], text: string):
   return html`<th><a href="${fleetHref({ ...query, sort })}" class="${on ? 'on' : ''}" aria-sort="${on ? 'ascending' : 'none'}">${text}${on ? ' ▾' : ''}</a></th>`;
 }
 
-export function fleetPage(session: LoginSession, answer: FleetAnswer, query: FleetQuery, now = new Date()): Html {
+export function fleetPage(login: LoginSession, answer: FleetAnswer, query: FleetQuery, now = new Date()): Html {
   const counts = countFlags(answer.all);
   const attention = answer.all.filter(needsAttention).length;
   const chip = (state: FleetQuery['state'], text: string, n: number) =>
@@ -124,7 +124,7 @@ export function fleetPage(session: LoginSession, answer: FleetAnswer, query: Fle
 </tr></thead><tbody>${answer.shown.map((e) => row(e, now))}</tbody></table>`;
   return page({
     title: 'Fleet',
-    session,
+    login,
     nav: 'databases',
     body: html`<h1>Fleet</h1>
 <p class="sub">${answer.all.length} databases; ${attention} need a person. Sorted: ${SORT_LABELS[query.sort].toLowerCase()}.</p>

@@ -4,26 +4,26 @@ import { html, type Html } from './html.ts';
 
 export interface PageFrame {
   title: string;
-  session: LoginSession | null;
+  login: LoginSession | null;
   /** Which navigation entry is current. */
   nav?: 'databases' | 'users';
   body: Html;
 }
 
-/** A hidden field with the session's CSRF token: every form that changes something has one. */
-export function csrfField(session: LoginSession): Html {
-  return html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
+/** A hidden field with the login session's CSRF token: every form that changes something has one. */
+export function csrfField(login: LoginSession): Html {
+  return html`<input type="hidden" name="_csrf" value="${login.csrfToken}">`;
 }
 
 export function page(frame: PageFrame): Html {
-  const { session } = frame;
-  const top = session
+  const { login } = frame;
+  const top = login
     ? html`<nav>
         <a href="/" class="${frame.nav === 'databases' ? 'on' : ''}">Databases</a>
-        ${session.user.isAdmin ? html`<a href="/users" class="${frame.nav === 'users' ? 'on' : ''}">Users</a>` : ''}
+        ${login.user.isAdmin ? html`<a href="/users" class="${frame.nav === 'users' ? 'on' : ''}">Users</a>` : ''}
       </nav>
-      <div class="who"><span>${session.user.username}</span>
-        <form class="inline" method="post" action="/logout">${csrfField(session)}<button class="link" type="submit">Log out</button></form>
+      <div class="who"><span>${login.user.username}</span>
+        <form class="inline" method="post" action="/logout">${csrfField(login)}<button class="link" type="submit">Log out</button></form>
       </div>`
     : html`<nav></nav>`;
   return html`<!doctype html>
@@ -46,10 +46,10 @@ ${frame.body}
 `;
 }
 
-export function errorPage(session: LoginSession | null, status: number, message: string): Html {
+export function errorPage(login: LoginSession | null, status: number, message: string): Html {
   return page({
     title: status === 404 ? 'Not found' : 'Something went wrong',
-    session,
+    login,
     body: html`<div class="card"><h1>${status === 404 ? 'Not found' : `Error ${status}`}</h1><p>${message}</p><p><a href="/">Back to your databases</a></p></div>`,
   });
 }

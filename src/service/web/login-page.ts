@@ -4,7 +4,7 @@ import { page } from './layout.ts';
 export function loginPage(options: { error?: string; username?: string; loginCsrf: string }): Html {
   return page({
     title: 'Log in',
-    session: null,
+    login: null,
     body: html`<div class="login card">
   <h1>Log in</h1>
   <p class="sub">The tuning service of tuner.</p>

@@ -10,7 +10,7 @@ import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 
 export interface SetupPageInput {
-  session: LoginSession;
+  login: LoginSession;
   database: DatabaseSummary;
   keys: readonly ApiKeyInfo[];
   /** The key just created, shown once. */
@@ -40,7 +40,7 @@ function snippet(id: string, title: string, text: string, note?: Html): Html {
 }
 
 export function setupPage(input: SetupPageInput): Html {
-  const { session, database, keys, newKey } = input;
+  const { login, database, keys, newKey } = input;
   const s = setupSnippets({
     target: database.target,
     databaseId: database.id,
@@ -74,13 +74,13 @@ export function setupPage(input: SetupPageInput): Html {
   <td>${
     k.revokedAt
       ? ''
-      : html`<form class="inline" method="post" action="/databases/${database.id}/keys/${k.id}/revoke" data-confirm="Revoke this key? Agents using it are refused from then on.">${csrfField(session)}<button class="danger small" type="submit">Revoke</button></form>`
+      : html`<form class="inline" method="post" action="/databases/${database.id}/keys/${k.id}/revoke" data-confirm="Revoke this key? Agents using it are refused from then on.">${csrfField(login)}<button class="danger small" type="submit">Revoke</button></form>`
   }</td>
 </tr>`,
   );
   return page({
     title: `Agent setup: ${database.name}`,
-    session,
+    login,
     nav: 'databases',
     body: html`<h1>Agent setup: ${database.name}</h1>
 <p class="sub">${targetLabel(database.target)} · database id <code id="database-id">${database.id}</code> · <a href="/databases/${database.id}">Dashboard</a></p>
@@ -111,7 +111,7 @@ ${
   <h2>API keys</h2>
   ${keys.length === 0 ? html`<p class="empty">No key.</p>` : html`<table><thead><tr><th>Key</th><th>Label</th><th>Created</th><th>Status</th><th></th></tr></thead><tbody>${keyRows}</tbody></table>`}
   <form class="stack" method="post" action="/databases/${database.id}/keys">
-    ${csrfField(session)}
+    ${csrfField(login)}
     <div class="row"><label>Label of a new key<span class="hint">Optional, e.g. the host it goes to.</span><input type="text" name="label" maxlength="100"></label>
     <div><button type="submit" class="secondary">Create API key</button></div></div>
   </form>

@@ -6,13 +6,13 @@ import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 
 export function usersPage(
-  session: LoginSession,
+  login: LoginSession,
   users: readonly User[],
   result?: { created?: { username: string; password: string | null }; error?: string },
 ): Html {
   return page({
     title: 'Users',
-    session,
+    login,
     nav: 'users',
     body: html`<h1>Users</h1>
 <p class="sub">Each user has an account of their own: they see only the databases they created.</p>
@@ -31,7 +31,7 @@ ${users.map((u) => html`<tr><td>${u.username}</td><td>${u.isAdmin ? 'admin' : 'u
 </tbody></table></div>
 <div class="card"><h2>Create a user</h2>
 <form class="stack" method="post" action="/users">
-  ${csrfField(session)}
+  ${csrfField(login)}
   <div class="row">
     <label>Username<input type="text" name="username" maxlength="${USERNAME_MAX_LENGTH}" pattern="${USERNAME_HTML_PATTERN}" required></label>
     <label>Password<span class="hint">At least 12 characters; leave empty to generate one.</span><input type="password" name="password" autocomplete="new-password"></label>

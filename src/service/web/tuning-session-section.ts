@@ -5,22 +5,22 @@ import type { ConfigChange } from '../tuning/space.ts';
 import { TARGETS } from '../../agent/targets/registry.ts';
 import { ENGINE_LIMITS } from '../tuning/engine.ts';
 import { SESSION_LIMITS } from '../tuning/params.ts';
-import type { iterationViews, sessionView } from '../tuning/views.ts';
+import type { iterationViews, tuningSessionView } from '../tuning/views.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
 import { ACTIVE_SESSION_STATES, type TuningIterationState, type TuningSessionRecord } from '../tuning/store.ts';
 import { formatMs, formatNumber, formatRelative, formatTime } from './format.ts';
 import { html, type Html } from './html.ts';
 import { csrfField } from './layout.ts';
-import { sessionChart } from './session-chart.ts';
+import { tuningSessionChart } from './tuning-session-chart.ts';
 
-export interface SessionSectionInput {
-  session: LoginSession;
+export interface TuningSessionSectionInput {
+  login: LoginSession;
   database: DatabaseSummary;
   /** The session shown in detail (the latest, or the one asked for), with its iterations. */
-  shown: { view: ReturnType<typeof sessionView>; iterations: ReturnType<typeof iterationViews> } | null;
+  shown: { view: ReturnType<typeof tuningSessionView>; iterations: ReturnType<typeof iterationViews> } | null;
   /** The database's sessions, newest first. */
-  sessions: readonly TuningSessionRecord[];
+  tuningSessions: readonly TuningSessionRecord[];
 }
 
 const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: string }> = {
@@ -63,7 +63,7 @@ function diffList(diff: readonly ConfigChange[], open = false): Html {
 }
 
 function actionButton(
-  input: SessionSectionInput,
+  input: TuningSessionSectionInput,
   sessionId: string,
   action: 'stop' | 'approve' | 'revert',
   label: string,
@@ -71,11 +71,11 @@ function actionButton(
   confirm: string | null,
 ): Html {
   return html`<form class="inline" method="post" action="/databases/${input.database.id}/tuning-sessions/${sessionId}/${action}"${confirm ? html` data-confirm="${confirm}"` : ''}>
-  ${csrfField(input.session)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
+  ${csrfField(input.login)}<button type="submit" class="${style}" id="session-${action}">${label}</button></form>`;
 }
 
-type View = NonNullable<SessionSectionInput['shown']>['view'];
-type IterationView = NonNullable<SessionSectionInput['shown']>['iterations'][number];
+type View = NonNullable<TuningSessionSectionInput['shown']>['view'];
+type IterationView = NonNullable<TuningSessionSectionInput['shown']>['iterations'][number];
 
 function progressText(p: NonNullable<View['progress']>, v: View): string {
   const measured = p.ok + p.failed;
@@ -136,7 +136,7 @@ const objectiveText = (it: IterationView): Html => {
 
 const kindText = (it: IterationView): string => (it.phase === 'verify' ? `A/B ${it.round ?? '?'}: ${it.kind}` : it.kind);
 
-function iterationsTable(iterations: NonNullable<SessionSectionInput['shown']>): Html {
+function iterationsTable(iterations: NonNullable<TuningSessionSectionInput['shown']>): Html {
   if (iterations.iterations.length === 0) return html`<p class="empty">No iteration yet.</p>`;
   const rows = iterations.iterations.map(
     (it) => html`<tr>
@@ -152,12 +152,12 @@ function iterationsTable(iterations: NonNullable<SessionSectionInput['shown']>):
   return html`<table id="session-iterations"><thead><tr><th class="num">#</th><th>Kind</th><th>State</th><th class="num" title="runtime over the baseline's at the same time (1.0 = as fast, lower is better), with its 95 % interval">Objective</th><th class="num" title="the search's best so far, not verified">Best so far</th><th class="num" title="top-level statements completed per second">Stmts/s</th><th>Changes from the baseline</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
-function shownSession(input: SessionSectionInput): Html {
+function shownTuningSession(input: TuningSessionSectionInput): Html {
   const shown = input.shown;
   if (!shown) return html``;
   const v = shown.view;
   const active = ACTIVE.has(v.state);
-  const latest = input.sessions[0]?.id === v.id;
+  const latest = input.tuningSessions[0]?.id === v.id;
   const points = shown.iterations
     .filter((it) => it.state === 'ok' || it.state === 'failed' || it.state === 'contaminated')
     .map((it) => ({
@@ -190,16 +190,16 @@ ${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice w
   ${v.best ? html`<dt>Recommended</dt><dd id="session-best">iteration ${v.best.iteration}, verified in ${v.best.measurements} A/B rounds${diffList(v.best.diff, true)}</dd>` : ''}
   ${v.endedAt ? html`<dt>Ended</dt><dd title="${formatTime(new Date(v.endedAt))}">${formatRelative(new Date(v.endedAt))}</dd>` : ''}
 </dl>
-${points.length > 0 ? sessionChart(points) : ''}
+${points.length > 0 ? tuningSessionChart(points) : ''}
 ${iterationsTable(shown)}
 </div>`;
 }
 
-function startForm(input: SessionSectionInput): Html {
+function startForm(input: TuningSessionSectionInput): Html {
   const agent = input.database.agent;
   const restartPossible = agent?.allowRestart === true && TARGETS.capabilitiesOf(input.database.target).restart.mode !== 'never';
   return html`<form class="stack" method="post" action="/databases/${input.database.id}/tuning-sessions" id="session-start">
-  ${csrfField(input.session)}
+  ${csrfField(input.login)}
   <h3>Start a tuning session</h3>
   <p class="muted">The session measures the baseline, then tries one configuration per trial (the agent's guardrails watch it and revert it on their own), measuring the baseline again every ${ENGINE_LIMITS.baselineEvery} trials. Then it verifies the best against the baseline in A/B rounds, and recommends it only if the whole confidence interval shows at least the minimum effect.</p>
   <div class="row">
@@ -222,14 +222,14 @@ function startForm(input: SessionSectionInput): Html {
 
 /** The start form, or why no session can start: the agent cannot apply changes (a failed
  * prerequisite of its preflight, a default parameter group), the same reason a start gets. */
-function startOrBlocked(input: SessionSectionInput): Html {
+function startOrBlocked(input: TuningSessionSectionInput): Html {
   const blocked = input.database.agent?.system.applyBlockedReason;
   if (!blocked) return startForm(input);
   return html`<div class="notice warn" id="tuning-blocked" role="status"><strong>No tuning session can start</strong>: the agent cannot apply changes to this database: ${blocked}</div>`;
 }
 
-function earlierSessions(input: SessionSectionInput): Html {
-  const others = input.sessions.filter((s) => s.id !== input.shown?.view.id);
+function earlierTuningSessions(input: TuningSessionSectionInput): Html {
+  const others = input.tuningSessions.filter((s) => s.id !== input.shown?.view.id);
   if (others.length === 0) return html``;
   return html`<h3>Other sessions</h3><table id="session-list"><tbody>${others.map(
     (s) =>
@@ -237,11 +237,11 @@ function earlierSessions(input: SessionSectionInput): Html {
   )}</tbody></table>`;
 }
 
-export function sessionSection(input: SessionSectionInput): Html {
-  const hasActive = input.sessions.some((s) => ACTIVE.has(s.state));
+export function tuningSessionSection(input: TuningSessionSectionInput): Html {
+  const hasActive = input.tuningSessions.some((s) => ACTIVE.has(s.state));
   return html`<div class="card" id="tuning"><h2>Tuning session</h2>
-${input.shown ? shownSession(input) : html`<p class="empty">No tuning session yet.</p>`}
+${input.shown ? shownTuningSession(input) : html`<p class="empty">No tuning session yet.</p>`}
 ${hasActive ? '' : startOrBlocked(input)}
-${earlierSessions(input)}
+${earlierTuningSessions(input)}
 </div>`;
 }

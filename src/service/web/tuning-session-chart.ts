@@ -21,7 +21,7 @@ const W = 960;
 const H = 240;
 const M = { left: 46, right: 14, top: 14, bottom: 30 };
 
-export function sessionChart(points: readonly ChartPoint[]): Html {
+export function tuningSessionChart(points: readonly ChartPoint[]): Html {
   const values = points.flatMap((p) =>
     p.value !== null && !p.contaminated ? [p.value, ...(p.interval ? [p.interval.low, p.interval.high] : [])] : [],
   );

@@ -1,0 +1,40 @@
+// What people read of tuning sessions, through the JSON API or the dashboard alike: a database's
+// sessions, and one session with its windows (iterations). The acting user's account bounds it.
+import { databaseOf } from '../databases/actions.ts';
+import type { DatabaseSummary } from '../databases/store.ts';
+import type { User } from '../people/store.ts';
+import { noSuchSession, type TuningDeps } from './actions.ts';
+import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
+
+/** The database's sessions, newest first. */
+export async function listTuningSessions(deps: TuningDeps, user: User, databaseId: string, limit: number): Promise<TuningSessionRecord[]> {
+  await databaseOf(deps, user, databaseId);
+  return deps.stores.tuning.listTuningSessions(user.accountId, databaseId, limit);
+}
+
+/** The sessions of a database `databaseOf` returned (its account checked already), newest first. */
+export function tuningSessionsOf(deps: TuningDeps, database: DatabaseSummary, limit: number): Promise<TuningSessionRecord[]> {
+  return deps.stores.tuning.listTuningSessions(database.accountId, database.id, limit);
+}
+
+export interface TuningSessionDetail {
+  session: TuningSessionRecord;
+  iterations: TuningIterationRecord[];
+}
+
+/** The session with its iterations, or a not_found error that says so. */
+export async function getTuningSession(deps: TuningDeps, user: User, databaseId: string, sessionId: string): Promise<TuningSessionDetail> {
+  const found = await findTuningSession(deps, user.accountId, databaseId, sessionId);
+  if (!found) throw noSuchSession(sessionId);
+  return found;
+}
+
+/** The session with its iterations, or null: for a page that shows the latest when the one asked for is gone. */
+export function findTuningSession(
+  deps: TuningDeps,
+  accountId: string,
+  databaseId: string,
+  sessionId: string,
+): Promise<TuningSessionDetail | null> {
+  return deps.stores.tuning.getTuningSession(accountId, databaseId, sessionId);
+}
