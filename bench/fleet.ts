@@ -91,7 +91,7 @@ async function request(opened: OpenedStorage, session: LoginSession, query: Flee
   const store = createFleetStore(timed);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const answer = await readFleet(store, session.user, query);
+  const answer = await readFleet({ stores: { fleet: store } }, session.user, query);
   const t1 = performance.now();
   const html = fleetPage(session, answer, query).value;
   const t2 = performance.now();

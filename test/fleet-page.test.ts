@@ -32,9 +32,9 @@ const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (url.pathname === '/static/app.css') return void res.writeHead(200, { 'content-type': 'text/css' }).end(APP_CSS);
   if (url.pathname === '/static/app.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(APP_JS);
-  if (url.pathname !== '/') return void res.writeHead(404).end();
+  if (url.pathname !== '/fleet') return void res.writeHead(404).end();
   const query = fleetQueryFromPage(url.searchParams);
-  readFleet(createFleetStore(opened.driver), session.user, query).then(
+  readFleet({ stores: { fleet: createFleetStore(opened.driver) } }, session.user, query).then(
     (answer) =>
       res
         .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP })
@@ -75,7 +75,7 @@ async function rows(): Promise<Array<[string, string]>> {
 }
 
 test('the fleet page sorts and filters in the browser, by links and a GET form', { skip }, async () => {
-  await page.goto(`${base}/`);
+  await page.goto(`${base}/fleet`);
   assert.deepEqual(
     (await rows()).map(([, state]) => state),
     ['awaiting_approval', 'agent_lost', 'blocked', 'session_failed', 'agent_stopped', 'no_agent', 'tuning', 'kept', 'idle', 'idle', 'idle'],

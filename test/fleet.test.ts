@@ -102,7 +102,7 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(by('kept_revert_pending').kept, null, 'a revert on its way undoes it too');
 
         // The JSON view is what its schema says, and the people's answer filters and sorts.
-        const answer = await readFleet(createFleetStore(driver), user, query({ state: 'attention' }));
+        const answer = await readFleet({ stores: { fleet: createFleetStore(driver) } }, user, query({ state: 'attention' }));
         const view = FleetViewSchema.parse(fleetView(answer.all, answer.shown, query({ state: 'attention' })));
         assert.deepEqual(
           view.databases.map((d) => d.name),
@@ -130,7 +130,7 @@ for (const kind of STORAGE_KINDS) {
           [user.accountId, 1000 - SCENARIOS.length],
         );
         const { db, count } = counting(driver);
-        const answer = await readFleet(createFleetStore(db), user, query({ sort: 'attention' }));
+        const answer = await readFleet({ stores: { fleet: createFleetStore(db) } }, user, query({ sort: 'attention' }));
         assert.equal(answer.all.length, 1000);
         assert.equal(count(), 1);
         assert.equal(answer.shown[0]!.name, 'state awaiting_approval');
@@ -248,8 +248,8 @@ test("the query: strict for the API, forgiving for the page's GET parameters", (
     q: 'orders',
   });
   assert.deepEqual(fleetQueryFromPage(new URLSearchParams(`q=${'x'.repeat(101)}`)).q, '');
-  assert.equal(fleetHref(query()), '/');
-  assert.equal(fleetHref(query({ state: 'blocked', q: 'a&b' })), '/?state=blocked&q=a%26b');
+  assert.equal(fleetHref(query()), '/fleet');
+  assert.equal(fleetHref(query({ state: 'blocked', q: 'a&b' })), '/fleet?state=blocked&q=a%26b');
 });
 
 test('the page: rows in the order asked, names escaped, filter and sort controls that keep each other', () => {
@@ -278,8 +278,8 @@ test('the page: rows in the order asked, names escaped, filter and sort controls
     ['blocked one', 'blocked'],
   ]);
   // The sort links keep the filter; the form sends the filter as GET parameters.
-  assert.ok(text.includes('href="/?state=attention&amp;q=C&amp;sort=name"'));
-  assert.ok(text.includes('<form class="stack" method="get" action="/" id="fleet-filter">'));
+  assert.ok(text.includes('href="/fleet?state=attention&amp;q=C&amp;sort=name"'));
+  assert.ok(text.includes('<form class="stack" method="get" action="/fleet" id="fleet-filter">'));
   assert.ok(text.includes('value="C"'));
   assert.match(text, /<option value="attention" selected>/);
   assert.ok(!/<script(?! src)/.test(text), 'no inline script (the CSP forbids it)');

@@ -4,6 +4,7 @@
 // actions, never a port.
 import type { AgentStore, LeasePolicy } from '../agents/store.ts';
 import type { DatabaseStore } from '../databases/store.ts';
+import type { FleetStore } from '../fleet/store.ts';
 import type { PeopleStore } from '../people/store.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { TuningStore } from '../tuning/store.ts';
@@ -17,6 +18,7 @@ export interface FeatureStores {
   databases: DatabaseStore;
   agents: AgentStore;
   tuning: TuningStore;
+  fleet: FleetStore;
 }
 
 export interface ServiceContext {
@@ -33,7 +35,7 @@ export interface ServiceContext {
 
 export function createServiceContext(storage: Storage, config: ServiceConfig, metrics?: ServiceMetrics): ServiceContext {
   return {
-    stores: { people: storage, databases: storage, agents: storage, tuning: storage },
+    stores: { people: storage, databases: storage, agents: storage, tuning: storage, fleet: storage },
     ping: () => storage.ping(),
     config,
     leasePolicy: leasePolicyOf(config),

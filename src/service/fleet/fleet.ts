@@ -12,7 +12,12 @@ export interface FleetAnswer {
   shown: FleetEntry[];
 }
 
-export async function readFleet(store: FleetStore, user: User, query: FleetQuery): Promise<FleetAnswer> {
-  const all = await store.fleet(user.accountId);
+/** What the fleet feature needs: its port. */
+export interface FleetDeps {
+  stores: { fleet: FleetStore };
+}
+
+export async function readFleet(deps: FleetDeps, user: User, query: FleetQuery): Promise<FleetAnswer> {
+  const all = await deps.stores.fleet.fleet(user.accountId);
   return { all, shown: sortFleet(filterFleet(all, query), query.sort) };
 }

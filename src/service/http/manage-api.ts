@@ -14,6 +14,7 @@ import { LOG_IN_FIRST, setLoginOf } from './manage/login-of.ts';
 import { registerLoginRoutes } from './manage/login-routes.ts';
 import { registerTuningSessionRoutes } from './manage/tuning-session-routes.ts';
 import { registerUserRoutes } from './manage/user-routes.ts';
+import { registerFleetRoutes } from './manage/fleet-routes.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
 
@@ -40,4 +41,5 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   registerDatabaseRoutes(app, ctx);
   registerTuningSessionRoutes(app, ctx);
   registerUserRoutes(app, ctx);
+  registerFleetRoutes(app, ctx);
 }

@@ -17,6 +17,7 @@ import { registerLoginRoutes } from './pages/login-routes.ts';
 import { fields, maybeLoginOf, sendPage, setLoginOf } from './pages/page.ts';
 import { registerStaticRoutes } from './pages/static-routes.ts';
 import { registerUserRoutes } from './pages/user-routes.ts';
+import { registerFleetRoutes } from './pages/fleet-routes.ts';
 import { refuseUnstorableText } from './storable.ts';
 
 const CONTENT_SECURITY_POLICY =
@@ -66,4 +67,5 @@ export function registerPages(app: FastifyInstance, ctx: ServiceContext, throttl
   registerDatabaseRoutes(app, ctx);
   registerDashboardRoutes(app, ctx);
   registerUserRoutes(app, ctx);
+  registerFleetRoutes(app, ctx);
 }

@@ -9,6 +9,7 @@ import { one } from './sql-rows.ts';
 import { readMetricsSnapshot } from './sql-metrics.ts';
 import { createTuningStore } from './sql-tuning.ts';
 import type { RetentionPolicy, Storage } from './storage.ts';
+import { createFleetStore } from './sql-fleet.ts';
 
 export function createSqlStorage(driver: SqlDriver): Storage {
   const db: Queryable = driver;
@@ -18,6 +19,7 @@ export function createSqlStorage(driver: SqlDriver): Storage {
     ...createDatabaseStore(driver),
     ...createAgentStore(driver),
     ...createTuningStore(driver),
+    ...createFleetStore(driver),
 
     async prune(policy: RetentionPolicy) {
       const count = async (deleteSql: string, params: readonly unknown[]): Promise<number> => {

@@ -6,6 +6,7 @@ import type { DatabaseStore } from '../databases/store.ts';
 import type { PeopleStore } from '../people/store.ts';
 import type { TuningStore } from '../tuning/store.ts';
 import type { MetricsSnapshot } from './sql-metrics.ts';
+import type { FleetStore } from '../fleet/store.ts';
 
 export interface RetentionPolicy {
   /** Reports and events older than this are deleted. */
@@ -16,7 +17,7 @@ export interface RetentionPolicy {
   maxEventsPerDatabase: number;
 }
 
-export interface Storage extends PeopleStore, DatabaseStore, AgentStore, TuningStore {
+export interface Storage extends PeopleStore, DatabaseStore, AgentStore, TuningStore, FleetStore {
   readonly kind: 'pglite' | 'postgres';
 
   // Housekeeping

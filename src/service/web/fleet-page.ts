@@ -36,7 +36,7 @@ const SORT_LABELS: Record<FleetQuery['sort'], string> = {
 };
 
 /** The fleet page's address for this query; defaults left out, so the plain page is `/`. */
-export function fleetHref(query: FleetQuery, base = '/'): string {
+export function fleetHref(query: FleetQuery, base = '/fleet'): string {
   const params = new URLSearchParams();
   if (query.state !== 'all') params.set('state', query.state);
   if (query.q !== '') params.set('q', query.q);
@@ -117,7 +117,7 @@ export function fleetPage(login: LoginSession, answer: FleetAnswer, query: Fleet
   const sortOptions = FLEET_SORTS.map((s) => html`<option value="${s}" ${query.sort === s ? 'selected' : ''}>${SORT_LABELS[s]}</option>`);
   const table =
     answer.shown.length === 0
-      ? html`<p class="empty">${answer.all.length === 0 ? 'No database yet.' : 'No database matches this filter.'} <a href="/">Show all</a></p>`
+      ? html`<p class="empty">${answer.all.length === 0 ? 'No database yet.' : 'No database matches this filter.'} <a href="/fleet">Show all</a></p>`
       : html`<table id="fleet"><thead><tr>
   ${sortHeading(query, 'name', 'Database')}${sortHeading(query, 'attention', 'State')}${sortHeading(query, 'last_report', 'Agent')}
   <th>Session</th>${sortHeading(query, 'gain', 'Kept configuration')}
@@ -125,12 +125,12 @@ export function fleetPage(login: LoginSession, answer: FleetAnswer, query: Fleet
   return page({
     title: 'Fleet',
     login,
-    nav: 'databases',
+    nav: 'fleet',
     body: html`<h1>Fleet</h1>
 <p class="sub">${answer.all.length} databases; ${attention} need a person. Sorted: ${SORT_LABELS[query.sort].toLowerCase()}.</p>
 <div class="card">
   <p>${chips}</p>
-  <form class="stack" method="get" action="/" id="fleet-filter">
+  <form class="stack" method="get" action="/fleet" id="fleet-filter">
     <div class="row">
       <label>Name contains<input type="text" name="q" maxlength="100" value="${query.q}"></label>
       <label>State<select name="state">${stateOptions}</select></label>

@@ -6,7 +6,7 @@ export interface PageFrame {
   title: string;
   login: LoginSession | null;
   /** Which navigation entry is current. */
-  nav?: 'databases' | 'users';
+  nav?: 'databases' | 'fleet' | 'users';
   body: Html;
 }
 
@@ -20,6 +20,7 @@ export function page(frame: PageFrame): Html {
   const top = login
     ? html`<nav>
         <a href="/" class="${frame.nav === 'databases' ? 'on' : ''}">Databases</a>
+        <a href="/fleet" class="${frame.nav === 'fleet' ? 'on' : ''}">Fleet</a>
         ${login.user.isAdmin ? html`<a href="/users" class="${frame.nav === 'users' ? 'on' : ''}">Users</a>` : ''}
       </nav>
       <div class="who"><span>${login.user.username}</span>
