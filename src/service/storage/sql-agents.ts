@@ -24,6 +24,11 @@ function leaseSeconds(policy: LeasePolicy, intervalSeconds: number): number {
   return Math.max(policy.intervalsPerLease * intervalSeconds, policy.minLeaseSeconds);
 }
 
+/** The moment a lease granted or renewed now counts from: null for the storage's now(). */
+function leaseClockNow(policy: LeasePolicy): string | null {
+  return policy.clock ? policy.clock().toISOString() : null;
+}
+
 export function createAgentStore(driver: SqlDriver): AgentStore {
   const db: Queryable = driver;
   return {
@@ -71,7 +76,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
                                      allow_restart, include_queries, system, started_at, expires_at, released_at,
                                      last_report_at, last_seq)
            VALUES ($1::uuid, $2, $3, $4::bigint, $5, $6, $7, $8, $9::boolean, $10::boolean, $11::jsonb, now(),
-                   now() + make_interval(secs => $12::float8), NULL, NULL, NULL)
+                   coalesce($13::timestamptz, now()) + make_interval(secs => $12::float8), NULL, NULL, NULL)
            ON CONFLICT (database_id) DO UPDATE SET
              lease_id = excluded.lease_id, hostname = excluded.hostname, pid = excluded.pid,
              agent_version = excluded.agent_version, target = excluded.target,
@@ -93,6 +98,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
             request.includeQueries,
             JSON.stringify(request.system),
             leaseSeconds(policy, intervalSeconds),
+            leaseClockNow(policy),
           ],
         );
         return { kind: 'granted', leaseId, expiresAt: row!.expires_at, reportIntervalSeconds: intervalSeconds, resumed };
@@ -128,7 +134,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
              FROM prior p
          ), lease AS (
            UPDATE agent_leases l
-              SET expires_at = now() + make_interval(secs => greatest($12::int * v.interval_seconds, $14::int)::float8),
+              SET expires_at = coalesce($16::timestamptz, now()) + make_interval(secs => greatest($12::int * v.interval_seconds, $14::int)::float8),
                   last_report_at = now(), last_seq = $3::bigint
              FROM verdict v
             WHERE l.database_id = $1::uuid AND v.verdict <> 'out_of_order'
@@ -171,6 +177,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
           policy.defaultIntervalSeconds,
           policy.minLeaseSeconds,
           EXPIRED_OUTCOME,
+          leaseClockNow(policy),
         ],
         { name: 'record_report' },
       );
