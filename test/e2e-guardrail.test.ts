@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
 import {
   ADMIN_PASSWORD,
@@ -47,11 +47,7 @@ let agent: ReturnType<typeof spawn> | undefined;
 let dir: string;
 
 before(async () => {
-  cluster = await startCluster();
-  for (const sql of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(sql);
+  cluster = await startAgentCluster();
   await createWreckableTable(cluster);
   store = await createServiceStore('pglite');
   dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-guard-'));

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { WORKLOADS, startLoad, type RunningLoad, type Workload } from '../src/lab/workloads.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
 import {
@@ -101,11 +101,7 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
   };
 
   before(async () => {
-    cluster = await startCluster();
-    for (const sql of localGrantsSql('agent_user')
-      .split('\n')
-      .filter((l) => l.startsWith('GRANT')))
-      await cluster.sql(sql);
+    cluster = await startAgentCluster();
     for (const workload of [WORKLOADS['select-1'], WORKLOADS['work-mem']]) await workload.setup(cluster);
     store = await createServiceStore('pglite');
     const port = await freePort();

@@ -6,8 +6,8 @@ import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/db.ts';
 import { guardThresholdsFrom } from '../src/agent/config/guardrails.ts';
 import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/agent/guardrails.ts';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
-import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import type { Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { ZEROS } from './helpers/synthetic-reports.ts';
 import type { TargetMetric } from '../src/protocol/v1.ts';
@@ -133,11 +133,7 @@ let dir: string;
 let workload: RangeWorkload | undefined;
 
 before(async () => {
-  cluster = await startCluster();
-  for (const statement of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(statement);
+  cluster = await startAgentCluster();
   await createWreckableTable(cluster);
   db = await connectDb(cluster.agentUrl);
   dir = mkdtempSync(join(tmpdir(), 'tuner-guard-'));

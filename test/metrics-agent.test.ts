@@ -9,9 +9,9 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { AGENT_VERSION } from '../src/agent/version.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent, type AgentProcess } from './helpers/agent-process.ts';
 import { scrape, type Exposition } from './helpers/prometheus.ts';
 import {
@@ -42,11 +42,7 @@ describe('metrics of the agent and the service, end to end', () => {
   let agentMetricsUrl: string;
 
   before(async () => {
-    cluster = await startCluster();
-    for (const sql of localGrantsSql('agent_user')
-      .split('\n')
-      .filter((l) => l.startsWith('GRANT')))
-      await cluster.sql(sql);
+    cluster = await startAgentCluster();
     store = await createServiceStore('pglite');
     service = await startTestService(store, { TUNER_METRICS_TOKEN: TOKEN });
     person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);

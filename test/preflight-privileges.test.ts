@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb } from '../src/agent/db.ts';
 import { databaseChecks, tuningBlockedReason } from '../src/agent/preflight.ts';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { grantLocalAgent } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';
 import {
@@ -52,10 +52,7 @@ async function workMem(): Promise<string> {
 before(async () => {
   cluster = await startCluster();
   // Every right the local target needs to apply, but not pg_monitor.
-  for (const statement of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(statement);
+  await grantLocalAgent(cluster);
   await cluster.sql('REVOKE pg_monitor FROM agent_user');
   store = await createServiceStore('pglite');
   service = await startTestService(store);

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/index.ts';
-import { AGENT_USER_PASSWORD_FOR_TESTS, freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { AGENT_USER_PASSWORD_FOR_TESTS, freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent, type AgentRun } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';
 import {
@@ -61,11 +61,7 @@ function urlWith(change: { host?: string; port?: number; password?: string }): s
 }
 
 before(async () => {
-  cluster = await startCluster();
-  for (const statement of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(statement);
+  cluster = await startAgentCluster();
   store = await createServiceStore('pglite');
   service = await startTestService(store);
   person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);

@@ -36,7 +36,10 @@ export interface AdminService {
   readonly admin: PersonClient;
   /** A database of the admin's, its first key, and an agent client holding that key. */
   database(name: string, target?: string): Promise<{ databaseId: string; apiKey: string; apiKeyId: string; agent: AgentClient }>;
-  /** Stops the service and starts it again on the same storage and address, the admin logged in again. */
+  /** Stops the service (its storage stays). */
+  stop(): Promise<void>;
+  /** Starts it again on the same storage and address, the admin logged in again. */
+  start(): Promise<void>;
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -48,8 +51,12 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
   const env = { ...options.env, ...(downloads && { TUNER_DOWNLOADS_DIR: downloads }) };
   let service: TestService | undefined;
   let admin: PersonClient;
-  const close = async () => {
+  const stop = async () => {
     await service?.close();
+    service = undefined;
+  };
+  const close = async () => {
+    await stop();
     await store.dispose();
     if (downloads) rmSync(downloads, { recursive: true, force: true });
   };
@@ -75,8 +82,10 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
       const created = await admin.createDatabase(name, target);
       return { ...created, agent: new AgentClient(service!.url, created.databaseId, created.apiKey) };
     },
+    stop,
+    start,
     async restart() {
-      await service!.close();
+      await stop();
       await start();
     },
     close,
