@@ -14,17 +14,11 @@ import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { grantLocalAgent } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import type { PersonClient, TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
 let cluster: Cluster;
-let store: ServiceStore;
+let lab: AdminService;
 let service: TestService;
 let person: PersonClient;
 const dirs: string[] = [];
@@ -54,14 +48,12 @@ before(async () => {
   // Every right the local target needs to apply, but not pg_monitor.
   await grantLocalAgent(cluster);
   await cluster.sql('REVOKE pg_monitor FROM agent_user');
-  store = await createServiceStore('pglite');
-  service = await startTestService(store);
-  person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  lab = await startAdminService('pglite');
+  ({ service, admin: person } = lab);
 });
 
 after(async () => {
-  await service?.close();
-  await store?.dispose();
+  await lab?.close();
   await cluster?.destroy();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
