@@ -30,6 +30,10 @@ export interface AdminServiceOptions {
 
 export interface AdminService {
   readonly store: ServiceStore;
+  /** host:port, the same across restarts. */
+  readonly listen: string;
+  /** Whether the service runs (false after `stop`). */
+  readonly running: boolean;
   /** The running service (a new one after `restart`). */
   readonly service: TestService;
   /** The admin, logged in to the running service. */
@@ -72,6 +76,10 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
   }
   return {
     store,
+    listen,
+    get running() {
+      return service !== undefined;
+    },
     get service() {
       return service!;
     },
