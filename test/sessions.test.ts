@@ -2,6 +2,7 @@
 // iterations → awaiting approval → approve → the keep=true apply; refused, failed and
 // guardrail-reverted trials teach the optimizer to keep away; an ack that never comes; stop and
 // revert; a service restarted mid-iteration; bad inputs.
+// test-tier: slow (its sessions run in real time: minutes of windows on each storage)
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
