@@ -6,7 +6,9 @@
 //
 //   node scripts/test-tiers.ts list        every test file, its tier and why
 //   node scripts/test-tiers.ts fast|slow   runs that tier's files with node --test
-import { spawnSync } from 'node:child_process';
+//   … fast --alongside lint,typecheck      and those npm scripts at the same time (their output
+//                                          is shown when they fail): lint is mostly one core's work
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -90,6 +92,17 @@ function slowBecause(path: string): string | null {
   return reason;
 }
 
+/** Runs a command; with 'pipe', keeps what it printed for later. */
+function run(command: string, args: string[], stdio: 'pipe' | 'inherit'): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: root, stdio: stdio === 'pipe' ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+    let output = '';
+    child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('close', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
 function testFiles(dir = 'test'): string[] {
   return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -116,8 +129,16 @@ if (import.meta.main) {
     const files = testTiers()
       .filter((t) => t.tier === which)
       .map((t) => t.file);
-    const run = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { cwd: root, stdio: 'inherit' });
-    process.exit(run.status ?? 1);
+    const alongside = process.argv[3] === '--alongside' ? (process.argv[4] ?? '').split(',').filter(Boolean) : [];
+    const checks = alongside.map((script) => run('npm', ['run', script], 'pipe').then((r) => ({ script, ...r })));
+    const tests = await run(process.execPath, ['--test', '--test-concurrency=2', ...files], 'inherit');
+    let failed = tests.code !== 0;
+    for (const check of await Promise.all(checks)) {
+      if (check.code === 0) continue;
+      failed = true;
+      process.stderr.write(`\nnpm run ${check.script} failed (exit ${check.code}):\n${check.output}\n`);
+    }
+    process.exit(failed ? 1 : 0);
   } else {
     console.error('usage: node scripts/test-tiers.ts list | fast | slow');
     process.exit(2);
