@@ -34,7 +34,7 @@ export interface AdminService {
   readonly listen: string;
   /** Whether the service runs (false after `stop`). */
   readonly running: boolean;
-  /** The running service (a new one after `restart`). */
+  /** The running service (a new one after `restart`); throws while it is stopped. */
   readonly service: TestService;
   /** The admin, logged in to the running service. */
   readonly admin: PersonClient;
@@ -64,6 +64,10 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
     await store.dispose();
     if (downloads) rmSync(downloads, { recursive: true, force: true });
   };
+  const running = (): TestService => {
+    if (!service) throw new Error('the test service is stopped');
+    return service;
+  };
   const start = async () => {
     service = await startTestService(store, env, listen, options.start);
     admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
@@ -81,14 +85,14 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
       return service !== undefined;
     },
     get service() {
-      return service!;
+      return running();
     },
     get admin() {
       return admin;
     },
     async database(name, target = 'local') {
       const created = await admin.createDatabase(name, target);
-      return { ...created, agent: new AgentClient(service!.url, created.databaseId, created.apiKey) };
+      return { ...created, agent: new AgentClient(running().url, created.databaseId, created.apiKey) };
     },
     stop,
     start,
