@@ -25,8 +25,8 @@ import { after, before, describe, test } from 'node:test';
 import pkg from '../package.json' with { type: 'json' };
 import { buildImage, IMAGE } from '../scripts/build-image.ts';
 import { LEASE_FILE_NAME } from '../src/agent/process/loop.ts';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import type { Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { parseSums } from '../src/service/setup/downloads.ts';
 import { pathWithoutNode, runAgent } from './helpers/agent-process.ts';
 import { TEST_BINARY, skipWithoutBinary, skipWithoutTools } from './helpers/agent-binary.ts';
@@ -97,13 +97,7 @@ before(async () => {
   copyFileSync(TEST_BINARY!, join(downloads, built.file));
   writeFileSync(join(downloads, 'SHA256SUMS'), `${built.sha256}  ${built.file}\n`);
 
-  [store, ...clusters] = await Promise.all([createServiceStore('pglite'), startCluster(), startCluster()]);
-  for (const cluster of clusters) {
-    for (const sql of localGrantsSql('agent_user')
-      .split('\n')
-      .filter((l) => l.startsWith('GRANT')))
-      await cluster.sql(sql);
-  }
+  [store, ...clusters] = await Promise.all([createServiceStore('pglite'), startAgentCluster(), startAgentCluster()]);
   service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
   person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
 });

@@ -10,16 +10,9 @@ import { KEY_REVOKED_REASON, TRIAL_EXPIRED_REASON } from '../src/service/databas
 import { advanceTuningSession } from '../src/service/tuning/advance.ts';
 import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
 import { ReportResponseSchema } from '../src/protocol/v1.ts';
-import {
-  ADMIN_PASSWORD,
-  AgentClient,
-  PersonClient,
-  STORAGE_KINDS,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import type { PersonClient } from './helpers/service.ts';
+import { AgentClient, STORAGE_KINDS, type TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { reportRequest } from './helpers/service-reports.ts';
 import { SimulatedAgent, getTuningSession, isTrialJson, startTuningSession } from './sessions-agent.ts';
 
@@ -33,7 +26,7 @@ interface CommandView {
 
 for (const kind of STORAGE_KINDS) {
   describe(`commands expire on ${kind} storage`, () => {
-    let store: ServiceStore;
+    let lab: AdminService;
     let service: TestService;
     let person: PersonClient;
 
@@ -41,14 +34,10 @@ for (const kind of STORAGE_KINDS) {
       (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands?limit=100`)).body.commands;
 
     before(async () => {
-      store = await createServiceStore(kind);
-      service = await startTestService(store);
-      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      lab = await startAdminService(kind);
+      ({ service, admin: person } = lab);
     });
-    after(async () => {
-      await service?.close();
-      await store?.dispose();
-    });
+    after(() => lab?.close());
 
     /** A session whose second trial is queued while the agent is quiet (not received yet). */
     async function trialQueuedWhileQuiet(name: string) {

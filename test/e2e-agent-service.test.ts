@@ -5,23 +5,16 @@
 // the agent resumes; SIGTERM releases the lease.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import type { Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
 import { AGENT_BINARY, agentCommand, agentPath, runAgent } from './helpers/agent-process.ts';
 import { TEST_BINARY } from './helpers/agent-binary.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  STORAGE_KINDS,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { STORAGE_KINDS } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { until } from './helpers/until.ts';
 
 interface DatabaseView {
@@ -62,10 +55,7 @@ const RUNS = [
 for (const { kind, binary } of RUNS) {
   describe(`agent and service end to end (${kind} storage${binary ? ', single-file binary' : ''})`, () => {
     let cluster: Cluster;
-    let store: ServiceStore;
-    let service: TestService;
-    let port: number;
-    let person: PersonClient;
+    let lab: AdminService;
     let databaseId: string;
     let apiKey: string;
     const dirs: string[] = [];
@@ -75,43 +65,22 @@ for (const { kind, binary } of RUNS) {
     const agentDir = (key: string): string => {
       const dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-'));
       dirs.push(dir);
-      writeFileSync(
-        join(dir, 'agent.yaml'),
-        [
-          'postgresql:',
-          `  connection_url: ${cluster.agentUrl}`,
-          '  include_queries: true',
-          'tuner:',
-          `  server_url: http://127.0.0.1:${port}`,
-          `  api_key: ${key}`,
-          `  database_id: ${databaseId}`,
-          '',
-        ].join('\n'),
-      );
-      return dir;
+      return writeLocalAgentConfig(dir, { cluster, serverUrl: lab.service.url, apiKey: key, databaseId, includeQueries: true });
     };
-    const database = async () => (await person.get<{ database: DatabaseView }>(`/api/manage/databases/${databaseId}`)).body.database;
-    const latest = async () => (await person.get<LatestReport>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
+    const database = async () => (await lab.admin.get<{ database: DatabaseView }>(`/api/manage/databases/${databaseId}`)).body.database;
+    const latest = async () => (await lab.admin.get<LatestReport>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
 
     before(async () => {
-      cluster = await startCluster();
-      for (const sql of localGrantsSql('agent_user')
-        .split('\n')
-        .filter((l) => l.startsWith('GRANT')))
-        await cluster.sql(sql);
-      store = await createServiceStore(kind);
-      port = await freePort();
-      service = await startTestService(store, {}, `127.0.0.1:${port}`);
-      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-      ({ databaseId, apiKey } = await person.createDatabase('e2e', 'local'));
-      const interval = await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 });
+      cluster = await startAgentCluster();
+      lab = await startAdminService(kind);
+      ({ databaseId, apiKey } = await lab.admin.createDatabase('e2e', 'local'));
+      const interval = await lab.admin.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 });
       assert.equal(interval.status, 200);
     });
 
     after(async () => {
       agent?.child.kill('SIGKILL');
-      await service?.close();
-      await store?.dispose();
+      await lab?.close();
       await cluster?.destroy();
       for (const d of dirs) rmSync(d, { recursive: true, force: true });
     });
@@ -129,14 +98,14 @@ for (const { kind, binary } of RUNS) {
         'the report carries the catalog settings',
       );
 
-      const issued = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
+      const issued = await lab.admin.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
         kind: 'apply',
         values: { work_mem: '8MB' },
         keep: true,
       });
       assert.equal(issued.status, 201);
       const done = await until('the command to be acknowledged', async () => {
-        const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
+        const list = (await lab.admin.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
         const c = list.find((x) => x.id === issued.body.command.id);
         return c?.outcome ? c : null;
       });
@@ -146,12 +115,12 @@ for (const { kind, binary } of RUNS) {
       assert.equal(row?.setting, '8192');
 
       // A command the agent's own checks refuse is acknowledged as refused, with nothing changed.
-      const unsafe = await person.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
+      const unsafe = await lab.admin.post<{ command: CommandView }>(`/api/manage/databases/${databaseId}/commands`, {
         kind: 'apply',
         values: { work_mem: '900GB' },
       });
       const refused = await until('the unsafe command to be acknowledged', async () => {
-        const list = (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
+        const list = (await lab.admin.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
         return list.find((x) => x.id === unsafe.body.command.id && x.outcome) ?? null;
       });
       assert.equal(refused.state, 'refused');
@@ -175,10 +144,14 @@ for (const { kind, binary } of RUNS) {
 
     test('the service restarted mid-run: the agent keeps collecting and resumes', async () => {
       const before = await until('a report', latest);
-      await service.close();
-      await new Promise((r) => setTimeout(r, 2500));
-      service = await startTestService(store, {}, `127.0.0.1:${port}`);
-      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      assert.ok(agent);
+      const running = agent;
+      const outageLines = () => running.output().match(/report\(s\) queued, collecting goes on/g)?.length ?? 0;
+      const seenBefore = outageLines();
+      await lab.stop();
+      // The agent's word that it found the service down and keeps its reports for later.
+      await until('the agent to see the outage', () => Promise.resolve(outageLines() > seenBefore), 60_000);
+      await lab.start();
       const resumed = await until(
         'a report after the restart',
         async () => {
@@ -188,6 +161,7 @@ for (const { kind, binary } of RUNS) {
         60_000,
       );
       assert.ok(resumed.metrics, 'metrics flow again');
+      assert.match(running.output(), /the tuning service is reachable again/);
       assert.equal((await database()).agent?.connected, true);
     });
 

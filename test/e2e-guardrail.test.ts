@@ -4,21 +4,14 @@
 // region is shown in sessions.test.ts.)
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import {
   WRECKING_TRIAL,
   createWreckableTable,
@@ -40,28 +33,21 @@ interface EventView {
 }
 
 let cluster: Cluster;
-let store: ServiceStore;
-let service: TestService | undefined;
+let lab: AdminService | undefined;
 let workload: RangeWorkload | undefined;
 let agent: ReturnType<typeof spawn> | undefined;
 let dir: string;
 
 before(async () => {
-  cluster = await startCluster();
-  for (const sql of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(sql);
+  cluster = await startAgentCluster();
   await createWreckableTable(cluster);
-  store = await createServiceStore('pglite');
   dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-guard-'));
 });
 
 after(async () => {
   agent?.kill('SIGKILL');
   await workload?.stop();
-  await service?.close();
-  await store?.dispose();
+  await lab?.close();
   await cluster?.destroy();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -70,16 +56,12 @@ test(
   'a wrecking trial is reverted by the agent alone while the service is down, and reported when it is back',
   { timeout: 300_000 },
   async () => {
-    const listen = `127.0.0.1:${await freePort()}`;
-    service = await startTestService(store, {}, listen);
-    let person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    lab = await startAdminService();
+    let person = lab.admin;
     const { databaseId, apiKey } = await person.createDatabase('guarded', 'local');
     assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
     const metricsUrl = `http://127.0.0.1:${await freePort()}/metrics`;
-    writeFileSync(
-      join(dir, 'agent.yaml'),
-      `postgresql:\n  connection_url: ${cluster.agentUrl}\ntuner:\n  server_url: http://${listen}\n  api_key: ${apiKey}\n  database_id: ${databaseId}\n  metrics_listen: ${new URL(metricsUrl).host}\n`,
-    );
+    writeLocalAgentConfig(dir, { cluster, serverUrl: lab.service.url, apiKey, databaseId, metricsListen: new URL(metricsUrl).host });
 
     // The workload runs before the agent starts, so that its first window is the known-good one.
     workload = await startRangeWorkload(cluster);
@@ -108,8 +90,7 @@ test(
     await until('the trial to be applied', async () => (await setting('random_page_cost')) === '10', 15_000);
 
     // The service goes away; only the agent is left to notice that queries got slow.
-    await service.close();
-    service = undefined;
+    await lab.stop();
     const appliedAt = Date.now();
     // Judging takes a window of 20 calls: as long as the workload keeps running, they come.
     await untilRevertedWithin(
@@ -143,8 +124,8 @@ test(
     assert.equal(metrics.value('tuner_agent_parameters_unaccepted'), 0, 'back at known-good');
 
     // Back up: the agent's queued reports carry the breach, tied to the trial's command.
-    service = await startTestService(store, {}, listen);
-    person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    await lab.start();
+    person = lab.admin;
     const breach = await until(
       'the guardrail event to reach the service',
       async () => {

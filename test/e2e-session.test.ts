@@ -9,23 +9,17 @@
 // No speed is asserted: only what the session concludes and does.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import type { Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
 import { WORKLOADS, startLoad, type RunningLoad, type Workload } from '../src/lab/workloads.ts';
 import { AGENT_BIN } from './helpers/agent-process.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import type { PersonClient } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { FULL_SETTINGS, assertSessionShape, getTuningSession, startTuningSession, type SessionJson } from './sessions-agent.ts';
 import { until } from './helpers/until.ts';
 
@@ -44,8 +38,7 @@ function spawnLogged(
 
 describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlite storage)', () => {
   let cluster: Cluster;
-  let store: ServiceStore;
-  let service: TestService;
+  let lab: AdminService;
   let person: PersonClient;
   let databaseId: string;
   let agent: ReturnType<typeof spawnLogged> | undefined;
@@ -101,32 +94,15 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
   };
 
   before(async () => {
-    cluster = await startCluster();
-    for (const sql of localGrantsSql('agent_user')
-      .split('\n')
-      .filter((l) => l.startsWith('GRANT')))
-      await cluster.sql(sql);
+    cluster = await startAgentCluster();
     for (const workload of [WORKLOADS['select-1'], WORKLOADS['work-mem']]) await workload.setup(cluster);
-    store = await createServiceStore('pglite');
-    const port = await freePort();
-    service = await startTestService(store, {}, `127.0.0.1:${port}`);
-    person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    lab = await startAdminService('pglite');
+    person = lab.admin;
     const created = await person.createDatabase('e2e-session', 'local');
     databaseId = created.databaseId;
     assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
     dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-session-'));
-    writeFileSync(
-      join(dir, 'agent.yaml'),
-      [
-        'postgresql:',
-        `  connection_url: ${cluster.agentUrl}`,
-        'tuner:',
-        `  server_url: http://127.0.0.1:${port}`,
-        `  api_key: ${created.apiKey}`,
-        `  database_id: ${databaseId}`,
-        '',
-      ].join('\n'),
-    );
+    writeLocalAgentConfig(dir, { cluster, serverUrl: lab.service.url, apiKey: created.apiKey, databaseId });
     agent = spawnLogged(process.execPath, [AGENT_BIN, '--local'], { cwd: dir, env: { PATH: process.env['PATH'] ?? '' } });
     console.log(`setup: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   });
@@ -137,8 +113,7 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
       agent.child.kill('SIGTERM');
       await Promise.race([agent.exited, sleep(15_000)]);
     }
-    await service?.close();
-    await store?.dispose();
+    await lab?.close();
     await cluster?.destroy();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

@@ -3,26 +3,13 @@
 // 429 and Retry-After; and a flood of other addresses cannot push a blocked one out of memory
 // (test/security-http.test.ts: nobody can lock a user out).
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
 import { LoginThrottle } from '../src/service/people/throttle.ts';
-import { ADMIN_PASSWORD, createServiceStore, startTestService, type ServiceStore, type TestService } from './helpers/service.ts';
+import { ADMIN_PASSWORD } from './helpers/service.ts';
+import { serviceStarter } from './helpers/service-admin.ts';
 
-const running: Array<{ service: TestService; store: ServiceStore }> = [];
-
-after(async () => {
-  for (const { service, store } of running) {
-    await service.close();
-    await store.dispose();
-  }
-});
-
-async function service(env: Record<string, string> = {}): Promise<TestService> {
-  const store = await createServiceStore('pglite');
-  const started = await startTestService(store, env);
-  running.push({ service: started, store });
-  return started;
-}
+const service = serviceStarter();
 
 async function login(base: string, username: string, password: string, headers: Record<string, string> = {}): Promise<Response> {
   const response = await fetch(`${base}/api/manage/login`, {

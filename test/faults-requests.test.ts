@@ -6,38 +6,22 @@ import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 import { ErrorResponseSchema } from '../src/protocol/v1.ts';
 import { reportRequest, startRequest } from './helpers/service-reports.ts';
-import {
-  ADMIN_PASSWORD,
-  AgentClient,
-  PersonClient,
-  STORAGE_KINDS,
-  assertClientError,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { AgentClient, STORAGE_KINDS, assertClientError } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
-const running: Array<{ service: TestService; store: ServiceStore }> = [];
+const running: AdminService[] = [];
 
 before(async () => {
-  for (const kind of STORAGE_KINDS) {
-    const store = await createServiceStore(kind);
-    running.push({ service: await startTestService(store), store });
-  }
+  for (const kind of STORAGE_KINDS) running.push(await startAdminService(kind));
 });
 
 after(async () => {
-  for (const { service, store } of running) {
-    await service.close();
-    await store.dispose();
-  }
+  for (const lab of running) await lab.close();
 });
 
 for (const [i, kind] of STORAGE_KINDS.entries()) {
   test(`text that cannot be stored is refused naming the field (${kind} storage)`, async () => {
-    const { service } = running[i]!;
-    const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    const { service, admin: person } = running[i]!;
     assertClientError(
       await person.post('/api/manage/databases', { name: 'nul\u0000name', target: 'local' }),
       400,
@@ -83,8 +67,7 @@ for (const [i, kind] of STORAGE_KINDS.entries()) {
   });
 
   test(`a username that is taken is a conflict, not a bad request (${kind} storage)`, async () => {
-    const { service } = running[i]!;
-    const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    const { admin: person } = running[i]!;
     assert.equal((await person.post('/api/manage/users', { username: `dup-${kind}` })).status, 201);
     assertClientError(await person.post('/api/manage/users', { username: `dup-${kind}` }), 409, 'conflict', `dup-${kind}`);
   });
@@ -94,9 +77,9 @@ test(
   'a client too slow to send its request gets a 408 in the protocol error body, at the request timeout',
   { timeout: 60_000 },
   async () => {
-    const store = await createServiceStore('pglite');
-    const service = await startTestService(store, {}, '127.0.0.1:0', { requestTimeoutMs: 2_000 });
-    running.push({ service, store });
+    const lab = await startAdminService('pglite', { start: { requestTimeoutMs: 2_000 } });
+    running.push(lab);
+    const { service } = lab;
     const { hostname, port } = new URL(service.url);
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(port), hostname);

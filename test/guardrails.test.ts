@@ -6,8 +6,8 @@ import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { guardThresholdsFrom } from '../src/agent/config/guardrails.ts';
 import { DEFAULT_THRESHOLDS, judgeWindow, type KnownGoodFigures } from '../src/agent/applying/guardrails.ts';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import type { Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { GiB } from '../src/knobs/units.ts';
 import { ZEROS } from './helpers/synthetic-reports.ts';
@@ -132,11 +132,7 @@ let dir: string;
 let workload: RangeWorkload | undefined;
 
 before(async () => {
-  cluster = await startCluster();
-  for (const statement of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(statement);
+  cluster = await startAgentCluster();
   await createWreckableTable(cluster);
   db = await connectDb(cluster.agentUrl);
   dir = mkdtempSync(join(tmpdir(), 'tuner-guard-'));

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { evaluate, parseScript, startDriver } from '../src/lab/load-driver.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { WORKLOADS } from '../src/lab/workloads.ts';
+import { until } from './helpers/until.ts';
 
 describe('the script language it understands', () => {
   test('every lab workload parses', () => {
@@ -45,7 +46,7 @@ describe('on a real cluster', () => {
     await workload.setup(cluster);
     await cluster.sql('SELECT pg_stat_statements_reset()');
     const driver = await startDriver(workload.script, { connectionString: cluster.adminUrl, clients: 2 });
-    await sleep(1000);
+    await until('20 transactions', () => Promise.resolve(driver.transactions >= 20), 60_000, 50);
     await driver.stop();
     const [row] = await cluster.sql<{ calls: string }>(
       `SELECT sum(calls)::text AS calls FROM pg_stat_statements WHERE query LIKE 'SELECT v FROM lab_points WHERE id = $1%'`,
@@ -69,7 +70,7 @@ describe('on a real cluster', () => {
     const workload = WORKLOADS['tpcb-like'];
     await workload.setup(cluster);
     const driver = await startDriver(workload.script, { connectionString: cluster.adminUrl, clients: 2, variables: workload.variables });
-    await sleep(1000);
+    await until('20 transactions', () => Promise.resolve(driver.transactions >= 20), 60_000, 50);
     await driver.stop();
     const [books] = await cluster.sql<{ accounts: string; history: string; n: string }>(
       'SELECT (SELECT sum(abalance) FROM pgbench_accounts)::text AS accounts, (SELECT sum(delta) FROM pgbench_history)::text AS history, (SELECT count(*) FROM pgbench_history)::text AS n',

@@ -4,24 +4,18 @@
 // reports and with an apply and a revert issued through the service. SIGTERM stops the agent
 // cleanly (what systemd and `docker stop` send). A wrong --metrics-listen is refused.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { AGENT_VERSION } from '../src/agent/process/version.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent, type AgentProcess } from './helpers/agent-process.ts';
 import { scrape, type Exposition } from './helpers/prometheus.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import type { PersonClient, TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { until } from './helpers/until.ts';
 
 const TOKEN = 'metrics-token-for-tests-0123456789';
@@ -33,7 +27,7 @@ interface CommandView {
 
 describe('metrics of the agent and the service, end to end', () => {
   let cluster: Cluster;
-  let store: ServiceStore;
+  let lab: AdminService;
   let service: TestService;
   let person: PersonClient;
   let databaseId: string;
@@ -42,39 +36,27 @@ describe('metrics of the agent and the service, end to end', () => {
   let agentMetricsUrl: string;
 
   before(async () => {
-    cluster = await startCluster();
-    for (const sql of localGrantsSql('agent_user')
-      .split('\n')
-      .filter((l) => l.startsWith('GRANT')))
-      await cluster.sql(sql);
-    store = await createServiceStore('pglite');
-    service = await startTestService(store, { TUNER_METRICS_TOKEN: TOKEN });
-    person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    cluster = await startAgentCluster();
+    lab = await startAdminService('pglite', { env: { TUNER_METRICS_TOKEN: TOKEN } });
+    ({ service, admin: person } = lab);
     const created = await person.createDatabase('metrics-e2e', 'local');
     databaseId = created.databaseId;
     assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
     const metricsPort = await freePort();
     agentMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     dir = mkdtempSync(join(tmpdir(), 'tuner-metrics-e2e-'));
-    writeFileSync(
-      join(dir, 'agent.yaml'),
-      [
-        'postgresql:',
-        `  connection_url: ${cluster.agentUrl}`,
-        'tuner:',
-        `  server_url: ${service.url}`,
-        `  api_key: ${created.apiKey}`,
-        `  database_id: ${databaseId}`,
-        `  metrics_listen: 127.0.0.1:${metricsPort}`,
-        '',
-      ].join('\n'),
-    );
+    writeLocalAgentConfig(dir, {
+      cluster,
+      serverUrl: service.url,
+      apiKey: created.apiKey,
+      databaseId,
+      metricsListen: `127.0.0.1:${metricsPort}`,
+    });
   });
 
   after(async () => {
     agent?.child.kill('SIGKILL');
-    await service?.close();
-    await store?.dispose();
+    await lab?.close();
     await cluster?.destroy();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

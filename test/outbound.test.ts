@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Agent, fetch } from 'undici';
 import { configureOutbound, routeChecks } from '../src/agent/sending/outbound.ts';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { keysTravelInClear } from '../src/service/web/setup-page.ts';
 import { startFakeAws, type FakeAws } from './fakes/aws/index.ts';
@@ -104,11 +104,7 @@ describe('through a real proxy', { skip: skipWithoutTinyproxy }, () => {
 
   before(async () => {
     ca = makeTestCa('tuner test private CA');
-    cluster = await startCluster({ tls: { ca } });
-    for (const sql of localGrantsSql('agent_user')
-      .split('\n')
-      .filter((l) => l.startsWith('GRANT')))
-      await cluster.sql(sql);
+    cluster = await startAgentCluster({ tls: { ca } });
     proxy = await startProxy(PROXY_AUTH);
     store = await createServiceStore('pglite');
     const issued = ca.issue(['127.0.0.1', 'localhost']);

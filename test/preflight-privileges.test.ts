@@ -10,21 +10,15 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb } from '../src/agent/database/db.ts';
 import { databaseChecks, tuningBlockedReason } from '../src/agent/process/preflight.ts';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { grantLocalAgent } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import type { PersonClient, TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
 let cluster: Cluster;
-let store: ServiceStore;
+let lab: AdminService;
 let service: TestService;
 let person: PersonClient;
 const dirs: string[] = [];
@@ -52,19 +46,14 @@ async function workMem(): Promise<string> {
 before(async () => {
   cluster = await startCluster();
   // Every right the local target needs to apply, but not pg_monitor.
-  for (const statement of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(statement);
+  await grantLocalAgent(cluster);
   await cluster.sql('REVOKE pg_monitor FROM agent_user');
-  store = await createServiceStore('pglite');
-  service = await startTestService(store);
-  person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  lab = await startAdminService('pglite');
+  ({ service, admin: person } = lab);
 });
 
 after(async () => {
-  await service?.close();
-  await store?.dispose();
+  await lab?.close();
   await cluster?.destroy();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });

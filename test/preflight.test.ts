@@ -7,22 +7,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { AGENT_USER_PASSWORD_FOR_TESTS, freePort, startCluster, type Cluster } from '../src/lab/cluster.ts';
+import { AGENT_USER_PASSWORD_FOR_TESTS, freePort, type Cluster } from '../src/lab/cluster.ts';
+import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent, type AgentRun } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import type { PersonClient, TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
 const WRONG_PASSWORD = 'wrong-Pass@word/77';
 let cluster: Cluster;
-let store: ServiceStore;
+let lab: AdminService;
 let service: TestService;
 let person: PersonClient;
 let databaseId: string;
@@ -61,20 +55,14 @@ function urlWith(change: { host?: string; port?: number; password?: string }): s
 }
 
 before(async () => {
-  cluster = await startCluster();
-  for (const statement of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(statement);
-  store = await createServiceStore('pglite');
-  service = await startTestService(store);
-  person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+  cluster = await startAgentCluster();
+  lab = await startAdminService('pglite');
+  ({ service, admin: person } = lab);
   ({ databaseId, apiKey } = await person.createDatabase('preflight', 'local'));
 });
 
 after(async () => {
-  await service?.close();
-  await store?.dispose();
+  await lab?.close();
   await cluster?.destroy();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });

@@ -8,15 +8,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { AgentStartResponseSchema } from '../src/protocol/v1.ts';
-import {
-  ADMIN_PASSWORD,
-  AgentClient,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
 const SECRET = 'AgentPw-S3cret!x';
@@ -24,26 +16,22 @@ const SECRET_TEXT = `ALTER USER agent_user PASSWORD '${SECRET}'`;
 const REDACTED_TEXT = 'ALTER USER agent_user PASSWORD $1';
 const NORMALIZED_TEXT = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1';
 
-let store: ServiceStore;
-let service: TestService;
+let lab: AdminService;
 let storage: pg.Client;
 
 before(async () => {
-  store = await createServiceStore('postgres');
-  service = await startTestService(store);
-  storage = new pg.Client({ connectionString: store.databaseUrl });
+  lab = await startAdminService('postgres');
+  storage = new pg.Client({ connectionString: lab.store.databaseUrl });
   await storage.connect();
 });
 after(async () => {
   await storage?.end();
-  await service?.close();
-  await store?.dispose();
+  await lab?.close();
 });
 
 test('a secret-bearing text is stored and shown redacted, also from a body stored before redaction', async () => {
-  const admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-  const { databaseId, apiKey } = await admin.createDatabase('orders');
-  const agent = new AgentClient(service.url, databaseId, apiKey);
+  const { admin } = lab;
+  const { databaseId, agent } = await lab.database('orders');
   const lease = AgentStartResponseSchema.parse((await agent.start(startRequest(), { gzip: true })).body);
 
   const metrics = sampleMetrics({ topStatements: 3 });

@@ -9,17 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import { AgentStartResponseSchema, REPORT_CLOCK_TOLERANCE, ReportResponseSchema, type ReportRequest } from '../src/protocol/v1.ts';
 import { LeaseExpiredError, createServiceClient } from '../src/agent/sending/service-client.ts';
 import { protocolDoc } from '../src/service/docs/protocol-doc.ts';
-import {
-  ADMIN_PASSWORD,
-  AgentClient,
-  PersonClient,
-  STORAGE_KINDS,
-  assertClientError,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import type { PersonClient } from './helpers/service.ts';
+import { AgentClient, STORAGE_KINDS, assertClientError, type TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
 const SECOND = 1000;
@@ -27,21 +19,17 @@ const DAY = 24 * 3600 * SECOND;
 
 for (const kind of STORAGE_KINDS) {
   describe(`reports on ${kind} storage`, () => {
-    let store: ServiceStore;
+    let lab: AdminService;
     let service: TestService;
     let admin: PersonClient;
     let accountId: string;
 
     before(async () => {
-      store = await createServiceStore(kind);
-      service = await startTestService(store);
-      admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      lab = await startAdminService(kind);
+      ({ service, admin } = lab);
       accountId = (await service.storage.listUsers()).find((u) => u.username === 'admin')!.accountId;
     });
-    after(async () => {
-      await service?.close();
-      await store?.dispose();
-    });
+    after(() => lab?.close());
 
     async function agentOf(name: string) {
       const { databaseId, apiKey } = await admin.createDatabase(name);

@@ -3,7 +3,7 @@
 // flush the login throttle, or put an address of their choosing into the installer.
 import assert from 'node:assert/strict';
 import { get as httpGet } from 'node:http';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, routes } from '../src/protocol/v1.ts';
 import { jsonShapeProblem } from '../src/service/http/body.ts';
 import { DEVICE_COOKIE, LOGIN_BODY_BYTES } from '../src/service/http/login.ts';
@@ -11,32 +11,10 @@ import { findUnstorable } from '../src/service/http/storable.ts';
 import { deviceOf, issueDeviceToken } from '../src/service/people/devices.ts';
 import { LoginThrottle, networkOf } from '../src/service/people/throttle.ts';
 import { reportRequest, sampleMetrics, sampleTargetMetrics, SAMPLE_SETTINGS } from './helpers/service-reports.ts';
-import {
-  ADMIN_PASSWORD,
-  AgentClient,
-  PersonClient,
-  assertClientError,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { ADMIN_PASSWORD, AgentClient, PersonClient, assertClientError } from './helpers/service.ts';
+import { serviceStarter } from './helpers/service-admin.ts';
 
-const running: Array<{ service: TestService; store: ServiceStore }> = [];
-
-after(async () => {
-  for (const { service, store } of running) {
-    await service.close();
-    await store.dispose();
-  }
-});
-
-async function service(env: Record<string, string> = {}): Promise<TestService> {
-  const store = await createServiceStore('pglite');
-  const started = await startTestService(store, env);
-  running.push({ service: started, store });
-  return started;
-}
+const service = serviceStarter();
 
 const nested = (depth: number, inner: string) => `${'['.repeat(depth)}${inner}${']'.repeat(depth)}`;
 

@@ -2,7 +2,6 @@
 // people's API → agent start → reports → command round trip → ack; the lease rules; hostile
 // requests; accounts kept apart; a restart on the same storage.
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import {
@@ -13,17 +12,8 @@ import {
   routes,
   type CommandAckRequest,
 } from '../src/protocol/v1.ts';
-import {
-  ADMIN_PASSWORD,
-  AgentClient,
-  PersonClient,
-  STORAGE_KINDS,
-  assertClientError,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { AgentClient, PersonClient, STORAGE_KINDS, assertClientError, type TestService } from './helpers/service.ts';
+import { LeaseClock, startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
 interface CommandView {
@@ -54,21 +44,17 @@ async function commands(person: PersonClient, databaseId: string): Promise<Comma
 
 for (const kind of STORAGE_KINDS) {
   describe(`tuning service on ${kind} storage`, () => {
-    let store: ServiceStore;
+    let lab: AdminService;
     let service: TestService;
     let admin: PersonClient;
-    // Lease length max(3 × interval, 1 s): a database set to a 1 s interval lets its lease lapse in 3 s.
-    const env = { TUNER_LEASE_MIN_SECONDS: '1' };
+    const clock = new LeaseClock();
 
     before(async () => {
-      store = await createServiceStore(kind);
-      service = await startTestService(store, env);
-      admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      // Lease length max(3 × interval, 1 s): a database set to a 1 s interval has 3 s leases.
+      lab = await startAdminService(kind, { env: { TUNER_LEASE_MIN_SECONDS: '1' }, start: { leaseClock: clock.now } });
+      ({ service, admin } = lab);
     });
-    after(async () => {
-      await service?.close();
-      await store?.dispose();
-    });
+    after(() => lab?.close());
 
     test('a command goes round: people issue it, the next report carries it, the ack records the outcome', async () => {
       const { databaseId, apiKey } = await admin.createDatabase('orders');
@@ -208,14 +194,17 @@ for (const kind of STORAGE_KINDS) {
       assert.notEqual(leaseB.leaseId, leaseA.leaseId);
 
       // Expiry: with a 1 s interval the lease lasts 3 s; once it lapses another agent gets in, and
-      // the lapsed agent is told to start again.
+      // the lapsed agent is told to start again. A renewal the lease clock counts from 3.3 s ago
+      // is one that lapsed, with no waiting.
       await admin.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 });
       const renewed = await report(agentB, leaseB.leaseId, 0);
       assert.equal(renewed.nextReportInSeconds, 1);
       assertClientError(await agentA.start(startRequest({ hostname: 'host-a' })), 409, 'agent_conflict', 'host-b');
-      await sleep(3_300);
+      clock.shift(-3_300);
+      await report(agentB, leaseB.leaseId, 1);
+      clock.shift(3_300);
       const leaseA2 = await startAgent(agentA, { hostname: 'host-a', pid: 113 });
-      assertClientError(await agentB.report(reportRequest(leaseB.leaseId, 1)), 409, 'lease_expired');
+      assertClientError(await agentB.report(reportRequest(leaseB.leaseId, 2)), 409, 'lease_expired');
       await report(agentA, leaseA2.leaseId, 0);
       await agentA.stop({ leaseId: leaseA2.leaseId });
     });
@@ -480,11 +469,10 @@ for (const kind of STORAGE_KINDS) {
       await agent.stop({ leaseId: lease.leaseId });
       const before = (await admin.get<{ databases: unknown[] }>('/api/manage/databases')).body.databases;
 
-      await service.close();
-      service = await startTestService(store, env);
+      await lab.restart();
+      ({ service, admin } = lab);
       assert.deepEqual(service.announced, [], 'no second admin on restart');
 
-      admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
       assert.deepEqual((await admin.get<{ databases: unknown[] }>('/api/manage/databases')).body.databases, before);
       const latest = await admin.get<{ report: { metrics: { derived: { avgQueryRuntimeMs: number } } } }>(
         `/api/manage/databases/${databaseId}/reports/latest`,

@@ -6,29 +6,20 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { SCREENSHOTS, launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { SimulatedAgent, assertSessionShape, getTuningSession } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
-let store: ServiceStore;
-let service: TestService;
+let lab: AdminService;
 let browser: Browser;
 let page: Page;
 let problems: string[] = [];
 
 before(async () => {
   if (skip) return;
-  store = await createServiceStore('pglite');
-  service = await startTestService(store);
+  lab = await startAdminService();
   browser = await launchChromium();
   // The stop and revert buttons ask first; refused actions answer 400 and 409.
   ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 409], dialogs: 'accept' }));
@@ -36,15 +27,14 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  await service?.close();
-  await store?.dispose();
+  await lab?.close();
 });
 
 test(
   'start a session from the dashboard, watch it, approve the best, then start and stop another',
   { skip, timeout: 120_000 },
   async () => {
-    const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+    const { service, admin: person } = lab;
     const { databaseId, apiKey } = await person.createDatabase('orders-db');
     const agent = new SimulatedAgent(service.url, databaseId, apiKey);
     agent.spills = true;
@@ -57,11 +47,7 @@ test(
     await agent.start();
     await agent.report();
 
-    await page.goto(`${service.url}/login`);
-    await page.fill('input[name=username]', 'admin');
-    await page.fill('input[name=password]', ADMIN_PASSWORD);
-    await page.click('button[type=submit]');
-    await page.waitForURL(`${service.url}/`);
+    await logInOnPage(page, service.url);
     await page.goto(`${service.url}/databases/${databaseId}`);
     assert.match((await page.textContent('#tuning')) ?? '', /No tuning session yet/);
 

@@ -2,22 +2,14 @@
 // iterations → awaiting approval → approve → the keep=true apply; refused, failed and
 // guardrail-reverted trials teach the optimizer to keep away; an ack that never comes; stop and
 // revert; a service restarted mid-iteration; bad inputs.
+// test-tier: slow (its sessions run in real time: minutes of windows on each storage)
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { freePort } from '../src/lab/cluster.ts';
 import { DEFAULT_FAILED_RADIUS, distance, encode } from '../src/optimizer/index.ts';
 import { advanceTuningSession } from '../src/service/tuning/advance.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  STORAGE_KINDS,
-  assertClientError,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { STORAGE_KINDS, assertClientError, startTestService, type PersonClient, type TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import {
   FULL_SETTINGS,
   MACHINE,
@@ -41,9 +33,8 @@ const space = () =>
 
 for (const kind of STORAGE_KINDS) {
   describe(`tuning sessions on ${kind} storage`, () => {
-    let store: ServiceStore;
+    let lab: AdminService;
     let service: TestService;
-    let listen: string;
     let person: PersonClient;
 
     const connect = async (name: string, options: Parameters<SimulatedAgent['start']>[0] = {}) => {
@@ -58,15 +49,10 @@ for (const kind of STORAGE_KINDS) {
       (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands?limit=100`)).body.commands;
 
     before(async () => {
-      store = await createServiceStore(kind);
-      listen = `127.0.0.1:${await freePort()}`;
-      service = await startTestService(store, {}, listen);
-      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      lab = await startAdminService(kind);
+      ({ service, admin: person } = lab);
     });
-    after(async () => {
-      await service?.close();
-      await store?.dispose();
-    });
+    after(() => lab?.close());
 
     test('baseline → trials with baseline windows between them → A/B verification → awaiting approval → approve → kept', async () => {
       const { databaseId, agent } = await connect('approve');
@@ -433,9 +419,8 @@ for (const kind of STORAGE_KINDS) {
         'the first trial to be measured',
         async () => (await getTuningSession(person, databaseId, started.id)).iterations[0]?.state === 'measuring',
       );
-      await service.close();
-      service = await startTestService(store, {}, listen);
-      person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
+      await lab.restart();
+      ({ service, admin: person } = lab);
       await agent.runUntil(
         'awaiting approval after the restart',
         async () => (await stateOf(databaseId, started.id)) === 'awaiting_approval',
@@ -448,7 +433,7 @@ for (const kind of STORAGE_KINDS) {
       'two replicas on one PostgreSQL advance a session one at a time',
       { skip: kind === 'postgres' ? false : 'PGlite serves one process' },
       async () => {
-        const replica = await startTestService(store);
+        const replica = await startTestService(lab.store);
         try {
           const { databaseId, agent } = await connect('replicas');
           const started = await startTuningSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 9 });

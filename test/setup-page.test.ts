@@ -3,64 +3,42 @@
 // id, the service's address, the target), in the order the spec does them. The permission
 // documents are the agent's own (tuner-agent permissions prints the same).
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import YAML from 'yaml';
 import { managedAPolicyJson } from '../src/agent/targets/managed-a/permissions.ts';
 import { MANAGED_B_FLEX_ROLE_ACTIONS } from '../src/agent/targets/managed-b-flex/permissions.ts';
 import type { TargetKind } from '../src/protocol/v1.ts';
-import { launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
+import type { TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
 const skip = skipWithoutChromium;
-let store: ServiceStore;
+let lab: AdminService;
 let service: TestService;
 let browser: Browser;
 let page: Page;
 let problems: string[] = [];
-let downloads: string | undefined;
 
 before(async () => {
   if (skip) return;
-  store = await createServiceStore('pglite');
   // Downloads of its own, whatever dist/ holds: the page lists the installer step only where it
   // has a binary to hand out (CI builds them, a developer may not have).
-  downloads = mkdtempSync(join(tmpdir(), 'tuner-setup-page-downloads-'));
-  const binary = Buffer.from('not a real binary');
-  writeFileSync(join(downloads, 'tuner-agent-linux-x64'), binary);
-  writeFileSync(join(downloads, 'SHA256SUMS'), `${createHash('sha256').update(binary).digest('hex')}  tuner-agent-linux-x64\n`);
-  service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
+  lab = await startAdminService('pglite', { fakeDownloads: true });
+  ({ service } = lab);
   browser = await launchChromium();
   ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [] }));
-  await page.goto(`${service.url}/login`);
-  await page.fill('input[name=username]', 'admin');
-  await page.fill('input[name=password]', ADMIN_PASSWORD);
-  await page.click('button[type=submit]');
-  await page.waitForURL(`${service.url}/`);
+  await logInOnPage(page, service.url);
 });
 
 after(async () => {
   await browser?.close();
-  await service?.close();
-  await store?.dispose();
-  if (downloads) rmSync(downloads, { recursive: true, force: true });
+  await lab?.close();
 });
 
 /** Opens the setup page of a new database of this target; returns its id. */
 async function openSetup(target: TargetKind): Promise<string> {
-  const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-  const { databaseId } = await person.createDatabase(`setup-${target}`, target);
+  const { databaseId } = await lab.admin.createDatabase(`setup-${target}`, target);
   await page.goto(`${service.url}/databases/${databaseId}/setup`);
   await page.waitForSelector('#agent-yaml');
   return databaseId;

@@ -2,45 +2,28 @@
 // copy agent.yaml, watch the dashboard as a simulated agent connects and reports, issue a command.
 // Screenshots go to $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import YAML from 'yaml';
 import { ReportResponseSchema } from '../src/protocol/v1.ts';
 import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import {
-  ADMIN_PASSWORD,
-  AgentClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { ADMIN_PASSWORD, AgentClient, type TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
 const skip = skipWithoutChromium;
 
-let store: ServiceStore;
+let lab: AdminService;
 let service: TestService;
 let browser: Browser;
 let page: Page;
-let downloads: string;
 let problems: string[] = [];
 
 before(async () => {
   if (skip) return;
-  store = await createServiceStore('pglite');
-  // A build's output as the page sees it: a binary named in SHA256SUMS.
-  downloads = mkdtempSync(join(tmpdir(), 'tuner-web-downloads-'));
-  writeFileSync(join(downloads, 'tuner-agent-linux-x64'), 'not a real binary');
-  writeFileSync(
-    join(downloads, 'SHA256SUMS'),
-    `${createHash('sha256').update('not a real binary').digest('hex')}  tuner-agent-linux-x64\n`,
-  );
-  service = await startTestService(store, { TUNER_DOWNLOADS_DIR: downloads });
+  lab = await startAdminService('pglite', { fakeDownloads: true });
+  ({ service } = lab);
   browser = await launchChromium();
   // Forms posted wrong on purpose answer 400, 401 and 403.
   ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 401, 403] }));
@@ -48,9 +31,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  await service?.close();
-  await store?.dispose();
-  if (downloads) rmSync(downloads, { recursive: true, force: true });
+  await lab?.close();
 });
 
 test('log in, create a database and a key, copy agent.yaml, see the agent report on the dashboard', { skip }, async () => {

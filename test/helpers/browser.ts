@@ -5,6 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { ADMIN_PASSWORD } from './service.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -54,4 +55,13 @@ export async function openWatchedPage(
     void dialog.dismiss();
   });
   return { page, problems };
+}
+
+/** Logs the admin in with the login form and waits for the dashboard. */
+export async function logInOnPage(page: Page, serviceUrl: string): Promise<void> {
+  await page.goto(`${serviceUrl}/login`);
+  await page.fill('input[name=username]', 'admin');
+  await page.fill('input[name=password]', ADMIN_PASSWORD);
+  await page.click('button[type=submit]');
+  await page.waitForURL(`${serviceUrl}/`);
 }

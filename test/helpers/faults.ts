@@ -2,21 +2,14 @@
 // least-privilege grants, the real tuning service, the real agent process pointed at both, and
 // the check every case ends with: the database on its known-good configuration, in pg_settings
 // and in postgresql.auto.conf.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { localGrantsSql } from '../../src/agent/targets/local/permissions.ts';
-import { freePort, startCluster, type Cluster } from '../../src/lab/cluster.ts';
+import type { Cluster } from '../../src/lab/cluster.ts';
+import { startAgentCluster, writeLocalAgentConfig } from './agent-cluster.ts';
 import { startAgent, type AgentProcess } from './agent-process.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type StorageKind,
-  type TestService,
-} from './service.ts';
+import type { PersonClient, ServiceStore, StorageKind, TestService } from './service.ts';
+import { startAdminService } from './service-admin.ts';
 import { until } from './until.ts';
 
 /** What a fresh cluster runs with, and what every case must end on. */
@@ -139,57 +132,36 @@ export interface LabDatabase {
 }
 
 export async function startFaultLab(kind: StorageKind = 'pglite'): Promise<FaultLab> {
-  const cluster = await startCluster();
-  for (const sql of localGrantsSql('agent_user')
-    .split('\n')
-    .filter((l) => l.startsWith('GRANT')))
-    await cluster.sql(sql);
-  const store = await createServiceStore(kind);
-  const listen = `127.0.0.1:${await freePort()}`;
+  const cluster = await startAgentCluster();
+  const served = await startAdminService(kind);
+  const { store, listen } = served;
   const dirs: string[] = [];
-  let service: TestService | undefined = await startTestService(store, {}, listen);
-  let admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-  const person = () => admin;
+  const person = () => served.admin;
   const lab: FaultLab = {
     cluster,
     store,
     listen,
     get service() {
-      return service;
+      return served.running ? served.service : undefined;
     },
     get person() {
-      return admin;
+      return served.admin;
     },
     async beginCase() {
-      if (!service) await lab.startService();
+      if (!served.running) await served.start();
       await cluster.sql('ALTER SYSTEM RESET ALL');
       await cluster.sql('SELECT pg_reload_conf()');
       await untilKnownGood(cluster, 10_000);
     },
-    async stopService() {
-      await service?.close();
-      service = undefined;
-    },
-    async startService() {
-      service = await startTestService(store, {}, listen);
-      admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-    },
+    stopService: () => served.stop(),
+    startService: () => served.start(),
     async database(name, options = {}) {
       const { databaseId, apiKey, apiKeyId } = await person().createDatabase(name, 'local');
       const interval = await person().post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 });
       if (interval.status !== 200) throw new Error(`report interval: ${interval.status}`);
       const dir = mkdtempSync(join(tmpdir(), 'tuner-faults-'));
       dirs.push(dir);
-      const yaml = [
-        'postgresql:',
-        `  connection_url: ${cluster.agentUrl}`,
-        'tuner:',
-        `  server_url: ${options.serverUrl ?? `http://${listen}`}`,
-        `  api_key: ${apiKey}`,
-        `  database_id: ${databaseId}`,
-        '',
-      ];
-      writeFileSync(join(dir, 'agent.yaml'), yaml.join('\n'));
+      writeLocalAgentConfig(dir, { cluster, serverUrl: options.serverUrl ?? `http://${listen}`, apiKey, databaseId });
       const base = `/api/manage/databases/${databaseId}`;
       return {
         databaseId,
@@ -226,8 +198,7 @@ export async function startFaultLab(kind: StorageKind = 'pglite'): Promise<Fault
       };
     },
     async dispose() {
-      await service?.close();
-      await store.dispose();
+      await served.close();
       await cluster.destroy();
       for (const d of dirs) rmSync(d, { recursive: true, force: true });
     },

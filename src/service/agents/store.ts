@@ -29,6 +29,9 @@ export interface LeasePolicy {
   defaultIntervalSeconds: number;
   intervalsPerLease: number;
   minLeaseSeconds: number;
+  /** Where a lease's time counts from when it is granted or renewed: the storage's now() unless
+   * a clock is given (tests move one instead of waiting for a lease to lapse). */
+  clock?: () => Date;
 }
 
 export type StartResult =

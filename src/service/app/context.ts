@@ -33,18 +33,28 @@ export interface ServiceContext {
   metrics?: ServiceMetrics;
 }
 
-export function createServiceContext(storage: Storage, config: ServiceConfig, metrics?: ServiceMetrics): ServiceContext {
+export function createServiceContext(
+  storage: Storage,
+  config: ServiceConfig,
+  metrics?: ServiceMetrics,
+  leaseClock?: () => Date,
+): ServiceContext {
   return {
     stores: { people: storage, databases: storage, agents: storage, tuning: storage, fleet: storage },
     ping: () => storage.ping(),
     config,
-    leasePolicy: leasePolicyOf(config),
+    leasePolicy: leasePolicyOf(config, leaseClock),
     runningSessions: new RunningSessions(),
     ...(metrics && { metrics }),
   };
 }
 
 /** The protocol's rule: a lease lasts max(3 × report interval, 30 s) (the minimum configurable). */
-function leasePolicyOf(config: ServiceConfig): LeasePolicy {
-  return { defaultIntervalSeconds: config.reportIntervalSeconds, intervalsPerLease: 3, minLeaseSeconds: config.leaseMinSeconds };
+function leasePolicyOf(config: ServiceConfig, clock?: () => Date): LeasePolicy {
+  return {
+    defaultIntervalSeconds: config.reportIntervalSeconds,
+    intervalsPerLease: 3,
+    minLeaseSeconds: config.leaseMinSeconds,
+    ...(clock && { clock }),
+  };
 }

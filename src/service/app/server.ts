@@ -29,6 +29,8 @@ export interface StartOptions {
   logStream?: { write(line: string): void };
   /** How long a client may take to send a whole request (30 s; shorter in tests). */
   requestTimeoutMs?: number;
+  /** Where leases' time counts from (the storage's now() by default; a test's clock in tests). */
+  leaseClock?: () => Date;
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
@@ -40,7 +42,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     onError: metrics?.storageError,
   });
   metrics?.readGaugesFrom(storage);
-  const ctx = createServiceContext(storage, config, metrics);
+  const ctx = createServiceContext(storage, config, metrics, options.leaseClock);
   let app: FastifyInstance | undefined;
   let metricsListener: MetricsListener | undefined;
   try {

@@ -2,7 +2,7 @@
 // agent's report is one statement (its place in the lease's sequence, lease renewal, report,
 // events, next command), as it is by far the most frequent request.
 import type { Command, TargetKind } from '../../protocol/v1.ts';
-import type { AckResult, AgentStore, ReportResult, StartResult, StopResult } from '../agents/store.ts';
+import type { AckResult, AgentStore, LeasePolicy, ReportResult, StartResult, StopResult } from '../agents/store.ts';
 import { TRIAL_EXPIRED_REASON } from '../databases/store.ts';
 import { RUNNING_SESSION_STATES } from '../tuning/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
@@ -44,10 +44,15 @@ export async function sendNextCommand(q: Queryable, databaseId: string): Promise
 const reportInterval = (defaultParam: string) => `coalesce(d.report_interval_seconds, ${defaultParam}::int)`;
 
 /** When a lease granted or renewed now lapses: max(intervalsPerLease × interval, minLeaseSeconds)
- * from now (LeasePolicy). The one place the lease's length is computed; the policy's numbers come
- * as parameters. */
-function leaseExpiry(interval: string, intervalsPerLease: string, minLeaseSeconds: string): string {
-  return `now() + make_interval(secs => greatest(${intervalsPerLease}::int * ${interval}, ${minLeaseSeconds}::int)::float8)`;
+ * from now (LeasePolicy; `clock`, a parameter, is null but in tests, which move the lease's now).
+ * The one place the lease's length is computed; the policy's numbers come as parameters. */
+function leaseExpiry(interval: string, intervalsPerLease: string, minLeaseSeconds: string, clock: string): string {
+  return `coalesce(${clock}::timestamptz, now()) + make_interval(secs => greatest(${intervalsPerLease}::int * ${interval}, ${minLeaseSeconds}::int)::float8)`;
+}
+
+/** The moment a lease granted or renewed now counts from: null for the storage's now(). */
+function leaseClockNow(policy: LeasePolicy): string | null {
+  return policy.clock ? policy.clock().toISOString() : null;
 }
 
 export function createAgentStore(driver: SqlDriver): AgentStore {
@@ -97,7 +102,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
                                      allow_restart, include_queries, system, started_at, expires_at, released_at,
                                      last_report_at, last_seq)
            VALUES ($1::uuid, $2, $3, $4::bigint, $5, $6, $7, $8, $9::boolean, $10::boolean, $11::jsonb, now(),
-                   ${leaseExpiry('$12::int', '$13', '$14')}, NULL, NULL, NULL)
+                   ${leaseExpiry('$12::int', '$13', '$14', '$15')}, NULL, NULL, NULL)
            ON CONFLICT (database_id) DO UPDATE SET
              lease_id = excluded.lease_id, hostname = excluded.hostname, pid = excluded.pid,
              agent_version = excluded.agent_version, target = excluded.target,
@@ -121,6 +126,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
             intervalSeconds,
             policy.intervalsPerLease,
             policy.minLeaseSeconds,
+            leaseClockNow(policy),
           ],
         );
         return { kind: 'granted', leaseId, expiresAt: row!.expires_at, reportIntervalSeconds: intervalSeconds, resumed };
@@ -157,7 +163,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
              FROM prior p
          ), lease AS (
            UPDATE agent_leases l
-              SET expires_at = ${leaseExpiry('v.interval_seconds', '$12', '$14')},
+              SET expires_at = ${leaseExpiry('v.interval_seconds', '$12', '$14', '$16')},
                   last_report_at = now(), last_seq = $3::bigint
              FROM verdict v
             WHERE l.database_id = $1::uuid AND v.verdict <> 'out_of_order'
@@ -201,6 +207,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
           policy.defaultIntervalSeconds,
           policy.minLeaseSeconds,
           EXPIRED_OUTCOME,
+          leaseClockNow(policy),
         ],
         { name: 'record_report' },
       );
