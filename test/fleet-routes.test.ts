@@ -3,21 +3,17 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { FleetViewSchema } from '../src/service/fleet/views.ts';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService } from './helpers/service.ts';
+import { ADMIN_PASSWORD, PersonClient } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
+let lab: AdminService;
 let url = '';
-let stop: () => Promise<void> = () => Promise.resolve();
 
 before(async () => {
-  const store = await createServiceStore('pglite');
-  const service = await startTestService(store);
-  url = service.url;
-  stop = async () => {
-    await service.close();
-    await store.dispose();
-  };
+  lab = await startAdminService('pglite');
+  url = lab.service.url;
 });
-after(() => stop());
+after(() => lab?.close());
 
 test('the fleet API lists the account databases with their states, sorted and filtered as asked', async () => {
   const person = await PersonClient.login(url, 'admin', ADMIN_PASSWORD);

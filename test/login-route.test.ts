@@ -2,21 +2,17 @@
 // log out); `GET /api/manage/session`, its former name, answers alike for one more release.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ADMIN_PASSWORD, PersonClient, createServiceStore, startTestService } from './helpers/service.ts';
+import { ADMIN_PASSWORD, PersonClient } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
+let lab: AdminService;
 let url = '';
-let stop: () => Promise<void> = () => Promise.resolve();
 
 before(async () => {
-  const store = await createServiceStore('pglite');
-  const service = await startTestService(store);
-  url = service.url;
-  stop = async () => {
-    await service.close();
-    await store.dispose();
-  };
+  lab = await startAdminService('pglite');
+  url = lab.service.url;
 });
-after(() => stop());
+after(() => lab?.close());
 
 test('GET /api/manage/login and its alias /api/manage/session answer alike, logged in or not', async () => {
   const person = await PersonClient.login(url, 'admin', ADMIN_PASSWORD);
