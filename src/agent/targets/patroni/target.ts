@@ -2,7 +2,7 @@
 // and applies on every member. The override layer is the dynamic configuration's
 // postgresql.parameters (write.ts); statistics come from postgresql.connection_url, which points
 // to the leader or to a service that follows it.
-import { catalogFor, type TargetKind, type TuningMode } from '../../../knobs/index.ts';
+import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import type { AgentConfig } from '../../config/load.ts';
@@ -16,13 +16,6 @@ import { patroniMetrics } from './metrics.ts';
 import { patroniPreflight } from './preflight.ts';
 import { disagreementReason } from './topology.ts';
 import { isLeader, overridesOf, parametersOf, writeParameters } from './write.ts';
-
-/**
- * The catalog a Patroni cluster is tuned with: a self-hosted server's, since every member is one.
- * Until 'patroni' joins TargetKind (src/protocol/v1.ts, the integrator's step), the target
- * reports this kind; the definition in index.ts names it 'patroni'.
- */
-export const PATRONI_CATALOG_KIND: TargetKind = 'local';
 
 /** Parameters Patroni sets itself on every member and will not take from the dynamic
  * configuration (its command-line options it always overrides, and replication's own). */
@@ -62,7 +55,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
   };
 
   return {
-    kind: PATRONI_CATALOG_KIND,
+    kind: 'patroni',
     identity: `patroni ${patroni.restApiUrls[0] ?? ''} (statistics from ${where.host}:${where.port}/${where.database})`,
     api,
     sessions,
@@ -76,7 +69,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
       disagreementReason(
         api,
         sessions,
-        catalogFor(PATRONI_CATALOG_KIND, mode).map((k) => k.name),
+        catalogFor('patroni', mode).map((k) => k.name),
       ),
 
     async readOverrides(names: readonly string[]): Promise<Overrides> {
