@@ -7,14 +7,15 @@ import { describeConnection } from '../../../postgres/connect.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import type { AgentConfig } from '../../config/load.ts';
 import type { Db } from '../../database/db.ts';
-import type { MachineInfo, Overrides, PreflightCheck, Target, WriteOptions, WriteResult } from '../target.ts';
+import type { MachineInfo, Overrides, PreflightCheck, Target, TrialWatch, WriteOptions, WriteResult } from '../target.ts';
 import { PatroniApi, type ParameterValue } from './api.ts';
 import type { PatroniConfig } from './config.ts';
 import { machineSizeCheck, patroniMachine } from './machine.ts';
 import { MemberSessions } from './members.ts';
 import { patroniMetrics } from './metrics.ts';
 import { patroniPreflight } from './preflight.ts';
-import { disagreementReason } from './topology.ts';
+import { disagreementReason, readTopology, replicaHealth, replicationBreaches, topologyChangedSince } from './topology.ts';
+import { MiB } from '../../../knobs/units.ts';
 import { isLeader, overridesOf, parametersOf, writeParameters } from './write.ts';
 
 /** Parameters Patroni sets itself on every member and will not take from the dynamic
@@ -100,6 +101,20 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
       return Promise.resolve(
         new Map(names.flatMap((n) => (PATRONI_OWNED.has(n.toLowerCase()) ? [[n, PATRONI_OWNED.get(n.toLowerCase())!] as const] : []))),
       );
+    },
+
+    /** A failover or switchover during a trial ends it, its window contaminated (the
+     * environment's doing); a replica that stops streaming or lags past the bound ends it too. */
+    async watchTrial(): Promise<TrialWatch> {
+      const before = await readTopology(api);
+      return {
+        async check() {
+          const changed = topologyChangedSince(before, await readTopology(api));
+          if (changed) return [{ reason: `the Patroni cluster changed during the trial: ${changed}`, environment: true }];
+          const replicas = await replicaHealth(api, sessions);
+          return replicationBreaches(replicas, patroni.maxReplicaLagMb * MiB).map((reason) => ({ reason, environment: false }));
+        },
+      };
     },
 
     async close(): Promise<void> {
