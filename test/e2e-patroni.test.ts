@@ -7,7 +7,9 @@
 //   a session applies a trial through the dynamic configuration, read back on both members;
 //   a switchover mid-trial: the trial reverted everywhere, its window contaminated, the session
 //   goes on on the new leader;
-//   the agent SIGKILLed mid-apply and started again: the dynamic configuration as it found it.
+//   the agent SIGKILLed mid-apply and started again: the dynamic configuration as it found it;
+//   a replica that stops streaming mid-trial: a guardrail ends the trial (last: the lab is one
+//   member short after it).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -328,5 +330,40 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
     // And it stays so: nothing is applied again once the session is stopped.
     await sleep(3000);
     assert.deepEqual(changedNames(await parameters()), []);
+  });
+
+  test('a replica that stops streaming during a trial: a guardrail ends it and the trial fails', { timeout: 300_000 }, async () => {
+    const started = await startTuningSession(person, databaseId, {
+      iterations: 3,
+      windowSeconds: 30,
+      warmupSeconds: 1,
+      seed: 20261128,
+      requireApproval: false,
+      abRoundsMin: 3,
+      abRoundsMax: 3,
+    });
+    const trial = await until(
+      'a trial applied and measuring',
+      async () => (await session(started.id)).iterations.find((it) => isTrialJson(it) && it.state === 'measuring') ?? null,
+      180_000,
+      250,
+    );
+    const leader = await lab.leader();
+    const replica = lab.members.find((m) => m !== leader)!;
+    await replica.kill();
+    const ended = await until(
+      'the trial ended',
+      async () => {
+        const it = (await session(started.id)).iterations.find((i) => i.ordinal === trial.ordinal)!;
+        return it.state === 'measuring' ? null : it;
+      },
+      60_000,
+      500,
+    );
+    assert.equal(ended.state, 'failed', `${ended.failure ?? ''}\n${agent!.output().slice(-3000)}`);
+    assert.match(ended.failure ?? '', new RegExp(`guardrail: .*replica ${replica.name} is not streaming from the leader`));
+    await until('the dynamic configuration as the agent found it', async () => changedNames(await parameters()).length === 0, 60_000);
+    const stopped = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
   });
 });
