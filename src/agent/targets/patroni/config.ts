@@ -74,7 +74,7 @@ export const PATRONI_KEYS: readonly KeySpec[] = [
     secret: false,
     requiredFor: [],
     ours: true,
-    help: "how long the agent waits for Patroni's loop to apply a change on every member before it puts the configuration back (default 120; a few loop_wait)",
+    help: "seconds the agent waits for Patroni's loop (a few loop_wait) to apply a change on every member before it puts the configuration back (default 120)",
   },
   {
     section: 'patroni',
