@@ -327,8 +327,18 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
     const restarted = startAgentProcess();
     await until('the dynamic configuration as the agent found it', async () => changedNames(await parameters()).length === 0, 90_000, 250);
     await until('the restart recovered', () => Promise.resolve(/recover/i.test(restarted.output())), 30_000);
-    // And it stays so: nothing is applied again once the session is stopped.
-    await sleep(3000);
+    // And so it ends once the agent has carried out every command: a trial it had received
+    // but not acknowledged is handed to it again after the restart (the service cancels only
+    // commands not yet sent) and the session's revert, which comes after it, undoes it.
+    await until(
+      'every command carried out',
+      async () =>
+        (
+          await person.get<{ commands: Array<{ outcome: unknown }> }>(`/api/manage/databases/${databaseId}/commands?limit=100`)
+        ).body.commands.every((c) => c.outcome !== null),
+      90_000,
+      500,
+    );
     assert.deepEqual(changedNames(await parameters()), []);
   });
 
