@@ -115,7 +115,10 @@ for (const target of TARGETS.kinds) {
       // The URL names the database as its certificate does, and verifies it on the clouds.
       const url = fromFile.config.postgresql.connectionUrl;
       assert.doesNotMatch(url, /<[A-Z_]+>/, 'every placeholder of the URL is explained');
-      assert.equal(planConnection(url, agentConnectionContext(target)).sslmode, target === 'local' ? 'prefer' : 'verify-full');
+      assert.equal(
+        planConnection(url, agentConnectionContext(target)).sslmode,
+        ['local', 'patroni'].includes(target) ? 'prefer' : 'verify-full',
+      );
       const filledEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, fill(v)]));
       const fromEnv = loadConfig({ cwd: empty, env: filledEnv, target, needsService: true });
       assert.deepEqual(fromEnv.warnings, []);

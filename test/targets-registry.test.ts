@@ -20,7 +20,7 @@ const registry = TARGETS.with(noopDefinition);
 
 test('the built-in registry does not know the fixture, and a kind is defined once', () => {
   assert.ok(!TARGETS.has('noop'));
-  assert.deepEqual(TARGETS.kinds, ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex']);
+  assert.deepEqual(TARGETS.kinds, ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex', 'patroni']);
   assert.throws(() => registry.with(noopDefinition), /target kind noop is defined twice/);
 });
 
@@ -37,7 +37,7 @@ test('the CLI parses --noop, lists it in its help, and refuses two targets', () 
   assert.equal(parseInvocation(['--noop', '--check'], registry).target, 'noop');
   assert.throws(() => parseInvocation(['--noop'], TARGETS), /Unknown option '--noop'/);
   assert.throws(() => parseInvocation(['--noop', '--local'], registry), /choose one target, not --local and --noop/);
-  assert.throws(() => parseInvocation(['--check'], registry), /--managed-b-flex or --noop/);
+  assert.throws(() => parseInvocation(['--check'], registry), /--patroni or --noop/);
   assert.match(helpText(registry), /^ {2}--noop {16}a target that changes nothing \(tests only\)$/m);
 });
 

@@ -145,6 +145,11 @@ export const AgentEventSchema = z.strictObject({
   commandId: id.optional(),
 });
 
+/** How a `guardrail_breach` event's message begins when the environment, not the trial's
+ * configuration, ended the trial (a Patroni failover): the service marks its window contaminated
+ * rather than failed, and the trial may be tried again. */
+export const ENVIRONMENT_BREACH = 'guardrail: environment:';
+
 /** A machine-level measurement from the target: the canonical `memory_available_bytes`,
  * `memory_total_bytes` and `cpu_percent` when known (guardrails read these), and the provider's
  * own series as `<source>:<name>`, e.g. `cloudwatch:ReadIOPS`. */

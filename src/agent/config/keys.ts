@@ -5,7 +5,16 @@
 import type { TargetKind } from '../../knobs/index.ts';
 import { TARGETS } from '../targets/registry.ts';
 
-export type ValueKind = 'string' | 'boolean' | 'postgres-url' | 'http-url' | 'proxy-url' | 'positive-integer' | 'positive-number';
+export type ValueKind =
+  | 'string'
+  | 'boolean'
+  | 'postgres-url'
+  | 'http-url'
+  /** One or more http(s) URLs without credentials: a YAML list, or comma-separated in the environment. */
+  | 'http-url-list'
+  | 'proxy-url'
+  | 'positive-integer'
+  | 'positive-number';
 
 export interface KeySpec {
   /** agent.yaml section; `null` for environment-only keys. */

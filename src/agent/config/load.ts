@@ -27,6 +27,17 @@ export interface AgentConfig {
     clientSecret?: string;
     tenantId?: string;
   };
+  /** --patroni's keys as given (patroni/config.ts fills in the defaults). */
+  patroni?: {
+    restApiUrls?: string[];
+    username?: string;
+    password?: string;
+    caFile?: string;
+    certFile?: string;
+    keyFile?: string;
+    applyTimeoutSeconds?: number;
+    maxReplicaLagMb?: number;
+  };
   tuner: {
     serverUrl?: string;
     apiKey?: string;
@@ -66,13 +77,15 @@ export class ConfigError extends Error {
   }
 }
 
-type Value = string | boolean | number;
+type Value = string | boolean | number | string[];
 
 const EXPECTED: Record<ValueKind, string> = {
   string: 'a non-empty string',
   boolean: 'true or false',
   'postgres-url': 'a URL of the form postgresql://agent_user:<password>@<host>:5432/<dbname>',
   'http-url': 'an http:// or https:// URL such as https://tuner.example.com',
+  'http-url-list':
+    'one or more http:// or https:// URLs without a user name or password, e.g. https://pg1:8008,https://pg2:8008 (a list in agent.yaml, comma-separated in the environment)',
   'proxy-url': 'an http:// or https:// proxy URL such as http://proxy.internal:3128',
   'positive-integer': 'a whole number greater than 0',
   'positive-number': 'a number greater than 0, e.g. 1.5',
@@ -98,6 +111,14 @@ const SCHEMAS: Record<ValueKind, z.ZodType<Value>> = {
   boolean: z.boolean(),
   'postgres-url': z.string().refine(isPostgresUrl),
   'http-url': z.string().refine(isHttpUrl),
+  'http-url-list': z.preprocess(
+    // A string is a comma-separated list (the environment's form, accepted in agent.yaml too).
+    (raw) => (typeof raw === 'string' ? raw.split(',').filter((s) => s.trim() !== '') : raw),
+    z
+      .array(z.string().refine((s) => isHttpUrl(s) && !parseUrl(s)!.username && !parseUrl(s)!.password))
+      .min(1)
+      .transform((urls) => urls.map((u) => u.trim().replace(/\/+$/, ''))),
+  ),
   'proxy-url': z.string().refine(isHttpUrl),
   'positive-integer': z.number().int().positive(),
   'positive-number': z.number().positive().finite(),
@@ -312,6 +333,16 @@ export function loadConfig(options: LoadOptions): LoadResult {
       clientId: str('CLOUDB_CLIENT_ID'),
       clientSecret: str('CLOUDB_CLIENT_SECRET'),
       tenantId: str('CLOUDB_TENANT_ID'),
+    }),
+    patroni: compact({
+      restApiUrls: resolved.get('rest_api_urls') as string[] | undefined,
+      username: str('username'),
+      password: str('password'),
+      caFile: str('cafile'),
+      certFile: str('certfile'),
+      keyFile: str('keyfile'),
+      applyTimeoutSeconds: int('apply_timeout_seconds'),
+      maxReplicaLagMb: int('max_replica_lag_mb'),
     }),
     tuner: {
       ...compact({

@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  ENVIRONMENT_BREACH,
   MAX_QUEUED_REPORTS,
   PROTOCOL_VERSION,
   type AgentEvent,
@@ -41,6 +42,7 @@ import {
   type ServiceClient,
 } from '../sending/service-client.ts';
 import { catalogSettings, describeSystem } from '../sending/system.ts';
+import type { TargetBreach, TrialWatch } from '../targets/target.ts';
 import { AGENT_VERSION } from './version.ts';
 
 export const LEASE_FILE_NAME = 'tuner-agent.lease.json';
@@ -75,6 +77,8 @@ interface Lease {
 interface Trial {
   commandId: string;
   guard: Guard;
+  /** The target's own guardrails, when it has some (Target.watchTrial). */
+  targetWatch: TrialWatch | null;
 }
 
 /** Sleeps, unless the agent is stopping. Returns false when it is. */
@@ -401,6 +405,7 @@ class AgentLoop {
       this.#trial = {
         commandId: command.id,
         guard: createGuard(ctx.db, this.#knownGood ?? NO_FIGURES, this.#baselineMix, ctx.config.guardrails),
+        targetWatch: await this.#watchTrial(),
       };
       this.#intervalHadTrial = true;
     } else if (ack.status === 'applied' || !ctx.journal.needsRecovery()) {
@@ -425,9 +430,10 @@ class AgentLoop {
         ctx.log.warn(`guardrail check failed: ${errorMessage(err)}`);
         return [];
       });
-      if (breaches.length > 0 && this.#trial === watched) {
+      const targetBreaches = await this.#checkTargetWatch(watched);
+      if ((breaches.length > 0 || targetBreaches.length > 0) && this.#trial === watched) {
         this.#trial = null;
-        const message = `guardrail: ${breaches.join('; ')}`;
+        const message = breachMessage(breaches, targetBreaches);
         ctx.log.warn(`${message}: reverting trial ${watched.commandId}`);
         this.#options.metrics?.guardrailBreached();
         const outcome = await restore(ctx, 'knownGood', message);
@@ -441,6 +447,25 @@ class AgentLoop {
       }
       if (Date.now() >= until) return true;
     }
+  }
+
+  /** The target's own guardrails for the trial just applied; none when it has none, or they
+   * cannot begin (said in the log: the common guardrails still watch). */
+  async #watchTrial(): Promise<TrialWatch | null> {
+    const { target, log } = this.#ctx;
+    if (!target.watchTrial) return null;
+    return target.watchTrial().catch((err: unknown) => {
+      log.warn(`the target's guardrails could not begin: ${errorMessage(err)}`);
+      return null;
+    });
+  }
+
+  async #checkTargetWatch(trial: Trial): Promise<TargetBreach[]> {
+    if (!trial.targetWatch) return [];
+    return trial.targetWatch.check().catch((err: unknown) => {
+      this.#ctx.log.warn(`the target's guardrail check failed: ${errorMessage(err)}`);
+      return [];
+    });
   }
 
   /** A change cut off mid-way (the database went away), or a configuration that is neither
@@ -489,6 +514,15 @@ class AgentLoop {
     log.info('stopped');
     return atKnownGood;
   }
+}
+
+/** The guardrail event's message: when the environment ended the trial (a failover), it says so
+ * first (ENVIRONMENT_BREACH), so that the service marks the window contaminated, not failed. */
+function breachMessage(common: readonly string[], target: readonly TargetBreach[]): string {
+  const environment = target.filter((b) => b.environment).map((b) => b.reason);
+  const others = [...common, ...target.filter((b) => !b.environment).map((b) => b.reason)];
+  if (environment.length > 0) return [`${ENVIRONMENT_BREACH} ${environment.join('; ')}`, ...others].join('; ');
+  return `guardrail: ${others.join('; ')}`;
 }
 
 function toAck(outcome: ApplyOutcome | null): Acknowledgement {

@@ -4,6 +4,7 @@ import type { TargetCapabilities, TargetDefinition, TargetKindInfo } from './def
 import { localDefinition } from './local/index.ts';
 import { managedADefinition } from './managed-a/index.ts';
 import { managedBFlexDefinition } from './managed-b-flex/index.ts';
+import { patroniDefinition } from './patroni/index.ts';
 
 export class TargetRegistry {
   readonly #byKind = new Map<string, { definition: TargetDefinition; info: TargetKindInfo }>();
@@ -53,4 +54,4 @@ export class TargetRegistry {
   }
 }
 
-export const TARGETS = new TargetRegistry([localDefinition, managedADefinition, managedBFlexDefinition]);
+export const TARGETS = new TargetRegistry([localDefinition, managedADefinition, managedBFlexDefinition, patroniDefinition]);

@@ -55,6 +55,23 @@ export interface Target {
    * not modifiable): reported with the settings so the service never proposes them. */
   unwritable(names: readonly string[]): Promise<Map<string, string>>;
   close(): Promise<void>;
+  /** Optional: the target's own guardrails for a trial (a replicated cluster: a failover, a
+   * replica's lag), begun when the trial is applied. The loop checks it with the common guardrails
+   * and ends the trial on a breach; targets without it have the common guardrails only. */
+  watchTrial?(): Promise<TrialWatch>;
+}
+
+/** Why a target's own guardrail ends a trial. */
+export interface TargetBreach {
+  reason: string;
+  /** The environment changed under the trial (a failover), not its configuration's doing: its
+   * window is contaminated, not failed. */
+  environment: boolean;
+}
+
+export interface TrialWatch {
+  /** Empty while the trial may go on. */
+  check(): Promise<TargetBreach[]>;
 }
 
 /** What every target factory is given. */

@@ -76,6 +76,12 @@ const CONNECTIONS: Record<string, { host: string; dbname: string; query: string;
     query: '?sslmode=verify-full',
     comment: " The server's name: TLS, its certificate verified against the public roots in the agent's trust store.",
   },
+  patroni: {
+    host: 'pg-primary',
+    dbname: 'postgres',
+    query: '',
+    comment: ' The leader, or a name that follows it (HAProxy on /primary, a DNS name your failover moves).',
+  },
 };
 
 function entries(input: SetupInput): Entry[] {
@@ -142,6 +148,19 @@ function entries(input: SetupInput): Entry[] {
           value: '<RESOURCE_GROUP_NAME>',
         },
         { section: 'managed_b_flex', key: 'server_name', env: 'AGENT_MANAGEDB_FLEX_SERVER_NAME', value: '<SERVER_NAME>' },
+      );
+      break;
+    case 'patroni':
+      list.push(
+        {
+          section: 'patroni',
+          key: 'rest_api_urls',
+          env: 'AGENT_PATRONI_REST_API_URLS',
+          value: 'https://pg1:8008,https://pg2:8008',
+          comment: " Every member's restapi.connect_address: the agent follows the leader through them.",
+        },
+        { section: 'patroni', key: 'username', env: 'AGENT_PATRONI_USERNAME', value: '<RESTAPI_USERNAME>' },
+        { section: 'patroni', key: 'password', env: 'AGENT_PATRONI_PASSWORD', value: '<RESTAPI_PASSWORD>' },
       );
       break;
   }

@@ -153,6 +153,29 @@ function managedBFlexSteps(): SetupStep[] {
   ];
 }
 
+/** A Patroni cluster: the parameters go through Patroni's dynamic configuration (ALTER SYSTEM
+ * on one member would not reach the others), then the user and extension once, on the leader. */
+function patroniSteps(): SetupStep[] {
+  return [
+    {
+      id: 'server-parameters',
+      title: "Preload pg_stat_statements through Patroni's dynamic configuration, then restart the members",
+      note: 'Keep any library shared_preload_libraries already lists (its value is the whole list, comma-separated). patronictl restart restarts each member through Patroni.',
+      text: lines(
+        'patronictl -c /etc/patroni/patroni.yml edit-config \\',
+        '  -p shared_preload_libraries=pg_stat_statements -p pg_stat_statements.track=top',
+        'patronictl -c /etc/patroni/patroni.yml restart <CLUSTER_NAME>',
+      ),
+    },
+    {
+      id: 'database-sql',
+      title: 'On the leader, as a superuser (psql); it replicates to every member',
+      note: "Choose a strong password for agent_user in place of <AGENT_USER_PASSWORD>. Every member's pg_hba (Patroni's postgresql.pg_hba) must let agent_user in from the agent's host: the agent reads back each change on every member. No ALTER SYSTEM right is needed (./tuner-agent permissions --patroni).",
+      text: DATABASE_SQL,
+    },
+  ];
+}
+
 /** The steps before agent.yaml, in the order they are done. */
 export function prerequisiteSteps(target: TargetKind, databaseId: string): SetupStep[] {
   switch (target) {
@@ -163,6 +186,8 @@ export function prerequisiteSteps(target: TargetKind, databaseId: string): Setup
       return managedASteps(target === 'managed-a-cluster', databaseId);
     case 'managed-b-flex':
       return managedBFlexSteps();
+    case 'patroni':
+      return patroniSteps();
     default:
       // A target without steps of its own here: the database's side, which every target needs.
       return [{ id: 'database-sql', title: 'On the database, as a superuser', note: '', text: DATABASE_SQL }];

@@ -51,7 +51,7 @@ import { TRIAL_EXPIRED_REASON, cancelledByService } from '../databases/store.ts'
 import { constraintBreach, throughput } from './constraints.ts';
 import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecommendation } from './history.ts';
 import { sessionReportInterval } from './params.ts';
-import { ENVIRONMENT_TRIP, environmentTrips, tripAwaitingBaseline } from './trips.ts';
+import { ENVIRONMENT_TRIP, environmentTrips, isEnvironmentBreach, tripAwaitingBaseline } from './trips.ts';
 import { buildSpace } from './space.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
 
@@ -209,7 +209,8 @@ async function inFlightStep(s: Step, iterations: readonly TuningIterationRecord[
   let flipped = false;
   for (const it of iterations) {
     const breach = breaches.get(it.commandId);
-    if (it.state === 'ok' && it.kind !== 'baseline' && breach !== undefined) {
+    // A failover after the measurement leaves the measurement as it was.
+    if (it.state === 'ok' && it.kind !== 'baseline' && breach !== undefined && !isEnvironmentBreach(breach)) {
       await s.tx.updateIteration(it.ordinal, { state: 'failed', failure: `after the measurement, ${guardrailFailure(breach)}` });
       flipped = true;
     }
@@ -391,7 +392,12 @@ async function measuringStep(
   it: TuningIterationRecord,
   breach: string | undefined,
 ): Promise<boolean> {
-  if (breach !== undefined && it.kind !== 'baseline') return failIteration(s, it, guardrailFailure(breach));
+  if (breach !== undefined && it.kind !== 'baseline') {
+    if (!isEnvironmentBreach(breach)) return failIteration(s, it, guardrailFailure(breach));
+    // The environment ended the trial (a failover): not the configuration's failure.
+    await s.tx.updateIteration(it.ordinal, { state: 'contaminated', failure: `${ENVIRONMENT_TRIP} ${breach}`, finished: true });
+    return true;
+  }
   const window = it.window;
   if (!window) return failIteration(s, it, 'no measurement window was set');
   const measured = await closedWindow(s, window, it.effective);

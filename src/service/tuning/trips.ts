@@ -6,12 +6,17 @@
 // before the trip or by its runtime against the drift model (src/measure/drift.ts), the trial is
 // marked contaminated instead: the optimizer never sees it, and may try it again later.
 import { slowerThanDrift, windowNoise } from '../../measure/drift.ts';
+import { ENVIRONMENT_BREACH } from '../../protocol/v1.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 import { constraintBreach } from './constraints.ts';
 import { baselinePoints, isTrial, pointOf } from './history.ts';
 
 /** How a trip the environment caused begins its `failure`: the engine counts them by it. */
 export const ENVIRONMENT_TRIP = 'contaminated: the environment, not the configuration:';
+
+/** The agent ended the trial because the environment changed under it (a failover: its guardrail
+ * event begins with ENVIRONMENT_BREACH): its window is contaminated, not failed. */
+export const isEnvironmentBreach = (message: string) => message.startsWith(ENVIRONMENT_BREACH);
 
 /** A trial failed by a guardrail or by a constraint on its measured window (not refused, not unacknowledged). */
 export const isTrip = (it: TuningIterationRecord) =>

@@ -19,6 +19,7 @@ export const localDefinition: TargetDefinition = {
   config: { section: 'local', keys: localConfigKeys, allOrNone: [] },
   extendedPermissions: false,
   async create(_kind, deps) {
+    await (await import('./patroni-member.ts')).refuseOnPatroniMember(deps.db, deps.config.postgresql.connectionUrl);
     return (await import('./target.ts')).createLocalTarget(deps);
   },
   async permissions() {

@@ -1,25 +1,38 @@
-// The Patroni target's definition: what the registry (src/agent/targets/registry.ts, issue #32)
-// reads about it. Data only; createPatroniTarget (target.ts) makes the target.
-import { PATRONI_KEYS } from './config.ts';
+// The Patroni target's definition: a highly available self-hosted cluster whose configuration
+// Patroni keeps in its DCS and applies on every member. The override layer is the dynamic
+// configuration's postgresql.parameters, written through Patroni's REST API.
+//   the target   target.ts     (api.ts: the REST API; members.ts: each member's pg_settings)
+//   writes       write.ts      (PATCH /config, read back on every member, restarts through Patroni)
+//   failover     topology.ts   (leader and timeline, replica lag, a member that disagrees)
+//   machine      machine.ts    metrics  metrics.ts   preflight  preflight.ts
+//   permissions  permissions.ts          `--local` on a member: detect.ts
+import type { TargetDefinition } from '../definition.ts';
+import { PATRONI_ALL_OR_NONE, PATRONI_KEYS } from './config.ts';
 
-export const PATRONI_DEFINITION = {
-  kind: 'patroni',
-  flag: '--patroni',
-  label: 'Patroni cluster',
-  configSection: 'patroni',
-  configKeys: PATRONI_KEYS,
-  capabilities: {
-    /** Restart-only parameters are applied by restarting members through Patroni's API
-     * (POST /restart, replicas first, then the leader), never with pg_ctl. */
-    restart: 'patroni-api',
-    /** Replication lag and streaming per replica (metrics.ts). */
-    metrics: true,
-    /** The self-hosted catalog: every member is a self-hosted server. */
-    catalogKind: 'local',
+export const patroniDefinition: TargetDefinition = {
+  kinds: {
+    patroni: {
+      label: 'Patroni cluster (self-hosted, highly available)',
+      help: "a Patroni cluster (its dynamic configuration, through Patroni's REST API)",
+      createsExtension: "on the leader as a superuser, with pg_stat_statements in the dynamic configuration's shared_preload_libraries",
+      capabilities: {
+        // Restart-only parameters restart the members through Patroni's API (POST /restart,
+        // replicas first, then the leader), never with pg_ctl.
+        restart: { mode: 'allowed' },
+        // Every member is a self-hosted server: what --local tunes.
+        tunes: () => true,
+        sharedBuffersMaxFraction: 0.4,
+      },
+    },
   },
-} as const;
-
-export { createPatroniTarget, type PatroniTarget } from './target.ts';
-export { patroniConfigFrom, PATRONI_KEYS, type PatroniConfig } from './config.ts';
-export { patroniPermissionsText } from './permissions.ts';
-export { patroniPreflight } from './preflight.ts';
+  config: { section: 'patroni', keys: PATRONI_KEYS, allOrNone: PATRONI_ALL_OR_NONE },
+  extendedPermissions: false,
+  async create(_kind, deps) {
+    const [{ createPatroniTarget }, { patroniConfigOf }] = await Promise.all([import('./target.ts'), import('./config.ts')]);
+    return createPatroniTarget({ db: deps.db, config: deps.config, patroni: patroniConfigOf(deps.config) });
+  },
+  async permissions() {
+    return (await import('./permissions.ts')).patroniPermissionsText('agent_user');
+  },
+  peers: (_kind, config) => (config.patroni?.restApiUrls ?? []).map((url) => ({ name: "Patroni's REST API", url })),
+};

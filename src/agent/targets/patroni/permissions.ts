@@ -15,7 +15,7 @@ export function patroniPermissionsText(user = 'agent_user'): string {
     "# tuner-agent --patroni: Patroni's REST API",
     '# Patroni has one set of REST API credentials (restapi.authentication) for every unsafe call:',
     '# give the agent that user name and password (patroni.username, patroni.password), over https',
-    '# where the API serves it (restapi.certfile; patroni.ca_file on the agent).',
+    '# where the API serves it (restapi.certfile; patroni.cafile on the agent).',
     ...PATRONI_API_CALLS.map((c) => `#   ${c.call}: ${c.needs}`),
     '# The agent never calls POST /switchover, /failover, /reinitialize or PUT /config.',
     '',

@@ -31,7 +31,7 @@ export async function patroniPreflight(api: PatroniApi, config: Pick<PatroniConf
         // One member down is what Patroni is for; none reached fails below.
         severity: 'warning',
         detail: (err as Error).message,
-        fix: `check patroni.rest_api_urls against that member's restapi.listen / connect_address, that Patroni runs there, and that this host may reach its port (and patroni.ca_file when it serves https)`,
+        fix: `check patroni.rest_api_urls against that member's restapi.listen / connect_address, that Patroni runs there, and that this host may reach its port (and patroni.cafile when it serves https)`,
       });
     }
   }
@@ -62,7 +62,7 @@ export async function patroniPreflight(api: PatroniApi, config: Pick<PatroniConf
         fix:
           res.status === 401
             ? "set patroni.username and patroni.password to Patroni's restapi.authentication (AGENT_PATRONI_USERNAME, AGENT_PATRONI_PASSWORD)"
-            : "allow this host in Patroni's restapi.allowlist, or give a client certificate (patroni.cert_file, patroni.key_file) when restapi.verify_client is set",
+            : "allow this host in Patroni's restapi.allowlist, or give a client certificate (patroni.certfile, patroni.keyfile) when restapi.verify_client is set",
       }),
     });
   } catch (err) {

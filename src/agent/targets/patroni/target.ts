@@ -2,27 +2,21 @@
 // and applies on every member. The override layer is the dynamic configuration's
 // postgresql.parameters (write.ts); statistics come from postgresql.connection_url, which points
 // to the leader or to a service that follows it.
-import { catalogFor, type TargetKind, type TuningMode } from '../../../knobs/index.ts';
+import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
 import type { TargetMetric } from '../../../protocol/v1.ts';
 import type { AgentConfig } from '../../config/load.ts';
 import type { Db } from '../../database/db.ts';
-import type { MachineInfo, Overrides, PreflightCheck, Target, WriteOptions, WriteResult } from '../target.ts';
+import type { MachineInfo, Overrides, PreflightCheck, Target, TrialWatch, WriteOptions, WriteResult } from '../target.ts';
 import { PatroniApi, type ParameterValue } from './api.ts';
 import type { PatroniConfig } from './config.ts';
 import { machineSizeCheck, patroniMachine } from './machine.ts';
 import { MemberSessions } from './members.ts';
 import { patroniMetrics } from './metrics.ts';
 import { patroniPreflight } from './preflight.ts';
-import { disagreementReason } from './topology.ts';
+import { disagreementReason, readTopology, replicaHealth, replicationBreaches, topologyChangedSince } from './topology.ts';
+import { MiB } from '../../../knobs/units.ts';
 import { isLeader, overridesOf, parametersOf, writeParameters } from './write.ts';
-
-/**
- * The catalog a Patroni cluster is tuned with: a self-hosted server's, since every member is one.
- * Until 'patroni' joins TargetKind (src/protocol/v1.ts, the integrator's step), the target
- * reports this kind; the definition in index.ts names it 'patroni'.
- */
-export const PATRONI_CATALOG_KIND: TargetKind = 'local';
 
 /** Parameters Patroni sets itself on every member and will not take from the dynamic
  * configuration (its command-line options it always overrides, and replication's own). */
@@ -62,7 +56,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
   };
 
   return {
-    kind: PATRONI_CATALOG_KIND,
+    kind: 'patroni',
     identity: `patroni ${patroni.restApiUrls[0] ?? ''} (statistics from ${where.host}:${where.port}/${where.database})`,
     api,
     sessions,
@@ -76,7 +70,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
       disagreementReason(
         api,
         sessions,
-        catalogFor(PATRONI_CATALOG_KIND, mode).map((k) => k.name),
+        catalogFor('patroni', mode).map((k) => k.name),
       ),
 
     async readOverrides(names: readonly string[]): Promise<Overrides> {
@@ -107,6 +101,20 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
       return Promise.resolve(
         new Map(names.flatMap((n) => (PATRONI_OWNED.has(n.toLowerCase()) ? [[n, PATRONI_OWNED.get(n.toLowerCase())!] as const] : []))),
       );
+    },
+
+    /** A failover or switchover during a trial ends it, its window contaminated (the
+     * environment's doing); a replica that stops streaming or lags past the bound ends it too. */
+    async watchTrial(): Promise<TrialWatch> {
+      const before = await readTopology(api);
+      return {
+        async check() {
+          const changed = topologyChangedSince(before, await readTopology(api));
+          if (changed) return [{ reason: `the Patroni cluster changed during the trial: ${changed}`, environment: true }];
+          const replicas = await replicaHealth(api, sessions);
+          return replicationBreaches(replicas, patroni.maxReplicaLagMb * MiB).map((reason) => ({ reason, environment: false }));
+        },
+      };
     },
 
     async close(): Promise<void> {
