@@ -161,7 +161,10 @@ for (const { kind, binary } of RUNS) {
         60_000,
       );
       assert.ok(resumed.metrics, 'metrics flow again');
-      assert.match(running.output(), /the tuning service is reachable again/);
+      // The agent says so once the service has answered, which can be after the report is stored.
+      await until('the agent to say the service is reachable again', () =>
+        Promise.resolve(/the tuning service is reachable again/.test(running.output())),
+      );
       assert.equal((await database()).agent?.connected, true);
     });
 

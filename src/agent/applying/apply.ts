@@ -168,33 +168,20 @@ async function undoFailedChange(
   allowRestart: boolean,
 ): Promise<ApplyOutcome> {
   const { target, journal, log } = ctx;
-  let held = await whatRemains(ctx, change);
-  if (held.remains.length === 0) {
+  /** Nothing of the change is on the server: the journal lets go of it. */
+  const restored = (now: typeof held, why: string): ApplyOutcome => {
     journal.abortChange();
-    return {
-      status: 'failed',
-      id,
-      errors: [...problems, 'read back: nothing of the change was kept'],
-      restored: true,
-      effective: held.effective,
-    };
-  }
+    return { status: 'failed', id, errors: [...problems, why], restored: true, effective: now.effective };
+  };
+  let held = await whatRemains(ctx, change);
+  if (held.remains.length === 0) return restored(held, 'read back: nothing of the change was kept');
   log.warn(`change ${id}: the server holds part of it (${held.remains.join('; ')}): putting the previous values back`);
   const undoError = await target.writeOverrides(change.from, { allowRestart }).then(
     () => null,
     (err: unknown) => err,
   );
   held = await whatRemains(ctx, change);
-  if (held.remains.length === 0) {
-    journal.abortChange();
-    return {
-      status: 'failed',
-      id,
-      errors: [...problems, 'the previous values were put back and read back'],
-      restored: true,
-      effective: held.effective,
-    };
-  }
+  if (held.remains.length === 0) return restored(held, 'the previous values were put back and read back');
   const errors = [
     ...problems,
     ...(undoError === null ? [] : [`putting the previous values back failed: ${errorMessage(undoError)}`]),

@@ -2,6 +2,7 @@
 // Its files: target.ts (the Target), write.ts, machine.ts, metrics.ts, preflight.ts,
 // permissions.ts.
 import type { TargetDefinition } from '../definition.ts';
+import { SELF_HOSTED_CAPABILITIES } from '../self-hosted.ts';
 import { localConfigKeys } from './config.ts';
 
 export const localDefinition: TargetDefinition = {
@@ -9,11 +10,7 @@ export const localDefinition: TargetDefinition = {
     local: {
       label: 'Self-hosted PostgreSQL (local)',
       help: 'a self-hosted PostgreSQL (ALTER SYSTEM)',
-      capabilities: {
-        restart: { mode: 'allowed' },
-        tunes: () => true,
-        sharedBuffersMaxFraction: 0.4,
-      },
+      capabilities: SELF_HOSTED_CAPABILITIES,
     },
   },
   config: { section: 'local', keys: localConfigKeys, allOrNone: [] },

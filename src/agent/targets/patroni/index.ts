@@ -7,6 +7,7 @@
 //   machine      machine.ts    metrics  metrics.ts   preflight  preflight.ts
 //   permissions  permissions.ts          `--local` on a member: detect.ts
 import type { TargetDefinition } from '../definition.ts';
+import { SELF_HOSTED_CAPABILITIES } from '../self-hosted.ts';
 import { PATRONI_ALL_OR_NONE, PATRONI_KEYS } from './config.ts';
 
 export const patroniDefinition: TargetDefinition = {
@@ -15,14 +16,10 @@ export const patroniDefinition: TargetDefinition = {
       label: 'Patroni cluster (self-hosted, highly available)',
       help: "a Patroni cluster (its dynamic configuration, through Patroni's REST API)",
       createsExtension: "on the leader as a superuser, with pg_stat_statements in the dynamic configuration's shared_preload_libraries",
-      capabilities: {
-        // Restart-only parameters restart the members through Patroni's API (POST /restart,
-        // replicas first, then the leader), never with pg_ctl.
-        restart: { mode: 'allowed' },
-        // Every member is a self-hosted server: what --local tunes.
-        tunes: () => true,
-        sharedBuffersMaxFraction: 0.4,
-      },
+      // Every member is a self-hosted server: what --local tunes. Restart-only parameters
+      // restart the members through Patroni's API (POST /restart, replicas first, then the
+      // leader), never with pg_ctl.
+      capabilities: SELF_HOSTED_CAPABILITIES,
     },
   },
   config: { section: 'patroni', keys: PATRONI_KEYS, allOrNone: PATRONI_ALL_OR_NONE },
