@@ -19,9 +19,11 @@ import {
   type ServiceStore,
   type TestService,
 } from './helpers/service.ts';
+import { scrape } from './helpers/prometheus.ts';
 import { SimulatedAgent, getTuningSession, runtimeFactor, startTuningSession } from './sessions-agent.ts';
 
 const SECRET = 'watch-webhook-secret-0123456789abcdef';
+const METRICS_TOKEN = 'metrics-token-for-watch-tests-0123456789';
 
 interface Delivery {
   headers: IncomingMessage['headers'];
@@ -45,9 +47,14 @@ before(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
   store = await createServiceStore('pglite');
-  service = await startTestService(store, { TUNER_WEBHOOK_URL: hook, TUNER_WEBHOOK_SECRET: SECRET }, `127.0.0.1:${await freePort()}`, {
-    watch: { everyMs: 250, judgeEverySeconds: 1, workloadPeriodSeconds: 6 },
-  });
+  service = await startTestService(
+    store,
+    { TUNER_WEBHOOK_URL: hook, TUNER_WEBHOOK_SECRET: SECRET, TUNER_METRICS_TOKEN: METRICS_TOKEN },
+    `127.0.0.1:${await freePort()}`,
+    {
+      watch: { everyMs: 250, judgeEverySeconds: 1, workloadPeriodSeconds: 6 },
+    },
+  );
   person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
 });
 after(async () => {
@@ -67,6 +74,12 @@ const eventCodes = async (databaseId: string) =>
 const parsed = (d: Delivery) => JSON.parse(d.body) as { id: string; kind: string; database: { id: string }; details: { message: string } };
 
 test('kept → holding → the gain goes: one signed kept_gain_gone, shown, never reverted; then workload_changed names the new statements', async () => {
+  const metricsUrl = `${service.url}/metrics`;
+  const before = await scrape(metricsUrl, METRICS_TOKEN);
+  assert.equal(before.types.get('tuner_service_kept_watch'), 'gauge');
+  assert.equal(before.value('tuner_service_kept_watch', { state: 'gone' }), 0);
+  assert.equal(before.value('tuner_service_watch_events_total', { kind: 'kept_gain_gone' }), 0);
+  assert.equal(before.value('tuner_service_workload_changed'), 0);
   const { databaseId, apiKey } = await person.createDatabase('watched', 'local');
   const agent = new SimulatedAgent(service.url, databaseId, apiKey);
   await agent.start();
@@ -149,4 +162,12 @@ test('kept → holding → the gain goes: one signed kept_gain_gone, shown, neve
   const wDeadline = Date.now() + 10_000;
   while (!deliveries.some((d) => parsed(d).kind === 'workload_changed') && Date.now() < wDeadline) await sleep(100);
   assert.equal(deliveries.filter((d) => parsed(d).kind === 'workload_changed').length, 1);
+
+  const after = await scrape(metricsUrl, METRICS_TOKEN);
+  assert.equal(after.value('tuner_service_kept_watch', { state: 'gone' }), 1);
+  assert.equal(after.value('tuner_service_kept_watch', { state: 'holding' }), 0);
+  assert.equal(after.value('tuner_service_workload_changed'), 1);
+  assert.equal(after.value('tuner_service_watch_events_total', { kind: 'kept_gain_gone' }), 1);
+  assert.equal(after.value('tuner_service_watch_events_total', { kind: 'workload_changed' }), 1);
+  assert.ok(!service.logs.some((line) => line.includes(SECRET)), 'the secret is never logged');
 });
