@@ -3,6 +3,7 @@
 // reports after the gain disappears; the workload comparison names the statements that moved.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ConfigError, parseServiceArgs } from '../src/service/app/config.ts';
 import { queryMix } from '../src/measure/objective.ts';
 import { callShares } from '../src/measure/contamination.ts';
 import { watchVerdict, WATCH, type WatchReference, type WatchReport } from '../src/service/watch/verdict.ts';
@@ -149,4 +150,27 @@ test('too few calls are not judged', () => {
     ),
     null,
   );
+});
+
+test('TUNER_WEBHOOK_URL and TUNER_WEBHOOK_SECRET: together or not at all, and neither value is ever printed', () => {
+  const refused = (env: Record<string, string>): string => {
+    try {
+      parseServiceArgs([], env);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      return err.message;
+    }
+    throw new Error('expected a ConfigError');
+  };
+  const secret = 'a-webhook-secret-that-must-not-show-0123';
+  assert.match(refused({ TUNER_WEBHOOK_URL: 'https://hooks.example.com/x' }), /go together/);
+  assert.match(refused({ TUNER_WEBHOOK_SECRET: secret }), /go together/);
+  const short = refused({ TUNER_WEBHOOK_URL: 'https://hooks.example.com/x', TUNER_WEBHOOK_SECRET: 'too-short-secret' });
+  assert.match(short, /TUNER_WEBHOOK_SECRET: expected a secret of at least 32 characters/);
+  assert.ok(!short.includes('too-short-secret'));
+  const badUrl = refused({ TUNER_WEBHOOK_URL: 'ftp://hooks.example.com/x?token=query-secret', TUNER_WEBHOOK_SECRET: secret });
+  assert.match(badUrl, /TUNER_WEBHOOK_URL: expected an http:\/\/ or https:\/\/ URL/);
+  assert.ok(!badUrl.includes('query-secret'));
+  const ok = parseServiceArgs([], { TUNER_WEBHOOK_URL: 'https://hooks.example.com/x', TUNER_WEBHOOK_SECRET: secret });
+  assert.ok(ok.kind === 'run' && ok.config.webhookUrl === 'https://hooks.example.com/x' && ok.config.webhookSecret === secret);
 });
