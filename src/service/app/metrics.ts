@@ -42,17 +42,20 @@ type GaugeSource = {
   watchCounts(): Promise<{ byState: Record<WatchState, number>; workloadChanged: number }>;
 };
 
+/** `read`, called once however many gauges ask while it runs (the registry collects them
+ * together, so one scrape reads the storage once); null when there is nothing to read or the
+ * storage did not answer (counted by the storage-errors counter: the scrape goes on). */
+function oncePerScrape<T>(read: () => Promise<T> | null): () => Promise<T | null> {
+  let reading: Promise<T | null> | null = null;
+  return () => (reading ??= (read() ?? Promise.resolve(null)).catch(() => null).finally(() => (reading = null)));
+}
+
 export function createServiceMetrics(): ServiceMetrics {
   const registry = new Registry();
   const registers = [registry];
   let source: GaugeSource | null = null;
-  // Both gauges are filled from one snapshot per scrape (the registry collects them together).
-  let reading: Promise<MetricsSnapshot | null> | null = null;
-  const snapshot = () =>
-    (reading ??= (source?.metricsSnapshot() ?? Promise.resolve(null))
-      // A storage that does not answer is counted by the storage-errors counter; the scrape goes on.
-      .catch(() => null)
-      .finally(() => (reading = null)));
+  const snapshot = oncePerScrape(() => source?.metricsSnapshot() ?? null);
+  const watchCounts = oncePerScrape(() => source?.watchCounts() ?? null);
 
   new Gauge({ name: 'tuner_service_info', help: 'Always 1; the version of this tuner-service.', labelNames: ['version'], registers }).set(
     { version: SERVICE_VERSION },
@@ -78,10 +81,6 @@ export function createServiceMetrics(): ServiceMetrics {
       for (const state of TUNING_SESSION_STATES) this.set({ state }, figures.sessionsByState[state] ?? 0);
     },
   });
-  // The watch's gauges, from one read per scrape like the others.
-  let watchReading: Promise<Awaited<ReturnType<GaugeSource['watchCounts']>> | null> | null = null;
-  const watchCounts = () =>
-    (watchReading ??= (source?.watchCounts() ?? Promise.resolve(null)).catch(() => null).finally(() => (watchReading = null)));
   new Gauge({
     name: 'tuner_service_kept_watch',
     help: 'Databases whose kept configuration is watched, by the watch state (measuring, holding, gone).',

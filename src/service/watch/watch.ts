@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { safeErrorForLog } from '../errors.ts';
+import { repeatEvery, type Repeating } from '../repeat.ts';
 import type { WebhookEvent } from '../notify/webhook.ts';
 import { judgeSession, pointOf } from '../tuning/history.ts';
 import type { TuningIterationRecord, TuningSessionRecord, TuningStore } from '../tuning/store.ts';
@@ -134,13 +135,8 @@ export async function judgeKept(deps: WatchDeps, due: WatchDue, options: WatchOp
   return events;
 }
 
-export interface WatchTicker {
-  stop(): Promise<void>;
-}
-
 /** Judges the databases due, every `everyMs`; a slow round is not stacked upon. */
-export function startWatchTicker(deps: WatchDeps, log: FastifyBaseLogger, options: WatchOptions, everyMs: number): WatchTicker {
-  let inFlight: Promise<void> | null = null;
+export function startWatchTicker(deps: WatchDeps, log: FastifyBaseLogger, options: WatchOptions, everyMs: number): Repeating {
   const round = async () => {
     let due: WatchDue[];
     try {
@@ -158,18 +154,5 @@ export function startWatchTicker(deps: WatchDeps, log: FastifyBaseLogger, option
       }
     }
   };
-  const start = () => {
-    if (inFlight) return;
-    inFlight = round().finally(() => {
-      inFlight = null;
-    });
-  };
-  const timer = setInterval(start, everyMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await inFlight;
-    },
-  };
+  return repeatEvery(round, everyMs);
 }
