@@ -42,8 +42,16 @@ const toRecord = (r: WatchRow): WatchRecord => ({
 export function createWatchStore(driver: SqlDriver): WatchStore {
   return {
     async watchDue(everySeconds, limit) {
-      const rows = await driver.query<{ id: string; account_id: string; name: string; session_id: string; kept_at: Date }>(
-        `SELECT d.id, d.account_id, d.name, k.id AS session_id, k.acked_at AS kept_at
+      const rows = await driver.query<{
+        id: string;
+        account_id: string;
+        name: string;
+        session_id: string;
+        kept_at: Date;
+        watch_from: Date;
+      }>(
+        `SELECT d.id, d.account_id, d.name, k.id AS session_id, k.acked_at AS kept_at,
+                greatest(k.acked_at, (SELECT max(e.ended_at) FROM tuning_sessions e WHERE e.database_id = d.id)) AS watch_from
            FROM databases d
            ${keptConfiguration('JOIN')}
            LEFT JOIN watch_states ws ON ws.database_id = d.id
@@ -59,6 +67,7 @@ export function createWatchStore(driver: SqlDriver): WatchStore {
         databaseName: r.name,
         sessionId: r.session_id,
         keptAt: r.kept_at,
+        watchFrom: r.watch_from,
       }));
     },
 

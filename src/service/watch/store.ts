@@ -13,8 +13,11 @@ export interface WatchDue {
   databaseName: string;
   /** The session that kept the configuration. */
   sessionId: string;
-  /** When the agent acknowledged the keep: the reports after it are the watch's. */
+  /** When the agent acknowledged the keep. */
   keptAt: Date;
+  /** The reports from here on are the watch's: the keep, or the end of a later session (whose
+   * trials ran other configurations), whichever is later. */
+  watchFrom: Date;
 }
 
 /** The watch's record of one database (for the kept configuration of `sessionId`). */

@@ -79,12 +79,18 @@ export async function judgeKept(deps: WatchDeps, due: WatchDue, options: WatchOp
   const reference = found && referenceOf(found.session, found.iterations);
   // The run's windows and the workload's period, with a fifth to spare.
   const lookbackMs = Math.max((WATCH.runWindows + 1) * (reference?.windowSeconds ?? 0), options.workloadPeriodSeconds) * 1200;
-  const since = new Date(Math.max(due.keptAt.getTime(), now.getTime() - lookbackMs));
+  const since = new Date(Math.max(due.watchFrom.getTime(), now.getTime() - lookbackMs));
   const reports = reference ? asWatchReports(await deps.stores.watch.watchReports(due.databaseId, since, MAX_REPORTS)) : [];
-  const verdict: WatchVerdict = reference ? watchVerdict(reference, reports) : { state: 'measuring', windows: 0, runtime: null };
+  const judged: WatchVerdict = reference ? watchVerdict(reference, reports) : { state: 'measuring', windows: 0, runtime: null };
+  // Too few windows since a later session ended says nothing new: the last verdict stands (so a
+  // gain gone is not raised again after a pause, only after it was seen holding in between).
+  const verdict: WatchVerdict =
+    judged.state === 'measuring' && previous && previous.state !== 'measuring'
+      ? { state: previous.state, windows: judged.windows, runtime: previous.runtime }
+      : judged;
 
   const workloadDue =
-    now.getTime() - due.keptAt.getTime() >= options.workloadPeriodSeconds * 1000 &&
+    now.getTime() - due.watchFrom.getTime() >= options.workloadPeriodSeconds * 1000 &&
     (previous?.workloadCheckedAt == null || now.getTime() - previous.workloadCheckedAt.getTime() >= options.workloadPeriodSeconds * 1000);
   const shares = found?.session.baseline?.shares;
   let workload: WorkloadComparison | null = previous?.workload ?? null;
