@@ -135,6 +135,10 @@ for (const kind of STORAGE_KINDS) {
       const gone = (await eventCodes(databaseId)).filter((e) => e.code === 'kept_gain_gone');
       assert.equal(gone.length, 1);
       assert.match(gone[0]!.message, /gain is gone.*does not revert by itself/);
+      // The dashboard lists it among the database's events.
+      const page = await fetch(`${service.url}/databases/${databaseId}`, { headers: { cookie: person.cookie } });
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /kept_gain_gone/);
 
       // The webhook: one delivery, signed with the secret, for this database.
       const deadline = Date.now() + 10_000;
