@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { HOST_PORT_PATTERN, hostAndPort } from '../../protocol/host-port.ts';
 import { REPORT_INTERVAL_SECONDS } from '../../protocol/v1.ts';
 import { UsernameSchema } from '../people/inputs.ts';
+import { WebhookConfigSchema } from '../notify/webhook.ts';
 
 export interface ServiceConfig {
   host: string;
@@ -40,6 +41,10 @@ export interface ServiceConfig {
   metricsToken: string | undefined;
   /** /metrics on a listener of its own. */
   metricsListen: { host: string; port: number } | undefined;
+  /** Where the watch's events are POSTed (docs/notifications.md); none when unset. */
+  webhookUrl: string | undefined;
+  /** The webhook's signing secret, required with its URL. Secret: never printed. */
+  webhookSecret: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -146,6 +151,8 @@ const SETTINGS = {
     default: undefined,
   },
   metricsListen: { flag: 'metrics-listen', env: 'TUNER_METRICS_LISTEN', schema: listen, default: undefined },
+  webhookUrl: { flag: null, env: 'TUNER_WEBHOOK_URL', schema: WebhookConfigSchema.shape.url, default: undefined },
+  webhookSecret: { flag: null, env: 'TUNER_WEBHOOK_SECRET', schema: WebhookConfigSchema.shape.secret, default: undefined },
   logLevel: {
     flag: null,
     env: 'TUNER_LOG_LEVEL',
@@ -178,8 +185,19 @@ Environment only:
   TUNER_ADMIN_PASSWORD            the first admin's password (else generated and printed once)
   TUNER_REPORT_INTERVAL_SECONDS   default report interval (60)
   TUNER_METRICS_TOKEN             serve /metrics on the main listener behind this bearer token
+  TUNER_WEBHOOK_URL, TUNER_WEBHOOK_SECRET
+                                  POST the watch's events there, signed (docs/notifications.md)
   See docs/service.md for every variable.
 `;
+
+/** Variables whose values never appear in a message (a webhook URL's query may hold a token). */
+const SECRET_VARIABLES: ReadonlySet<string> = new Set([
+  'TUNER_DATABASE_URL',
+  'TUNER_ADMIN_PASSWORD',
+  'TUNER_METRICS_TOKEN',
+  'TUNER_WEBHOOK_URL',
+  'TUNER_WEBHOOK_SECRET',
+]);
 
 export type CliRequest = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: ServiceConfig };
 
@@ -222,13 +240,14 @@ export function parseServiceArgs(argv: readonly string[], env: NodeJS.ProcessEnv
     const parsed = (setting.schema as z.ZodType).safeParse(raw);
     if (parsed.success) resolved[name] = parsed.data;
     else {
-      const secret =
-        setting.env === 'TUNER_DATABASE_URL' || setting.env === 'TUNER_ADMIN_PASSWORD' || setting.env === 'TUNER_METRICS_TOKEN';
+      const secret = SECRET_VARIABLES.has(setting.env);
       const shown = secret ? '' : ` (got "${String(raw).slice(0, 80)}")`;
       problems.push(`${source}: ${parsed.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }
   const { tlsCert, tlsKey } = resolved as { tlsCert?: string; tlsKey?: string };
+  if ((resolved['webhookUrl'] === undefined) !== (resolved['webhookSecret'] === undefined) && problems.length === 0)
+    problems.push('TUNER_WEBHOOK_URL and TUNER_WEBHOOK_SECRET go together: the receiver checks each request with the secret');
   const tls = tlsCert || tlsKey ? readTls(tlsCert, tlsKey, problems) : undefined;
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
   const {

@@ -8,6 +8,8 @@ import type { FleetStore } from '../fleet/store.ts';
 import type { PeopleStore } from '../people/store.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { TuningStore } from '../tuning/store.ts';
+import type { WatchStore } from '../watch/store.ts';
+import { WebhookNotifier, type WebhookLogEntry } from '../notify/webhook.ts';
 import { RunningSessions } from '../tuning/running.ts';
 import type { ServiceConfig } from './config.ts';
 import type { ServiceMetrics } from './metrics.ts';
@@ -19,6 +21,7 @@ export interface FeatureStores {
   agents: AgentStore;
   tuning: TuningStore;
   fleet: FleetStore;
+  watch: WatchStore;
 }
 
 export interface ServiceContext {
@@ -31,21 +34,36 @@ export interface ServiceContext {
   runningSessions: RunningSessions;
   /** Present when metrics are served (TUNER_METRICS_TOKEN or --metrics-listen). */
   metrics?: ServiceMetrics;
+  /** The webhook for the watch's events, when TUNER_WEBHOOK_URL is set; closed on shutdown. */
+  notifier?: WebhookNotifier;
+}
+
+export interface ServiceContextOptions {
+  /** Present when metrics are served. */
+  metrics?: ServiceMetrics | undefined;
+  /** Where leases' time counts from (the storage's now() by default; a test's clock in tests). */
+  leaseClock?: (() => Date) | undefined;
+  /** Where the webhook's deliveries are logged. */
+  webhookLog?: ((entry: WebhookLogEntry) => void) | undefined;
 }
 
 export function createServiceContext(
   storage: Storage,
   config: ServiceConfig,
-  metrics?: ServiceMetrics,
-  leaseClock?: () => Date,
+  { metrics, leaseClock, webhookLog }: ServiceContextOptions = {},
 ): ServiceContext {
+  const notifier =
+    config.webhookUrl && config.webhookSecret
+      ? new WebhookNotifier({ url: config.webhookUrl, secret: config.webhookSecret }, webhookLog ? { log: webhookLog } : {})
+      : undefined;
   return {
-    stores: { people: storage, databases: storage, agents: storage, tuning: storage, fleet: storage },
+    stores: { people: storage, databases: storage, agents: storage, tuning: storage, fleet: storage, watch: storage },
     ping: () => storage.ping(),
     config,
     leasePolicy: leasePolicyOf(config, leaseClock),
     runningSessions: new RunningSessions(),
     ...(metrics && { metrics }),
+    ...(notifier && { notifier }),
   };
 }
 

@@ -11,6 +11,8 @@ import { bearerToken } from '../http/bearer.ts';
 import { errorBody } from '../http/errors.ts';
 import type { MetricsSnapshot } from '../storage/sql-metrics.ts';
 import { TUNING_SESSION_STATES } from '../tuning/store.ts';
+import type { WatchEvent } from '../watch/store.ts';
+import { WATCH_STATES, type WatchState } from '../watch/verdict.ts';
 import { SERVICE_VERSION } from './version.ts';
 
 /** A report's outcome, from the answer's status: accepted (200), unauthorized (401, a wrong key or
@@ -23,24 +25,37 @@ export interface ServiceMetrics {
   /** Counts one storage failure (given to openStorage). */
   storageError: (err: unknown) => void;
   /** Where the gauges read the fleet from, once the storage is open. */
-  readGaugesFrom(source: { metricsSnapshot(): Promise<MetricsSnapshot> }): void;
+  readGaugesFrom(source: GaugeSource): void;
+  /** One event the watch raised (and saved) in this process. */
+  watchEventRaised(code: WatchEvent['code']): void;
   /** One acknowledged command. */
   commandAcknowledged(kind: Command['kind'], outcome: CommandAckRequest['status']): void;
   /** One report answered, with the answer's status and the time it took. */
   reportAnswered(statusCode: number, seconds: number): void;
 }
 
+/** The watch's events, each counted from 0. */
+const WATCH_EVENT_CODES: readonly WatchEvent['code'][] = ['kept_gain_gone', 'workload_changed'];
+
+type GaugeSource = {
+  metricsSnapshot(): Promise<MetricsSnapshot>;
+  watchCounts(): Promise<{ byState: Record<WatchState, number>; workloadChanged: number }>;
+};
+
+/** `read`, called once however many gauges ask while it runs (the registry collects them
+ * together, so one scrape reads the storage once); null when there is nothing to read or the
+ * storage did not answer (counted by the storage-errors counter: the scrape goes on). */
+function oncePerScrape<T>(read: () => Promise<T> | null): () => Promise<T | null> {
+  let reading: Promise<T | null> | null = null;
+  return () => (reading ??= (read() ?? Promise.resolve(null)).catch(() => null).finally(() => (reading = null)));
+}
+
 export function createServiceMetrics(): ServiceMetrics {
   const registry = new Registry();
   const registers = [registry];
-  let source: { metricsSnapshot(): Promise<MetricsSnapshot> } | null = null;
-  // Both gauges are filled from one snapshot per scrape (the registry collects them together).
-  let reading: Promise<MetricsSnapshot | null> | null = null;
-  const snapshot = () =>
-    (reading ??= (source?.metricsSnapshot() ?? Promise.resolve(null))
-      // A storage that does not answer is counted by the storage-errors counter; the scrape goes on.
-      .catch(() => null)
-      .finally(() => (reading = null)));
+  let source: GaugeSource | null = null;
+  const snapshot = oncePerScrape(() => source?.metricsSnapshot() ?? null);
+  const watchCounts = oncePerScrape(() => source?.watchCounts() ?? null);
 
   new Gauge({ name: 'tuner_service_info', help: 'Always 1; the version of this tuner-service.', labelNames: ['version'], registers }).set(
     { version: SERVICE_VERSION },
@@ -66,6 +81,33 @@ export function createServiceMetrics(): ServiceMetrics {
       for (const state of TUNING_SESSION_STATES) this.set({ state }, figures.sessionsByState[state] ?? 0);
     },
   });
+  new Gauge({
+    name: 'tuner_service_kept_watch',
+    help: 'Databases whose kept configuration is watched, by the watch state (measuring, holding, gone).',
+    labelNames: ['state'],
+    registers,
+    async collect() {
+      const counts = await watchCounts();
+      if (!counts) return;
+      for (const state of WATCH_STATES) this.set({ state }, counts.byState[state]);
+    },
+  });
+  new Gauge({
+    name: 'tuner_service_workload_changed',
+    help: 'Databases whose statement mix is no longer the one their kept configuration was verified on.',
+    registers,
+    async collect() {
+      const counts = await watchCounts();
+      if (counts) this.set(counts.workloadChanged);
+    },
+  });
+  const watchEvents = new Counter({
+    name: 'tuner_service_watch_events_total',
+    help: 'Events the watch raised in this process, by kind (kept_gain_gone, workload_changed).',
+    labelNames: ['kind'],
+    registers,
+  });
+  for (const kind of WATCH_EVENT_CODES) watchEvents.inc({ kind }, 0);
   const reports = new Counter({
     name: 'tuner_service_reports_total',
     help: 'Agent reports received, by outcome.',
@@ -100,6 +142,7 @@ export function createServiceMetrics(): ServiceMetrics {
       source = s;
     },
     commandAcknowledged: (kind, outcome) => commands.inc({ kind, outcome }),
+    watchEventRaised: (kind) => watchEvents.inc({ kind }),
     reportAnswered: (statusCode, seconds) => {
       reports.inc({ outcome: reportOutcome(statusCode) });
       reportDuration.observe(seconds);

@@ -7,6 +7,8 @@ import { createServiceContext } from './context.ts';
 import { buildApp } from '../http/app.ts';
 import { createServiceMetrics, startMetricsListener, type MetricsListener } from './metrics.ts';
 import { startTuningSessionTicker } from '../tuning/ticker.ts';
+import { startWatchTicker, WATCH_DEFAULTS, type WatchOptions } from '../watch/watch.ts';
+import type { WebhookLogEntry } from '../notify/webhook.ts';
 import { openStorage } from '../storage/open.ts';
 import type { Storage } from '../storage/storage.ts';
 
@@ -31,7 +33,11 @@ export interface StartOptions {
   requestTimeoutMs?: number;
   /** Where leases' time counts from (the storage's now() by default; a test's clock in tests). */
   leaseClock?: () => Date;
+  /** The watch on kept configurations: how often it looks, and its periods (shorter in tests). */
+  watch?: Partial<WatchOptions> & { everyMs?: number };
 }
+
+const WATCH_TICK_MS = 15_000;
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const metrics = config.metricsToken || config.metricsListen ? createServiceMetrics() : undefined;
@@ -42,7 +48,13 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     onError: metrics?.storageError,
   });
   metrics?.readGaugesFrom(storage);
-  const ctx = createServiceContext(storage, config, metrics, options.leaseClock);
+  // The webhook logs through the app's logger, once there is one.
+  const webhookLog: { to?: (entry: WebhookLogEntry) => void } = {};
+  const ctx = createServiceContext(storage, config, {
+    metrics,
+    leaseClock: options.leaseClock,
+    webhookLog: (entry) => webhookLog.to?.(entry),
+  });
   let app: FastifyInstance | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
@@ -59,6 +71,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     throw err;
   }
   const listening = app;
+  webhookLog.to = ({ level, message, ...fields }) => listening.log[level](fields, message);
   let pruning: Promise<void> = Promise.resolve();
   const prune = async () => {
     try {
@@ -80,6 +93,9 @@ export async function startService(config: ServiceConfig, options: StartOptions 
 
   // Tuning sessions move with reports and acks; the ticker catches what no request brings.
   const tuningSessionTicker = startTuningSessionTicker(ctx, listening.log);
+  // The watch judges kept configurations on the reports that keep coming (watch/).
+  const { everyMs: watchEveryMs = WATCH_TICK_MS, ...watchOptions } = options.watch ?? {};
+  const watchTicker = startWatchTicker(ctx, listening.log, { ...WATCH_DEFAULTS, ...watchOptions }, watchEveryMs);
 
   const address = listening.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -95,6 +111,8 @@ export async function startService(config: ServiceConfig, options: StartOptions 
         await metricsListener?.close();
         clearInterval(timer);
         await tuningSessionTicker.stop();
+        await watchTicker.stop();
+        ctx.notifier?.close();
         await listening.close();
         await pruning;
         await storage.close();

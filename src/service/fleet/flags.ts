@@ -6,11 +6,11 @@
  *   moves until someone gives it;
  * - agent_lost: the agent stopped reporting without saying goodbye: nothing is measured or
  *   guarded there, and whatever broke it will not mend itself;
- * - gain_gone: the watch no longer sees the kept configuration's gain (not stored yet);
+ * - gain_gone: the watch no longer sees the kept configuration's gain (watch/);
  * - blocked: the agent says it cannot apply changes (a `default.*` parameter group, …): no
  *   session can do anything until someone fixes that;
  * - session_failed: the latest session ended in failure, which its message explains;
- * - workload_changed, advice: worth a look, nothing is wrong (not stored yet);
+ * - workload_changed, advice: worth a look, nothing is wrong (advice: not stored yet);
  * - agent_stopped, no_agent: nobody watches, but by someone's choice (or not set up yet);
  * - tuning: a session runs, by itself; kept: a verified configuration holds; idle: nothing to say.
  * A database has every flag that applies; the first in this order ranks it.

@@ -1,7 +1,7 @@
 // What the fleet home page asks of its storage: for every database of an account, what the
 // service knows of it, read in one statement (storage/sql-fleet.ts) however many databases there
-// are. The watch, the advice and the workload comparison (issue 31, parts 1 to 3) do not exist
-// yet: their fields are typed now and always null until those features store something.
+// are. The watch and the workload comparison (issue 31 parts 1 and 2, watch/) fill theirs; the
+// advice (part 3) is typed and always null until it is stored.
 import type { TargetKind } from '../../protocol/v1.ts';
 import type { TuningSessionState } from '../tuning/store.ts';
 
@@ -56,13 +56,14 @@ export interface FleetAdvice {
   parameters: string[];
 }
 
-/** Not stored yet (issue 31 part 2): the statement mix moved away from the one tuned. */
+/** The statement mix moved away from the one the kept configuration was verified on (watch/workload.ts). */
 export interface FleetWorkloadChange {
   since: Date;
   distance: number;
 }
 
-/** Not stored yet (issue 31 part 1): holding: the kept gain still measured; gone: it is not. */
+/** The watch on the kept configuration (watch/verdict.ts): measuring: too few windows judged yet;
+ * holding: the gain may still be there; gone: it no longer clears the minimum effect. */
 export type FleetWatch = 'holding' | 'gone' | 'measuring';
 
 export interface FleetEntry {
@@ -75,9 +76,9 @@ export interface FleetEntry {
   latestSession: FleetSession | null;
   /** Always null until the advice between sessions is stored. */
   advice: FleetAdvice | null;
-  /** Always null until the workload comparison is stored. */
+  /** Null while the mix is the verified one, or nothing is kept. */
   workloadChange: FleetWorkloadChange | null;
-  /** Always null until the watch on kept configurations is stored. */
+  /** Null when nothing is kept, or the watch has not judged it yet. */
   watch: FleetWatch | null;
 }
 

@@ -58,9 +58,9 @@ export const FleetDatabaseViewSchema = z.strictObject({
     .nullable(),
   /** Not computed yet (issue 31): always null for now. */
   advice: z.strictObject({ count: z.number().int().min(0), parameters: z.array(z.string()) }).nullable(),
-  /** Not computed yet (issue 31): always null for now. */
+  /** Since when the statement mix is no longer the verified one, and its distance (watch/workload.ts); null while it is. */
   workloadChange: z.strictObject({ since: time, distance: z.number() }).nullable(),
-  /** Not computed yet (issue 31): always null for now. */
+  /** The watch on the kept configuration (watch/verdict.ts); null when nothing is kept or not judged yet. */
   watch: z.enum(['holding', 'gone', 'measuring']).nullable(),
 });
 export type FleetDatabaseView = z.infer<typeof FleetDatabaseViewSchema>;

@@ -251,6 +251,25 @@ ALTER TABLE tuning_sessions ADD COLUMN statement_regressions text NOT NULL DEFAU
   CHECK (statement_regressions IN ('approve', 'refuse'));
 `,
   },
+  {
+    version: 7,
+    name: 'the watch on kept configurations: its state per database, and the workload comparison',
+    sql: `
+-- One row per database whose kept configuration is watched (watch/): for the configuration kept
+-- by session_id; a new kept configuration starts the row over.
+CREATE TABLE watch_states (
+  database_id uuid PRIMARY KEY REFERENCES databases (id) ON DELETE CASCADE,
+  session_id uuid NOT NULL,
+  state text NOT NULL CHECK (state IN ('measuring', 'holding', 'gone')),
+  state_since timestamptz NOT NULL,
+  runtime jsonb,
+  judged_at timestamptz NOT NULL,
+  workload_checked_at timestamptz,
+  workload_changed_since timestamptz,
+  workload jsonb
+);
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

@@ -40,15 +40,35 @@ interface FleetRow {
 }
 
 /**
+ * The kept configuration of database `d` as the lateral row `k` (id: its session; seq, acked_at,
+ * config, verification, min_effect_percent, confidence_percent): the newest keep=true apply of a
+ * session's verified best that the agent acknowledged as applied (a session done, or stopped
+ * after the agent received it), as long as no later command undid it: a revert to the baseline (a
+ * person's, or a reverted session's) or another kept apply, not refused or failed (one still on
+ * its way counts: the page says what is about to be true). The agent's own returns to known-good
+ * keep it: it is the known-good. The fleet shows it; the watch (sql-watch.ts) judges it.
+ */
+export function keptConfiguration(join: 'LEFT JOIN' | 'JOIN'): string {
+  return `
+  ${join} LATERAL (
+    SELECT s.id, c.seq, c.acked_at, c.body -> 'values' AS config, s.verification, s.min_effect_percent, s.confidence_percent
+      FROM tuning_sessions s JOIN commands c ON c.id = s.final_command_id AND c.database_id = s.database_id
+     WHERE s.database_id = d.id AND s.state IN ('done', 'stopped') AND c.outcome ->> 'status' = 'applied'
+     ORDER BY c.seq DESC LIMIT 1
+  ) k ON NOT EXISTS (
+    SELECT 1 FROM commands u
+     WHERE u.database_id = d.id AND u.seq > k.seq
+       AND ((u.body ->> 'kind' = 'revert' AND u.body ->> 'to' = 'baseline')
+            OR (u.body ->> 'kind' = 'apply' AND u.body ->> 'keep' = 'true'))
+       AND (u.status <> 'done' OR u.outcome ->> 'status' = 'applied')
+  )`;
+}
+
+/**
  * The rows come back as one JSON array in one value: a thousand rows of thirty columns are
  * otherwise thirty thousand values for the driver to convert one by one, which on PGlite cost
  * more than the statement itself.
- *
- * The kept configuration is the newest keep=true apply of a session's verified best that the
- * agent acknowledged as applied (a session done, or stopped after the agent received it), as long
- * as no later command undid it: a revert to the baseline (a person's, or a reverted session's) or
- * another kept apply, not refused or failed (one still on its way counts: the page says what is
- * about to be true). The agent's own returns to known-good keep it: it is the known-good.
+ * The kept configuration: keptConfiguration above; its watch: watch_states (watch/).
  */
 const FLEET_SQL = `
 SELECT coalesce(json_agg(f ORDER BY f.name, f.id), '[]'::json) AS fleet FROM (
@@ -64,10 +84,11 @@ SELECT d.id, d.name, d.target, d.created_at,
        k.id AS kept_session_id, k.acked_at AS kept_at, k.config AS kept_config,
        k.verification -> 'runtime' AS kept_runtime, k.verification -> 'throughput' AS kept_throughput,
        k.min_effect_percent AS kept_min_effect_percent, k.confidence_percent AS kept_confidence_percent,
-       -- Placeholders of issue 31 parts 1 to 3, typed now: a join each once those are stored.
+       -- Placeholders of issue 31 part 3, typed now: a join once the advice is stored.
        NULL::int AS advice_count, NULL::text[] AS advice_parameters,
-       NULL::timestamptz AS workload_changed_since, NULL::float8 AS workload_distance,
-       NULL::text AS watch
+       -- The watch on the kept configuration (watch/), for that configuration only.
+       ws.workload_changed_since, (ws.workload ->> 'distance')::float8 AS workload_distance,
+       ws.state AS watch
   FROM databases d
   LEFT JOIN agent_leases l ON l.database_id = d.id
   LEFT JOIN LATERAL (
@@ -75,18 +96,8 @@ SELECT d.id, d.name, d.target, d.created_at,
       FROM tuning_sessions s WHERE s.database_id = d.id
      ORDER BY s.created_at DESC, s.id DESC LIMIT 1
   ) ls ON true
-  LEFT JOIN LATERAL (
-    SELECT s.id, c.seq, c.acked_at, c.body -> 'values' AS config, s.verification, s.min_effect_percent, s.confidence_percent
-      FROM tuning_sessions s JOIN commands c ON c.id = s.final_command_id AND c.database_id = s.database_id
-     WHERE s.database_id = d.id AND s.state IN ('done', 'stopped') AND c.outcome ->> 'status' = 'applied'
-     ORDER BY c.seq DESC LIMIT 1
-  ) k ON NOT EXISTS (
-    SELECT 1 FROM commands u
-     WHERE u.database_id = d.id AND u.seq > k.seq
-       AND ((u.body ->> 'kind' = 'revert' AND u.body ->> 'to' = 'baseline')
-            OR (u.body ->> 'kind' = 'apply' AND u.body ->> 'keep' = 'true'))
-       AND (u.status <> 'done' OR u.outcome ->> 'status' = 'applied')
-  )
+  ${keptConfiguration('LEFT JOIN')}
+  LEFT JOIN watch_states ws ON ws.database_id = d.id AND ws.session_id = k.id
  WHERE d.account_id = $1::uuid
 ) f`;
 

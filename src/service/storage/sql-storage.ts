@@ -10,6 +10,7 @@ import { readMetricsSnapshot } from './sql-metrics.ts';
 import { createTuningStore } from './sql-tuning.ts';
 import type { RetentionPolicy, Storage } from './storage.ts';
 import { createFleetStore } from './sql-fleet.ts';
+import { createWatchStore } from './sql-watch.ts';
 
 export function createSqlStorage(driver: SqlDriver): Storage {
   const db: Queryable = driver;
@@ -20,6 +21,7 @@ export function createSqlStorage(driver: SqlDriver): Storage {
     ...createAgentStore(driver),
     ...createTuningStore(driver),
     ...createFleetStore(driver),
+    ...createWatchStore(driver),
 
     async prune(policy: RetentionPolicy) {
       const count = async (deleteSql: string, params: readonly unknown[]): Promise<number> => {

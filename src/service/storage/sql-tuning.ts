@@ -219,6 +219,24 @@ async function insertCommand(
   );
 }
 
+/** The database's reports received at or after `since`, oldest first (at most `limit`): a
+ * session's windows and the watch (sql-watch.ts) read them. */
+export async function readReportsSince(q: Queryable, databaseId: string, since: Date, limit: number): Promise<SessionReport[]> {
+  const rows = await q.query<{ id: number; lease_id: string; seq: number; sent_at: Date; received_at: Date; body: Uint8Array }>(
+    `SELECT id::float8 AS id, lease_id, seq::float8 AS seq, sent_at, received_at, body FROM reports
+  WHERE database_id = $1::uuid AND received_at >= $2::timestamptz ORDER BY received_at, id LIMIT $3::int`,
+    [databaseId, since.toISOString(), limit],
+  );
+  return rows.map((r): SessionReport => ({
+    id: r.id,
+    leaseId: r.lease_id,
+    seq: r.seq,
+    sentAt: r.sent_at,
+    receivedAt: r.received_at,
+    ...readReportBody(r.body),
+  }));
+}
+
 function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx {
   const { id: sessionId, databaseId } = session;
   const reload = async () =>
@@ -285,21 +303,7 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
       );
       return rows.length > 0;
     },
-    async reportsSince(since, limit) {
-      const rows = await q.query<{ id: number; lease_id: string; seq: number; sent_at: Date; received_at: Date; body: Uint8Array }>(
-        `SELECT id::float8 AS id, lease_id, seq::float8 AS seq, sent_at, received_at, body FROM reports
-          WHERE database_id = $1::uuid AND received_at >= $2::timestamptz ORDER BY received_at, id LIMIT $3::int`,
-        [databaseId, since.toISOString(), limit],
-      );
-      return rows.map((r): SessionReport => ({
-        id: r.id,
-        leaseId: r.lease_id,
-        seq: r.seq,
-        sentAt: r.sent_at,
-        receivedAt: r.received_at,
-        ...readReportBody(r.body),
-      }));
-    },
+    reportsSince: (since, limit) => readReportsSince(q, databaseId, since, limit),
     async guardrailBreaches(commandIds) {
       if (commandIds.length === 0) return [];
       const rows = await q.query<{ command_id: string; message: string; at: Date }>(

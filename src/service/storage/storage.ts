@@ -7,6 +7,7 @@ import type { PeopleStore } from '../people/store.ts';
 import type { TuningStore } from '../tuning/store.ts';
 import type { MetricsSnapshot } from './sql-metrics.ts';
 import type { FleetStore } from '../fleet/store.ts';
+import type { WatchStore } from '../watch/store.ts';
 
 export interface RetentionPolicy {
   /** Reports and events older than this are deleted. */
@@ -17,7 +18,7 @@ export interface RetentionPolicy {
   maxEventsPerDatabase: number;
 }
 
-export interface Storage extends PeopleStore, DatabaseStore, AgentStore, TuningStore, FleetStore {
+export interface Storage extends PeopleStore, DatabaseStore, AgentStore, TuningStore, FleetStore, WatchStore {
   readonly kind: 'pglite' | 'postgres';
 
   // Housekeeping

@@ -1,23 +1,20 @@
 // A light timer for what no request brings: a measurement window that ends while the agent is
-// quiet, an acknowledgement that never comes. Every replica runs one; a session another replica
-// is advancing is skipped (SKIP LOCKED), not waited for.
+// quiet, an acknowledgement that never comes. Every replica runs one (repeat.ts); a session another
+// replica is advancing is skipped (SKIP LOCKED), not waited for.
 import type { FastifyBaseLogger } from 'fastify';
 import { safeErrorForLog } from '../errors.ts';
+import { repeatEvery, type Repeating } from '../repeat.ts';
 import { advanceTuningSession, type AdvanceDeps } from './advance.ts';
 
 export const TICK_MS = 5_000;
 
-export interface TuningSessionTicker {
-  /** Stops the timer and waits for a tick in progress. */
-  stop(): Promise<void>;
-}
+export type TuningSessionTicker = Repeating;
 
 export function startTuningSessionTicker(
   { stores, runningSessions: running }: AdvanceDeps,
   log: FastifyBaseLogger,
   everyMs = TICK_MS,
 ): TuningSessionTicker {
-  let inFlight: Promise<void> | null = null;
   const tick = async () => {
     let databases: string[];
     try {
@@ -36,21 +33,6 @@ export function startTuningSessionTicker(
       }
     }
   };
-  const start = () => {
-    // A slow tick is not stacked upon.
-    if (inFlight) return;
-    inFlight = tick().finally(() => {
-      inFlight = null;
-    });
-  };
-  const timer = setInterval(start, everyMs);
-  timer.unref();
   // At once too: after a restart, sessions go on without waiting for the first tick.
-  start();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await inFlight;
-    },
-  };
+  return repeatEvery(tick, everyMs, { atOnce: true });
 }
