@@ -4,6 +4,7 @@
 import { getKnob } from '../../knobs/catalog.ts';
 import { REPORT_INTERVAL_SECONDS, type Command, type Setting, type SystemInfo } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
+import { statementsPerSecond, THROUGHPUT_FIGURE } from '../../measure/throughput.ts';
 import type { CommandRecord, DatabaseSummary, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
 import { commandState } from '../databases/views.ts';
@@ -67,11 +68,13 @@ function metricTiles(metrics: MetricsReport | null, series: readonly ReportPoint
       series.map((p) => p.avgQueryRuntimeMs),
       'average query runtime, recent reports',
     )}</div>
-  <div class="tile"><div class="label">Transactions / s</div><div class="value" id="metric-tps">${formatNumber(d?.tps, 1)}</div>
-    <div class="note">${d ? `${formatNumber(d.calls)} calls in ${formatNumber(metrics?.interval.seconds, 0)} s` : ''}</div>
+  <div class="tile"><div class="label">Throughput</div><div class="value" id="metric-statements-per-second">${formatNumber(metrics ? statementsPerSecond(metrics) : null, 1)}</div>
+    <div class="note">${THROUGHPUT_FIGURE}${d ? `: ${formatNumber(d.calls)} top-level statements in ${formatNumber(metrics?.interval.seconds, 0)} s` : ''}</div></div>
+  <div class="tile"><div class="label">Commits / s (pg_stat_database)</div><div class="value" id="metric-tps">${formatNumber(d?.tps, 1)}</div>
+    <div class="note" title="On PostgreSQL 15 and later a backend publishes its commits when it goes idle: a busy pool's arrive late and in bursts">commits + rollbacks; late under steady load</div>
     ${sparkline(
       series.map((p) => p.tps),
-      'transactions per second, recent reports',
+      'commits and rollbacks per second (pg_stat_database), recent reports',
     )}</div>
   <div class="tile"><div class="label">Cache hit ratio</div><div class="value" id="metric-cache-hit">${formatPercent(d?.cacheHitRatio)}</div>
     <div class="note">shared buffers, all databases</div>
