@@ -200,6 +200,26 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
       } satisfies StoredReport;
     },
 
+    async recentReports(accountId, databaseId, since, limit) {
+      const rows = await db.query<{ id: number; lease_id: string; seq: number; sent_at: Date; received_at: Date; body: Uint8Array }>(
+        `SELECT id, lease_id, seq, sent_at, received_at, body FROM (
+           SELECT r.id::float8 AS id, r.lease_id, r.seq::float8 AS seq, r.sent_at, r.received_at, r.body
+             FROM reports r JOIN databases d ON d.id = r.database_id
+            WHERE r.database_id = $1::uuid AND d.account_id = $2::uuid AND r.has_metrics AND r.received_at >= $3::timestamptz
+            ORDER BY r.id DESC LIMIT $4::int
+         ) last ORDER BY id`,
+        [databaseId, accountId, since.toISOString(), limit],
+      );
+      return rows.map((row): StoredReport => ({
+        id: row.id,
+        leaseId: row.lease_id,
+        seq: row.seq,
+        sentAt: row.sent_at,
+        receivedAt: row.received_at,
+        ...readReportBody(row.body),
+      }));
+    },
+
     async reportSeries(accountId, databaseId, limit) {
       const rows = await db.query<{
         received_at: Date;
