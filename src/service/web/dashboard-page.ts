@@ -14,6 +14,8 @@ import { formatBytes, formatMs, formatNumber, formatPercent, formatRelative, for
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 import { tuningSessionSection, type TuningSessionSectionInput } from './tuning-session-section.ts';
+import type { AdviceAnswer } from '../advice/queries.ts';
+import { adviceCard } from './advice-card.ts';
 
 export interface DashboardInput {
   login: LoginSession;
@@ -26,6 +28,8 @@ export interface DashboardInput {
   notice?: { kind: 'ok' | 'bad'; text: string } | undefined;
   /** The tuning-session section; absent, the dashboard has none. */
   tuning?: Omit<TuningSessionSectionInput, 'login' | 'database'> | undefined;
+  /** What the diagnoses argue for between sessions; absent, the dashboard shows none. */
+  advice?: AdviceAnswer | undefined;
 }
 
 const TOP_STATEMENTS_SHOWN = 25;
@@ -61,7 +65,7 @@ function agentCard(input: DashboardInput): Html {
 function metricTiles(metrics: MetricsReport | null, series: readonly ReportPoint[]): Html {
   const d = metrics?.derived;
   const conn = metrics?.activity;
-  return html`<div class="grid four tiles">
+  return html`<div class="grid five tiles">
   <div class="tile"><div class="label">Avg query runtime</div><div class="value" id="metric-avg-runtime">${formatMs(d?.avgQueryRuntimeMs)}</div>
     <div class="note">${d?.weightedQueryRuntimeMs != null ? `baseline mix: ${formatMs(d.weightedQueryRuntimeMs)}` : 'top-level statements'}</div>
     ${sparkline(
@@ -208,6 +212,7 @@ ${metricTiles(metrics, input.series)}
   ${agentCard(input)}
   <div>${machineCard(report)}${eventsCard(input.events)}</div>
 </div>
+${input.advice ? adviceCard(input.advice, input.tuning !== undefined && !database.agent?.system.applyBlockedReason) : ''}
 ${input.tuning ? tuningSessionSection({ ...input.tuning, login: input.login, database }) : ''}
 ${metrics ? statementsCard(metrics) : ''}
 ${commandsCard(input)}
