@@ -15,7 +15,7 @@ import {
   type ServiceStore,
   type TestService,
 } from './helpers/service.ts';
-import { SimulatedAgent, getTuningSession, isTrialJson } from './sessions-agent.ts';
+import { getTuningSession, isTrialJson, reportingAgent } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
@@ -44,14 +44,7 @@ test(
   { skip, timeout: 120_000 },
   async () => {
     const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-    const { databaseId, apiKey } = await person.createDatabase('spilling-db');
-    const agent = new SimulatedAgent(service.url, databaseId, apiKey);
-    agent.spills = true;
-    await agent.start();
-    for (let i = 0; i < 3; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      await agent.report();
-    }
+    const { databaseId, agent } = await reportingAgent(person, service.url, 'spilling-db', { spills: true });
 
     await page.goto(`${service.url}/login`);
     await page.fill('input[name=username]', 'admin');

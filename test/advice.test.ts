@@ -22,7 +22,7 @@ import {
   type TestService,
 } from './helpers/service.ts';
 import { MIX, syntheticReport } from './helpers/synthetic-reports.ts';
-import { FULL_SETTINGS, MACHINE, SimulatedAgent, getTuningSession, isTrialJson, startTuningSession } from './sessions-agent.ts';
+import { FULL_SETTINGS, MACHINE, getTuningSession, isTrialJson, reportingAgent, startTuningSession } from './sessions-agent.ts';
 
 const space = () =>
   buildSpace(sessionSpaceInput({ target: 'local', mode: 'reload-only', machine: MACHINE, settings: FULL_SETTINGS, maxConnections: 100 }));
@@ -86,17 +86,7 @@ for (const kind of STORAGE_KINDS) {
     let service: TestService;
     let person: PersonClient;
 
-    const connect = async (name: string, spills: boolean) => {
-      const { databaseId, apiKey } = await person.createDatabase(name, 'local');
-      const agent = new SimulatedAgent(service.url, databaseId, apiKey);
-      agent.spills = spills;
-      await agent.start();
-      for (let i = 0; i < 3; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        await agent.report();
-      }
-      return { databaseId, agent };
-    };
+    const connect = (name: string, spills: boolean) => reportingAgent(person, service.url, name, { spills });
     const advice = async (databaseId: string) => {
       const response = await person.get(`/api/manage/databases/${databaseId}/advice`);
       assert.equal(response.status, 200, JSON.stringify(response.body));
