@@ -69,6 +69,7 @@ test(
     await page.click('#advice-start');
     await page.waitForURL(/done=session-started/);
     assert.equal(await page.locator('#advice').count(), 0, 'no advice while a session runs');
+    assert.match((await page.textContent('#session-from-advice')) ?? '', /temp-files/);
 
     const [session] = (
       await person.get<{ sessions: Array<{ id: string; windowSeconds: number; requireApproval: boolean }> }>(

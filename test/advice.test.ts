@@ -128,6 +128,7 @@ for (const kind of STORAGE_KINDS) {
         seed: 7,
       });
       assert.equal((await advice(databaseId)).state, 'session_active', 'no advice while a session holds the database');
+      assert.deepEqual(session.fromAdvice?.findings, ['temp-files']);
       await agent.runUntil('the first trial', async () => {
         const { iterations } = await getTuningSession(person, databaseId, session.id);
         return iterations.some(isTrialJson);

@@ -291,6 +291,7 @@ export interface SessionJson {
   drift?: { perHour: number; total: number; windows: number } | null;
   noise?: number | null;
   finalCommandId: string | null;
+  fromAdvice?: { findings: string[]; from: string; to: string } | null;
   progress?: { ok: number; failed: number; cancelled: number; contaminated: number; baselineWindows: number; abRounds: number };
 }
 
