@@ -229,6 +229,25 @@ export class SimulatedAgent {
   }
 }
 
+/** A new database with a started agent that has sent `reports` reports a few milliseconds apart;
+ * `spills`: its workload writes temporary files (SimulatedAgent.spills). */
+export async function reportingAgent(
+  person: PersonClient,
+  baseUrl: string,
+  name: string,
+  options: { spills?: boolean; reports?: number } = {},
+): Promise<{ databaseId: string; agent: SimulatedAgent }> {
+  const { databaseId, apiKey } = await person.createDatabase(name, 'local');
+  const agent = new SimulatedAgent(baseUrl, databaseId, apiKey);
+  agent.spills = options.spills ?? false;
+  await agent.start();
+  for (let i = 0; i < (options.reports ?? 3); i++) {
+    await sleep(50);
+    await agent.report();
+  }
+  return { databaseId, agent };
+}
+
 export interface SessionJson {
   id: string;
   state: string;
@@ -272,6 +291,7 @@ export interface SessionJson {
   drift?: { perHour: number; total: number; windows: number } | null;
   noise?: number | null;
   finalCommandId: string | null;
+  fromAdvice?: { findings: string[]; from: string; to: string } | null;
   progress?: { ok: number; failed: number; cancelled: number; contaminated: number; baselineWindows: number; abRounds: number };
 }
 

@@ -308,6 +308,6 @@ test('the paired t interval, the round order and the stopping rule', () => {
   );
   assert.match(
     describeVerdict(verdict(clear, SETTINGS, NOISE), 0.95),
-    /^runtime −50 % \(95 % CI −5\d % to −4\d %\), throughput ±0\.0 % \(95 % CI −0\.\d % to \+0\.\d %\), 3 A\/B rounds$/,
+    /^runtime −50 % \(95 % CI −5\d % to −4\d %\), throughput \(statements\/s\) ±0\.0 % \(95 % CI −0\.\d % to \+0\.\d %\), 3 A\/B rounds$/,
   );
 });

@@ -104,6 +104,13 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   assert.equal((await page.textContent('.badge.ok'))?.trim(), 'connected');
   assert.equal((await page.textContent('#metric-avg-runtime'))?.trim(), '0.412 ms');
   assert.equal((await page.textContent('#metric-tps'))?.trim(), '1,234.5');
+  // The throughput is pg_stat_statements' top-level calls over the interval (issue 31 part 5).
+  const calls = metrics.derived.calls;
+  assert.equal(
+    (await page.textContent('#metric-statements-per-second'))?.trim(),
+    (calls / 60).toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 1 }),
+  );
+  assert.match((await page.textContent('.tiles')) ?? '', /statements\/s \(pg_stat_statements\)/);
   assert.equal((await page.textContent('#metric-cache-hit'))?.trim(), '99.31 %');
   assert.equal((await page.textContent('#metric-connections'))?.trim(), '12 / 100');
   assert.equal(await page.locator('#top-statements tbody tr').count(), 25);

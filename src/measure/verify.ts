@@ -263,11 +263,13 @@ export function describeInterval(what: string, interval: Interval, confidence: n
   return `${what} ${signed(interval.estimate - 1)} (${Math.round(confidence * 100)} % CI ${signed(interval.low - 1)} to ${signed(interval.high - 1)})`;
 }
 
-/** The verified result in one line: "runtime −18 % (95 % CI …), throughput +6 % (…), 4 A/B rounds". */
+/** The verified result in one line: "runtime −18 % (95 % CI …), throughput (statements/s) +6 % (…), 4 A/B
+ * rounds". The throughput is named: top-level statements per second from pg_stat_statements
+ * (throughput.ts), not pg_stat_database's commits, which lag under load. */
 export function describeVerdict(v: Pick<Verdict, 'rounds' | 'runtime' | 'throughput'>, confidence: number): string {
   const parts = [
     v.runtime && describeInterval('runtime', v.runtime, confidence),
-    v.throughput && describeInterval('throughput', v.throughput, confidence),
+    v.throughput && describeInterval('throughput (statements/s)', v.throughput, confidence),
   ].filter((x): x is string => Boolean(x));
   return `${parts.join(', ')}${parts.length ? ', ' : ''}${v.rounds} A/B round${v.rounds === 1 ? '' : 's'}`;
 }

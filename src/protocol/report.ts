@@ -189,8 +189,15 @@ export const DerivedMetricsSchema = z.strictObject({
   weightedQueryRuntimeMs: millis.nullable(),
   /** Share of the baseline's calls that the weighted runtime covers (0..1). */
   weightedCoverage: ratio.nullable(),
-  /** (commits + rollbacks) / seconds, all databases. */
+  /** (commits + rollbacks) / seconds, all databases (pg_stat_database). On PostgreSQL 15 and
+   * later a backend publishes these counters only when it goes idle or exits, so a busy pool's
+   * commits arrive late and in bursts: shown as commits/s, never used as the throughput. */
   tps: z.number().nonnegative(),
+  /** Top-level statements completed per second (pg_stat_statements calls / seconds): counted as
+   * each statement finishes, so current under steady load. The throughput the dashboard and the
+   * guardrails use. Optional: agents before it do not send it (src/measure/throughput.ts falls
+   * back to calls / seconds, the same figure). */
+  statementsPerSecond: z.number().nonnegative().optional(),
   /** blks_hit / (blks_hit + blks_read), all databases; null without block access. */
   cacheHitRatio: ratio.nullable(),
 });

@@ -9,6 +9,7 @@ import type { Db } from '../database/db.ts';
 import { MiB } from '../../knobs/index.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
 import type { TargetMetric } from '../../protocol/v1.ts';
+import { statementsPerSecond, THROUGHPUT_FIGURE } from '../../measure/throughput.ts';
 
 export interface GuardThresholds {
   /** Breach when the baseline-mix runtime is over this factor of known-good in two windows in a row… */
@@ -27,8 +28,9 @@ export interface GuardThresholds {
   minRollbacks: number;
   /** Breach when client connections reach this share of max_connections (and did not before). */
   connectionShare: number;
-  /** Breach when completed calls per second fall below this share of known-good while queries
-   * run longer than `stuckQuerySeconds`: the workload is stuck rather than idle. */
+  /** Breach when the throughput (top-level statements completed per second, pg_stat_statements:
+   * current under load, unlike pg_stat_database's commits) falls below this share of known-good
+   * while queries run longer than `stuckQuerySeconds`: the workload is stuck rather than idle. */
   throughputFloorShare: number;
   stuckQuerySeconds: number;
 }
@@ -49,6 +51,7 @@ export const DEFAULT_THRESHOLDS: GuardThresholds = {
 /** The known-good configuration's figures, from a report interval measured under it. */
 export interface KnownGoodFigures {
   weightedRuntimeMs: number | null;
+  /** Throughput: top-level statements per second (src/measure/throughput.ts). */
   callsPerSecond: number;
   rollbackRate: number;
   connectionShare: number;
@@ -59,7 +62,7 @@ export function knownGoodFigures(report: MetricsReport): KnownGoodFigures {
   const xacts = d.xactCommit + d.xactRollback;
   return {
     weightedRuntimeMs: report.derived.weightedQueryRuntimeMs ?? report.derived.avgQueryRuntimeMs,
-    callsPerSecond: report.derived.calls / report.interval.seconds,
+    callsPerSecond: statementsPerSecond(report),
     rollbackRate: xacts > 0 ? d.xactRollback / xacts : 0,
     connectionShare: report.activity.connections.total / report.activity.maxConnections,
   };
@@ -92,10 +95,10 @@ export function judgeWindow(
       );
     }
   }
-  const callsPerSecond = window.derived.calls / window.interval.seconds;
+  const callsPerSecond = statementsPerSecond(window);
   if (stuckQueries > 0 && knownGood.callsPerSecond > 0 && callsPerSecond < t.throughputFloorShare * knownGood.callsPerSecond) {
     breaches.push(
-      `throughput fell to ${callsPerSecond.toFixed(1)} calls/s from ${knownGood.callsPerSecond.toFixed(1)} with ${stuckQueries} queries running over ${t.stuckQuerySeconds} s`,
+      `throughput fell to ${callsPerSecond.toFixed(1)} calls/s from ${knownGood.callsPerSecond.toFixed(1)} with ${stuckQueries} queries running over ${t.stuckQuerySeconds} s (throughput in ${THROUGHPUT_FIGURE})`,
     );
   }
   const available = targetMetrics.find((m) => m.name === 'memory_available_bytes')?.value;

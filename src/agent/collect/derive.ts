@@ -55,6 +55,7 @@ export function deriveMetrics(delta: SnapshotDelta, baselineMix?: BaselineMix): 
     weightedQueryRuntimeMs: weighted?.runtimeMs ?? null,
     weightedCoverage: weighted ? weighted.coverage : null,
     tps: transactionsPerSecond(totals, delta.seconds),
+    statementsPerSecond: delta.seconds > 0 ? runtime.calls / delta.seconds : 0,
     cacheHitRatio: cacheHitRatio(totals),
   };
 }

@@ -107,6 +107,8 @@ export interface DatabaseStore {
   countOpenCommands(databaseId: string): Promise<number>;
   listCommands(accountId: string, databaseId: string, limit: number): Promise<CommandRecord[]>;
   latestReport(accountId: string, databaseId: string): Promise<StoredReport | null>;
+  /** The reports with metrics received since `since`, the newest `limit` of them, oldest first. */
+  recentReports(accountId: string, databaseId: string, since: Date, limit: number): Promise<StoredReport[]>;
   reportSeries(accountId: string, databaseId: string, limit: number): Promise<ReportPoint[]>;
   recentEvents(accountId: string, databaseId: string, limit: number): Promise<StoredEvent[]>;
 }

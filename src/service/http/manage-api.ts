@@ -15,6 +15,7 @@ import { registerLoginRoutes } from './manage/login-routes.ts';
 import { registerTuningSessionRoutes } from './manage/tuning-session-routes.ts';
 import { registerUserRoutes } from './manage/user-routes.ts';
 import { registerFleetRoutes } from './manage/fleet-routes.ts';
+import { registerAdviceRoutes } from './manage/advice-routes.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
 
@@ -42,4 +43,5 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   registerTuningSessionRoutes(app, ctx);
   registerUserRoutes(app, ctx);
   registerFleetRoutes(app, ctx);
+  registerAdviceRoutes(app, ctx);
 }

@@ -44,6 +44,20 @@ function toApiKey(row: ApiKeyRow): ApiKeyInfo {
   };
 }
 
+/** A report row as read back for people: its body decompressed, parsed and redacted. */
+interface StoredReportRow {
+  id: number;
+  lease_id: string;
+  seq: number;
+  sent_at: Date;
+  received_at: Date;
+  body: Uint8Array;
+}
+
+function toStoredReport(row: StoredReportRow): StoredReport {
+  return { id: row.id, leaseId: row.lease_id, seq: row.seq, sentAt: row.sent_at, receivedAt: row.received_at, ...readReportBody(row.body) };
+}
+
 export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
   const db: Queryable = driver;
 
@@ -181,7 +195,7 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
     },
 
     async latestReport(accountId, databaseId) {
-      const row = await one<{ id: number; lease_id: string; seq: number; sent_at: Date; received_at: Date; body: Uint8Array }>(
+      const row = await one<StoredReportRow>(
         db,
         `SELECT r.id::float8 AS id, r.lease_id, r.seq::float8 AS seq, r.sent_at, r.received_at, r.body
            FROM reports r JOIN databases d ON d.id = r.database_id
@@ -189,15 +203,20 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
           ORDER BY r.id DESC LIMIT 1`,
         [databaseId, accountId],
       );
-      if (!row) return null;
-      return {
-        id: row.id,
-        leaseId: row.lease_id,
-        seq: row.seq,
-        sentAt: row.sent_at,
-        receivedAt: row.received_at,
-        ...readReportBody(row.body),
-      } satisfies StoredReport;
+      return row ? toStoredReport(row) : null;
+    },
+
+    async recentReports(accountId, databaseId, since, limit) {
+      const rows = await db.query<StoredReportRow>(
+        `SELECT id, lease_id, seq, sent_at, received_at, body FROM (
+           SELECT r.id::float8 AS id, r.lease_id, r.seq::float8 AS seq, r.sent_at, r.received_at, r.body
+             FROM reports r JOIN databases d ON d.id = r.database_id
+            WHERE r.database_id = $1::uuid AND d.account_id = $2::uuid AND r.has_metrics AND r.received_at >= $3::timestamptz
+            ORDER BY r.id DESC LIMIT $4::int
+         ) last ORDER BY id`,
+        [databaseId, accountId, since.toISOString(), limit],
+      );
+      return rows.map(toStoredReport);
     },
 
     async reportSeries(accountId, databaseId, limit) {

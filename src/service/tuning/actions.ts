@@ -17,6 +17,7 @@ import type { RunningSessions } from './running.ts';
 import { applyBest, endTuningSession, personStep } from './engine.ts';
 import { SESSION_LIMITS, type StartTuningSessionInput } from './params.ts';
 import { buildSpace, sessionSpaceInput } from './space.ts';
+import { adviceSeed } from '../advice/seed.ts';
 
 /** What the tuning feature needs: its port, the databases feature (whose database a session
  * tunes), and the cache of databases with a running session. */
@@ -38,7 +39,7 @@ export async function startTuningSession(
   ctx: TuningDeps,
   user: User,
   databaseId: string,
-  input: StartTuningSessionInput,
+  { fromAdvice, ...input }: StartTuningSessionInput,
 ): Promise<TuningSessionRecord> {
   const database = await databaseOf(ctx, user, databaseId);
   const reloadOnly = reloadOnlyReason(database.target);
@@ -73,6 +74,7 @@ export async function startTuningSession(
   } catch (err) {
     throw conflict(`cannot build the search space from what the agent reported: ${(err as Error).message}`);
   }
+  if (fromAdvice) space.advice = await adviceSeed(ctx, database);
   const result = await ctx.stores.tuning.createTuningSession(user.accountId, {
     id: randomUUID(),
     databaseId,

@@ -53,6 +53,7 @@ import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecomm
 import { sessionReportInterval } from './params.ts';
 import { ENVIRONMENT_TRIP, environmentTrips, isEnvironmentBreach, tripAwaitingBaseline } from './trips.ts';
 import { buildSpace } from './space.ts';
+import { diagnosisSignals } from '../advice/seed.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
 
 export const ENGINE_LIMITS = {
@@ -567,7 +568,7 @@ async function iterationStep(s: Step): Promise<boolean> {
       history: historyOf(iterations, judgeSession(s.session, iterations)),
       seed: s.session.seed,
       iteration: trials.length,
-      ...(s.session.baseline?.signals && { signals: s.session.baseline.signals }),
+      ...(diagnosisSignals(s.session) && { signals: diagnosisSignals(s.session) }),
     });
   } catch (err) {
     return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);

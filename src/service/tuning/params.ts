@@ -67,6 +67,9 @@ export const StartTuningSessionInputSchema = z
     statementRegressions: z
       .enum(['approve', 'refuse'], { error: "expected 'approve' (name it and wait for approval) or 'refuse'" })
       .default('approve'),
+    /** Start from the database's advice (GET …/advice): the session's first trials are what its
+     * diagnoses argue for; refused when there is none. */
+    fromAdvice: z.boolean({ error: 'expected true or false' }).optional(),
   })
   .refine((input) => input.abRoundsMax >= input.abRoundsMin, {
     path: ['abRoundsMax'],
@@ -93,6 +96,7 @@ export function startInputFromForm(form: Record<string, string>): Record<string,
     seed: number('seed'),
     requireApproval: form['requireApproval'] === 'true',
     statementRegressions: form['statementRegressions'] || undefined,
+    fromAdvice: form['fromAdvice'] === 'true' || undefined,
   };
   return Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
 }

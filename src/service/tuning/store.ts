@@ -39,6 +39,19 @@ export interface SessionSpaceInput {
   machine: { memoryBytes: number; vcpus: number };
   /** As the agent reported them; `unwritable` says why the target will not write one. */
   settings: Array<{ name: string; setting: string; unit: string | null; context: string; unwritable?: string }>;
+  /** A session a person started from the advice between sessions: the signals the advice read and
+   * what it found, which the session's diagnoses read instead of its baseline's (advice/seed.ts).
+   * Kept here because, like the rest, it is fixed at the start and every step reads it. */
+  advice?: SessionAdviceSeed;
+}
+
+export interface SessionAdviceSeed {
+  signals: WorkloadSignals;
+  /** The findings the advice showed, strongest first (Diagnosis['finding']). */
+  findings: string[];
+  /** When the reports it read were received. */
+  from: string;
+  to: string;
 }
 
 export interface SessionWindow {

@@ -106,6 +106,10 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
       noise: judgement.noise === null ? null : round4(judgement.noise),
     }),
     finalCommandId: session.finalCommandId,
+    /** Started from the advice between sessions: what it found, and when the reports it read came. */
+    fromAdvice: session.space.advice
+      ? { findings: session.space.advice.findings, from: session.space.advice.from, to: session.space.advice.to }
+      : null,
     ...(counts && { progress: counts }),
   };
 }

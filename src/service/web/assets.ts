@@ -15,8 +15,8 @@ main { max-width: 1180px; margin: 0 auto; padding: 24px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 0 0 12px; } h3 { font-size: 14px; margin: 16px 0 8px; }
 .sub { color: var(--muted); margin: 0 0 20px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 18px 20px; margin-bottom: 18px; }
-.grid { display: grid; gap: 18px; } .grid.two { grid-template-columns: 1fr 1fr; } .grid.four { grid-template-columns: repeat(4, 1fr); }
-@media (max-width: 860px) { .grid.two, .grid.four { grid-template-columns: 1fr; } }
+.grid { display: grid; gap: 18px; } .grid.two { grid-template-columns: 1fr 1fr; } .grid.four { grid-template-columns: repeat(4, 1fr); } .grid.five { grid-template-columns: repeat(5, 1fr); }
+@media (max-width: 860px) { .grid.two, .grid.four, .grid.five { grid-template-columns: 1fr; } }
 .grid.tiles { margin-bottom: 18px; }
 .tile { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px; }
 .tile .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .4px; }

@@ -4,6 +4,7 @@
 import { getKnob } from '../../knobs/catalog.ts';
 import { REPORT_INTERVAL_SECONDS, type Command, type Setting, type SystemInfo } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
+import { statementsPerSecond, THROUGHPUT_FIGURE } from '../../measure/throughput.ts';
 import type { CommandRecord, DatabaseSummary, ReportPoint, StoredEvent, StoredReport } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
 import { commandState } from '../databases/views.ts';
@@ -13,6 +14,8 @@ import { formatBytes, formatMs, formatNumber, formatPercent, formatRelative, for
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 import { tuningSessionSection, type TuningSessionSectionInput } from './tuning-session-section.ts';
+import type { AdviceAnswer } from '../advice/queries.ts';
+import { adviceCard } from './advice-card.ts';
 
 export interface DashboardInput {
   login: LoginSession;
@@ -25,6 +28,8 @@ export interface DashboardInput {
   notice?: { kind: 'ok' | 'bad'; text: string } | undefined;
   /** The tuning-session section; absent, the dashboard has none. */
   tuning?: Omit<TuningSessionSectionInput, 'login' | 'database'> | undefined;
+  /** What the diagnoses argue for between sessions; absent, the dashboard shows none. */
+  advice?: AdviceAnswer | undefined;
 }
 
 const TOP_STATEMENTS_SHOWN = 25;
@@ -60,18 +65,20 @@ function agentCard(input: DashboardInput): Html {
 function metricTiles(metrics: MetricsReport | null, series: readonly ReportPoint[]): Html {
   const d = metrics?.derived;
   const conn = metrics?.activity;
-  return html`<div class="grid four tiles">
+  return html`<div class="grid five tiles">
   <div class="tile"><div class="label">Avg query runtime</div><div class="value" id="metric-avg-runtime">${formatMs(d?.avgQueryRuntimeMs)}</div>
     <div class="note">${d?.weightedQueryRuntimeMs != null ? `baseline mix: ${formatMs(d.weightedQueryRuntimeMs)}` : 'top-level statements'}</div>
     ${sparkline(
       series.map((p) => p.avgQueryRuntimeMs),
       'average query runtime, recent reports',
     )}</div>
-  <div class="tile"><div class="label">Transactions / s</div><div class="value" id="metric-tps">${formatNumber(d?.tps, 1)}</div>
-    <div class="note">${d ? `${formatNumber(d.calls)} calls in ${formatNumber(metrics?.interval.seconds, 0)} s` : ''}</div>
+  <div class="tile"><div class="label">Throughput</div><div class="value" id="metric-statements-per-second">${formatNumber(metrics ? statementsPerSecond(metrics) : null, 1)}</div>
+    <div class="note">${THROUGHPUT_FIGURE}${d ? `: ${formatNumber(d.calls)} top-level statements in ${formatNumber(metrics?.interval.seconds, 0)} s` : ''}</div></div>
+  <div class="tile"><div class="label">Commits / s (pg_stat_database)</div><div class="value" id="metric-tps">${formatNumber(d?.tps, 1)}</div>
+    <div class="note" title="On PostgreSQL 15 and later a backend publishes its commits when it goes idle: a busy pool's arrive late and in bursts">commits + rollbacks; late under steady load</div>
     ${sparkline(
       series.map((p) => p.tps),
-      'transactions per second, recent reports',
+      'commits and rollbacks per second (pg_stat_database), recent reports',
     )}</div>
   <div class="tile"><div class="label">Cache hit ratio</div><div class="value" id="metric-cache-hit">${formatPercent(d?.cacheHitRatio)}</div>
     <div class="note">shared buffers, all databases</div>
@@ -205,6 +212,7 @@ ${metricTiles(metrics, input.series)}
   ${agentCard(input)}
   <div>${machineCard(report)}${eventsCard(input.events)}</div>
 </div>
+${input.advice ? adviceCard(input.advice, input.tuning !== undefined && !database.agent?.system.applyBlockedReason) : ''}
 ${input.tuning ? tuningSessionSection({ ...input.tuning, login: input.login, database }) : ''}
 ${metrics ? statementsCard(metrics) : ''}
 ${commandsCard(input)}

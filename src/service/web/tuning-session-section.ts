@@ -183,8 +183,9 @@ function shownTuningSession(input: TuningSessionSectionInput): Html {
 ${v.message ? html`<p id="session-message">${v.message}</p>` : ''}
 ${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice warn">Windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests.</div>` : ''}
 <dl class="kv">
+  ${v.fromAdvice ? html`<dt>Started from</dt><dd id="session-from-advice">the advice between sessions: ${v.fromAdvice.findings.join(', ')}, its diagnoses tried first</dd>` : ''}
   <dt>Progress</dt><dd id="session-progress">${progress ? progressText(progress, v) : '–'}</dd>
-  <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s, ${formatNumber(baseline.tps, 1)} transactions/s, over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
+  <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s (pg_stat_statements, the throughput judged), ${formatNumber(baseline.tps, 1)} commits/s (pg_stat_database), over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
   <dt>Drift</dt><dd id="session-drift">${driftText(v)}</dd>
   <dt>Verification</dt><dd id="session-verification">${verificationText(v)}${statementsTable(v)}</dd>
   ${v.best ? html`<dt>Recommended</dt><dd id="session-best">iteration ${v.best.iteration}, verified in ${v.best.measurements} A/B rounds${diffList(v.best.diff, true)}</dd>` : ''}

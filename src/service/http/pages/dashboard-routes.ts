@@ -18,6 +18,7 @@ import * as databases from '../../databases/queries.ts';
 import * as tuning from '../../tuning/actions.ts';
 import { StartTuningSessionInputSchema, startInputFromForm } from '../../tuning/params.ts';
 import * as tuningQueries from '../../tuning/queries.ts';
+import { adviceOf } from '../../advice/queries.ts';
 import { iterationViews, tuningSessionView } from '../../tuning/views.ts';
 import { dashboardPage } from '../../web/dashboard-page.ts';
 import { statusOfExpected } from '../errors.ts';
@@ -41,9 +42,10 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: ServiceContex
   const renderDashboard = async (request: FastifyRequest, reply: FastifyReply, databaseId: string, notice?: Notice, status = 200) => {
     const login = loginOf(request);
     const database = await databases.databaseOf(ctx, login.user, databaseId);
-    const [activity, tuningSessions] = await Promise.all([
+    const [activity, tuningSessions, advice] = await Promise.all([
       databases.databaseActivity(ctx, database, { series: 120, commands: 30, events: 15 }),
       tuningQueries.tuningSessionsOf(ctx, database, 10),
+      adviceOf(ctx, database),
     ]);
     // The tuning session asked for (?session=), else the latest.
     const asked = UuidSchema.safeParse((request.query as Record<string, unknown>)['session']);
@@ -62,6 +64,7 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: ServiceContex
         ...activity,
         notice,
         tuning: { shown, tuningSessions },
+        advice,
       }),
       status,
     );
