@@ -190,10 +190,10 @@ describe('catalog', () => {
     for (const m of MACHINES) assert.ok(numeric('max_worker_processes').bounds(m, 'local').max >= mpw.bounds(m, 'local').max);
   });
 
-  test('group commit and write-back knobs: durability-safe ranges, PostgreSQL and RDS only, refused outside them', () => {
+  test('group commit and write-back knobs: durability-safe ranges, self-hosted PostgreSQL (local, Patroni) and RDS only, refused outside them', () => {
     // commit_delay only waits before a flush that still happens: no commit returns unflushed.
     for (const name of ['commit_delay', 'commit_siblings', 'wal_writer_flush_after', 'checkpoint_flush_after', 'backend_flush_after']) {
-      assert.deepEqual(knob(name).targets, ['local', 'managed-a'], name);
+      assert.deepEqual(knob(name).targets, ['local', 'managed-a', 'patroni'], name);
       assert.equal(knob(name).apply, 'reload', name);
     }
     assert.deepEqual(numeric('commit_delay').bounds(M16, 'local'), { min: 0, max: 1_000 });

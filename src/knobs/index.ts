@@ -1,25 +1,7 @@
 // The knob catalog, shared by the agent (to validate what it is told) and the optimizer (to
 // build its search space). See catalog.ts for the knobs, never-touch.ts for what is never
 // changed, validate.ts for the gate every change goes through.
-export type {
-  ApplyContext,
-  Bounds,
-  BoolKnob,
-  ChangeValue,
-  EnumKnob,
-  Knob,
-  KnobContext,
-  KnobType,
-  KnobUnit,
-  KnobValue,
-  Machine,
-  NumericKnob,
-  PgContext,
-  PgSettingRow,
-  PgSettings,
-  TargetKind,
-  TuningMode,
-} from './types.ts';
+export type * from './types.ts';
 export { TUNING_MODES } from '../protocol/v1.ts';
 export { TARGET_KINDS } from './catalog.ts';
 export {

@@ -263,3 +263,13 @@ export type Command = z.infer<typeof CommandSchema>;
 export type CommandAckRequest = z.infer<typeof CommandAckRequestSchema>;
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 export type ErrorResponse = z.infer<typeof ErrorResponseSchema>;
+
+/** An error that carries a code of the error body (`{ error: { code, message } }`): what the
+ * service answers with, and what the agent learns from an answer. */
+export class CodedError<Code extends string = ErrorCode> extends Error {
+  readonly code: Code;
+  constructor(code: Code, message: string) {
+    super(message);
+    this.code = code;
+  }
+}

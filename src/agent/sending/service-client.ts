@@ -7,6 +7,7 @@ import {
   AgentCheckResponseSchema,
   AgentStartResponseSchema,
   ErrorResponseSchema,
+  CodedError,
   MAX_BODY_BYTES,
   ReportResponseSchema,
   routes,
@@ -29,13 +30,8 @@ export const MAX_ANSWER_BYTES = MAX_BODY_BYTES;
 
 /** The service will not accept this agent as configured (API key, database id, another agent):
  * retrying cannot help; the agent exits with a clear message. */
-export class ServiceRejectedError extends Error {
+export class ServiceRejectedError extends CodedError<string> {
   override name = 'ServiceRejectedError';
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-  }
 }
 
 /** The service refused this one request (a bug or a version mismatch): retrying the same body

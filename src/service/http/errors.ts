@@ -3,7 +3,7 @@
 // service answers with has one status, in one table (ERROR_STATUS), so the two never disagree.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { ErrorCode } from '../../protocol/v1.ts';
+import { CodedError, type ErrorCode } from '../../protocol/v1.ts';
 import { ServiceError, safeErrorForLog, type ServiceErrorKind } from '../errors.ts';
 
 /** The people's API's own codes (docs/service.md); the agent API's are the protocol's ErrorCode. */
@@ -48,13 +48,8 @@ const KIND_CODE = {
 } as const satisfies Record<ServiceErrorKind, WireErrorCode>;
 
 /** An error of the HTTP layer itself (a body it cannot read, a missing header); its status comes from its code. */
-export class HttpError extends Error {
+export class HttpError extends CodedError<WireErrorCode> {
   override name = 'HttpError';
-  readonly code: WireErrorCode;
-  constructor(code: WireErrorCode, message: string) {
-    super(message);
-    this.code = code;
-  }
   get status(): number {
     return ERROR_STATUS[this.code];
   }
