@@ -31,6 +31,7 @@ const FILLED: Record<string, string> = {
   '<SUBSCRIPTION_ID>': '00000000-0000-0000-0000-000000000000',
   '<RESOURCE_GROUP_NAME>': 'rg',
   '<SERVER_NAME>': 'flex',
+  '<REST_API_URLS>': 'https://pg1:8008,https://pg2:8008',
 };
 
 for (const target of TARGETS.kinds) {

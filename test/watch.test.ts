@@ -140,6 +140,26 @@ test('the workload comparison names the statements that appeared, vanished or ch
   assert.match(text, /vanished: statement 10:5:103:t/);
 });
 
+test('a change spread thin (none past the thresholds on its own) still names what moved most', () => {
+  const verified = callShares(stream(1, 6, 0, KEPT).map((r) => r.metrics));
+  // Ten new statements of 2 % each, the old ones each a few points lighter: the mix has moved
+  // past the distance, yet no statement appeared at 5 % or shifted by 10 points.
+  const spread: Statement[] = [
+    { ...MIX[0]!, share: 0.52 },
+    { ...MIX[1]!, share: 0.22 },
+    { ...MIX[2]!, share: 0.06 },
+    ...Array.from({ length: 10 }, (_, i) => ({ id: `30${i}`, share: 0.02, ms: 0.3 })),
+  ];
+  const changed = compareWorkload(
+    verified,
+    stream(4, 0, 6, KEPT, spread).map((r) => r.metrics),
+  )!;
+  assert.ok(changed.changed, `distance ${changed.distance}`);
+  const named = [...changed.appeared, ...changed.vanished, ...changed.reweighted];
+  assert.ok(named.length > 0 && named.length <= 3, `names the largest moves: ${named.map((s) => s.key).join(', ')}`);
+  assert.match(describeWorkloadChange(changed), /: (appeared|vanished|changed weight): statement /);
+});
+
 test('too few calls are not judged', () => {
   const verified = callShares(stream(1, 6, 0, KEPT).map((r) => r.metrics));
   const quiet = syntheticWindow({ startMs: T0, reports: 1, reportSeconds: 1, callsPerSecond: 5, factor: 1 });

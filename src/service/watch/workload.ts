@@ -50,14 +50,32 @@ export function compareWorkload(verified: CallShares, reports: readonly MetricsR
     after: now.shares[key] ?? 0,
   }));
   const byMove = (a: StatementShift, b: StatementShift) => Math.abs(b.after - b.before) - Math.abs(a.after - a.before);
-  return {
-    distance,
-    changed: distance > CONTAMINATION.maxMixDistance,
-    appeared: shifts.filter((s) => s.before === 0 && s.after >= WORKLOAD.minShare).sort(byMove),
-    vanished: shifts.filter((s) => s.after === 0 && s.before >= WORKLOAD.minShare).sort(byMove),
-    reweighted: shifts.filter((s) => s.before > 0 && s.after > 0 && Math.abs(s.after - s.before) >= WORKLOAD.minShift).sort(byMove),
-  };
+  const changed = distance > CONTAMINATION.maxMixDistance;
+  const moved = (shares: { minShare: number; minShift: number }) => ({
+    appeared: shifts.filter((s) => s.before === 0 && s.after > 0 && s.after >= shares.minShare).sort(byMove),
+    vanished: shifts.filter((s) => s.after === 0 && s.before > 0 && s.before >= shares.minShare).sort(byMove),
+    reweighted: shifts.filter((s) => s.before > 0 && s.after > 0 && Math.abs(s.after - s.before) >= shares.minShift).sort(byMove),
+  });
+  const named = moved(WORKLOAD);
+  // A change spread over many statements (or caught while the old mix still holds most of the
+  // period) can clear the distance with none past the thresholds: a change is never reported
+  // without naming what moved most.
+  if (changed && named.appeared.length + named.vanished.length + named.reweighted.length === 0) {
+    const all = moved({ minShare: 0, minShift: 0 });
+    const top = new Set([...all.appeared, ...all.vanished, ...all.reweighted].sort(byMove).slice(0, WORKLOAD_TOP_MOVES));
+    return {
+      distance,
+      changed,
+      appeared: all.appeared.filter((s) => top.has(s)),
+      vanished: all.vanished.filter((s) => top.has(s)),
+      reweighted: all.reweighted.filter((s) => top.has(s)),
+    };
+  }
+  return { distance, changed, ...named };
 }
+
+/** How many statements a change names when none moved past the thresholds on its own. */
+const WORKLOAD_TOP_MOVES = 3;
 
 const pct = (x: number) => `${Math.round(x * 100)} %`;
 const nameOf = (s: StatementShift) => (s.key === '*' ? 'the other statements' : s.text ? `"${s.text.slice(0, 80)}"` : `statement ${s.key}`);
