@@ -1,3 +1,4 @@
+// test-tier: slow
 // The watch through the running service (PGlite and PostgreSQL storage), with a simulated agent and a webhook
 // receiver on loopback (node:http): a session keeps work_mem's verified configuration; while the
 // gain holds the watch says holding and nothing is sent; once the workload runs at the baseline's
