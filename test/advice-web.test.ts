@@ -6,20 +6,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import {
-  ADMIN_PASSWORD,
-  PersonClient,
-  createServiceStore,
-  startTestService,
-  type ServiceStore,
-  type TestService,
-} from './helpers/service.ts';
+import { SCREENSHOTS, launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
+import type { TestService } from './helpers/service.ts';
+import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { getTuningSession, isTrialJson, reportingAgent } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
-let store: ServiceStore;
+let lab: AdminService;
 let service: TestService;
 let browser: Browser;
 let page: Page;
@@ -27,30 +21,24 @@ let problems: string[] = [];
 
 before(async () => {
   if (skip) return;
-  store = await createServiceStore('pglite');
-  service = await startTestService(store);
+  lab = await startAdminService('pglite');
+  ({ service } = lab);
   browser = await launchChromium();
   ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [] }));
 });
 
 after(async () => {
   await browser?.close();
-  await service?.close();
-  await store?.dispose();
+  await lab?.close();
 });
 
 test(
   'the advice names work_mem with its evidence; its button starts a session that tries it first',
   { skip, timeout: 120_000 },
   async () => {
-    const person = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
-    const { databaseId, agent } = await reportingAgent(person, service.url, 'spilling-db', { spills: true });
+    const { databaseId, agent } = await reportingAgent(lab.admin, service.url, 'spilling-db', { spills: true });
 
-    await page.goto(`${service.url}/login`);
-    await page.fill('input[name=username]', 'admin');
-    await page.fill('input[name=password]', ADMIN_PASSWORD);
-    await page.click('button[type=submit]');
-    await page.waitForURL(`${service.url}/`);
+    await logInOnPage(page, service.url);
     await page.goto(`${service.url}/databases/${databaseId}`);
 
     const item = page.locator('#advice .advice-item[data-finding="temp-files"]');
@@ -72,7 +60,7 @@ test(
     assert.match((await page.textContent('#session-from-advice')) ?? '', /temp-files/);
 
     const [session] = (
-      await person.get<{ sessions: Array<{ id: string; windowSeconds: number; requireApproval: boolean }> }>(
+      await lab.admin.get<{ sessions: Array<{ id: string; windowSeconds: number; requireApproval: boolean }> }>(
         `/api/manage/databases/${databaseId}/tuning-sessions`,
       )
     ).body.sessions;
@@ -80,9 +68,9 @@ test(
     assert.equal(session.windowSeconds, 2, 'the start form’s settings');
     assert.equal(session.requireApproval, true);
     await agent.runUntil('the first trial', async () =>
-      (await getTuningSession(person, databaseId, session.id)).iterations.some(isTrialJson),
+      (await getTuningSession(lab.admin, databaseId, session.id)).iterations.some(isTrialJson),
     );
-    const first = (await getTuningSession(person, databaseId, session.id)).iterations.find(isTrialJson)!;
+    const first = (await getTuningSession(lab.admin, databaseId, session.id)).iterations.find(isTrialJson)!;
     assert.equal(first.kind, 'diagnosis');
     assert.match(first.reason, /temporary files per minute.*work_mem/);
     assert.deepEqual(problems, []);
