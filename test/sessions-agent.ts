@@ -288,6 +288,17 @@ export interface SessionJson {
       regression: boolean;
     }>;
   } | null;
+  /** Every early verification (steps.ts). */
+  steps: Array<{
+    n: number;
+    iteration: number;
+    outcome: string;
+    rounds: number;
+    runtime: { estimate: number; low: number; high: number } | null;
+    keptAfter: number | null;
+    note: string | null;
+    summary: string | null;
+  }>;
   drift?: { perHour: number; total: number; windows: number } | null;
   noise?: number | null;
   finalCommandId: string | null;

@@ -43,6 +43,7 @@ const session: TuningSessionRecord = {
   baseline: { mix: { q1: 1 }, stats: stats(10), reports: 10, lowestMemoryShare: null, measuredAt: new Date(T0).toISOString() },
   best: null,
   verification: null,
+  steps: [],
   finalCommandId: null,
   finalSentAt: null,
   mode: 'reload-only',

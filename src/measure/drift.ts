@@ -34,11 +34,24 @@ export const MIN_BASELINES_FOR_NOISE = 3;
  * what does count is drift a trial's own window suffers too). Null with too few baselines.
  */
 export function windowNoise(baselines: readonly BaselinePoint[]): number | null {
-  if (baselines.length < MIN_BASELINES_FOR_NOISE) return null;
-  const logs = [...baselines].sort((a, b) => a.at - b.at).map((b) => Math.log(b.runtimeMs));
+  return pooledWindowNoise([baselines]);
+}
+
+/**
+ * windowNoise over several runs of baseline windows, each at its own level (a session's
+ * known-good configuration before and after a kept step): the successive differences within each
+ * run, pooled; a jump between runs is no noise. Null with fewer than MIN_BASELINES_FOR_NOISE − 1
+ * differences in all.
+ */
+export function pooledWindowNoise(runs: ReadonlyArray<readonly BaselinePoint[]>): number | null {
   let sum = 0;
-  for (let i = 1; i < logs.length; i++) sum += (logs[i]! - logs[i - 1]!) ** 2;
-  return Math.sqrt(sum / (2 * (logs.length - 1)));
+  let differences = 0;
+  for (const run of runs) {
+    const logs = [...run].sort((a, b) => a.at - b.at).map((b) => Math.log(b.runtimeMs));
+    for (let i = 1; i < logs.length; i++) sum += (logs[i]! - logs[i - 1]!) ** 2;
+    differences += Math.max(0, logs.length - 1);
+  }
+  return differences < MIN_BASELINES_FOR_NOISE - 1 ? null : Math.sqrt(sum / (2 * differences));
 }
 
 export interface Drift {

@@ -270,6 +270,15 @@ CREATE TABLE watch_states (
 );
 `,
   },
+  {
+    version: 8,
+    name: 'verified steps: a big win verified as soon as it is seen, kept, and the search goes on from it',
+    sql: `
+-- Every early verification of a session (tuning/steps.ts), in order: what it verified, its
+-- figures and what became of it (kept, waiting for approval, not verified, refused).
+ALTER TABLE tuning_sessions ADD COLUMN steps jsonb NOT NULL DEFAULT '[]';
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

@@ -59,6 +59,7 @@ interface SessionRow {
   baseline: TuningSessionRecord['baseline'];
   best: TuningSessionRecord['best'];
   verification: TuningSessionRecord['verification'];
+  steps: TuningSessionRecord['steps'];
   final_command_id: string | null;
   final_sent_at: Date | null;
 }
@@ -66,7 +67,7 @@ interface SessionRow {
 const SESSION_COLUMNS = `s.id, s.database_id, s.state, s.mode, s.iterations, s.window_seconds, s.warmup_seconds,
   s.ab_rounds_min, s.ab_rounds_max, s.min_effect_percent, s.confidence_percent, s.statement_regressions,
   s.seed::float8 AS seed, s.require_approval, s.space, s.created_by, u.username AS created_by_name, s.created_at,
-  s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.verification, s.final_command_id, s.final_sent_at`;
+  s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.verification, s.steps, s.final_command_id, s.final_sent_at`;
 const SESSION_FROM = 'tuning_sessions s LEFT JOIN users u ON u.id = s.created_by';
 
 interface IterationRow {
@@ -129,6 +130,7 @@ function toSession(row: SessionRow): TuningSessionRecord {
     baseline: row.baseline,
     best: row.best,
     verification: row.verification,
+    steps: row.steps ?? [],
     finalCommandId: row.final_command_id,
     finalSentAt: row.final_sent_at,
   };
@@ -182,6 +184,7 @@ function sessionAssignments(patch: TuningSessionPatch): Array<[string, unknown, 
   if (patch.baseline !== undefined) out.push(['baseline', json(patch.baseline), 'jsonb']);
   if (patch.best !== undefined) out.push(['best', json(patch.best), 'jsonb']);
   if (patch.verification !== undefined) out.push(['verification', json(patch.verification), 'jsonb']);
+  if (patch.steps !== undefined) out.push(['steps', json(patch.steps), 'jsonb']);
   if (patch.finalCommandId !== undefined) out.push(['final_command_id', patch.finalCommandId, 'uuid']);
   if (patch.finalSentAt !== undefined) out.push(['final_sent_at', time(patch.finalSentAt), 'timestamptz']);
   return out;

@@ -11,10 +11,13 @@
 //                       or until the model promises less than the minimum effect for a few steps
 //                       (history.ts nothingLeft). After a guardrail trip the baseline is measured at
 //                       once: a trip it shows the environment caused is contaminated (trips.ts)
-//   verifying           the search's best against the baseline in A/B rounds (A B, B A, …) until
-//                       its interval decides (src/measure/verify.ts)
+//                       A trial far enough below the known-good that a short verification is
+//                       likely to clear the minimum effect is verified at once (steps.ts): kept
+//                       (or offered for approval), it is the known-good the search goes on from
+//   verifying           a step, or the search's best at its end, against the known-good in A/B
+//                       rounds (A B, B A, …) until its interval decides (src/measure/verify.ts)
 //   awaiting_approval   the verified best waits for a person; the database is back on known-good
-//   applying_best       the verified best is applied with keep=true
+//   applying_best       the verified best is applied with keep=true (a step: then back to iterating)
 //   done | stopped | reverted | failed
 //
 // Every window is an iteration row. A window that cannot be trusted (src/measure/contamination.ts)
@@ -39,6 +42,7 @@ import { signalsOf, suggest, type SearchSpace, type Suggestion } from '../../opt
 import type { Command } from '../../protocol/v1.ts';
 import type {
   SessionBest,
+  SessionStep,
   SessionVerification,
   SessionWindow,
   TuningIterationPatch,
@@ -49,9 +53,11 @@ import type {
 } from './store.ts';
 import { TRIAL_EXPIRED_REASON, cancelledByService } from '../databases/store.ts';
 import { constraintBreach, throughput } from './constraints.ts';
-import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecommendation } from './history.ts';
+import { configKey } from '../../optimizer/index.ts';
+import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecommendation, type SessionJudgement } from './history.ts';
 import { sessionReportInterval } from './params.ts';
 import { ENVIRONMENT_TRIP, environmentTrips, isEnvironmentBreach, tripAwaitingBaseline } from './trips.ts';
+import { chainAt, chainedInterval, currentEpoch, epochOf, keptSteps, pendingStep, worthVerifyingNow } from './steps.ts';
 import { buildSpace } from './space.ts';
 import { diagnosisSignals } from '../advice/seed.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
@@ -548,6 +554,21 @@ async function iterationStep(s: Step): Promise<boolean> {
     );
   }
   if (finished >= s.session.iterations) return startVerification(s, iterations, null);
+  const epoch = currentEpoch(s.session);
+  if (epoch > 0 && !iterations.some((it) => it.kind === 'baseline' && it.state === 'ok' && epochOf(s.session, it.ordinal) === epoch)) {
+    return issueWindow(
+      s,
+      iterations,
+      'baseline',
+      'search',
+      null,
+      {},
+      `the baseline measured again: step ${keptSteps(s.session).at(-1)!.n} is the known-good configuration now, and the trials after it are judged against it`,
+    );
+  }
+  const judgement = judgeSession(s.session, iterations);
+  const early = stepDue(s.session, iterations, judgement);
+  if (early) return startStep(s, iterations, early);
   if (baselineDue(iterations)) {
     return issueWindow(
       s,
@@ -565,7 +586,7 @@ async function iterationStep(s: Step): Promise<boolean> {
   try {
     suggestion = suggest({
       space,
-      history: historyOf(iterations, judgeSession(s.session, iterations)),
+      history: historyOf(iterations, judgement),
       seed: s.session.seed,
       iteration: trials.length,
       ...(diagnosisSignals(s.session) && { signals: diagnosisSignals(s.session) }),
@@ -596,16 +617,121 @@ function baselineDue(iterations: readonly TuningIterationRecord[]): boolean {
   return since >= ENGINE_LIMITS.baselineEvery;
 }
 
+/**
+ * The last measured trial, when it is a step worth verifying now (steps.ts worthVerifyingNow):
+ * measured ok in the current epoch, not verified before, and no other step pending.
+ */
+function stepDue(
+  session: TuningSessionRecord,
+  iterations: readonly TuningIterationRecord[],
+  judgement: SessionJudgement,
+): TuningIterationRecord | null {
+  if (pendingStep(session)) return null;
+  const last = iterations.filter((it) => isTrial(it) && (it.state === 'ok' || it.state === 'failed')).at(-1);
+  if (last?.state !== 'ok' || session.steps.some((step) => step.iteration === last.ordinal)) return null;
+  const epoch = epochOf(session, last.ordinal);
+  if (epoch !== currentEpoch(session)) return null;
+  const objective = judgement.judged.get(last.ordinal)?.objective;
+  if (objective === undefined) return null;
+  return worthVerifyingNow(objective / chainAt(session, epoch), judgement.noise, verifySettings(session)) ? last : null;
+}
+
+/** The next verification's first round: rounds are numbered on across a session's verifications. */
+const nextRound = (iterations: readonly TuningIterationRecord[]) =>
+  Math.max(0, ...iterations.filter((it) => it.phase === 'verify').map((it) => it.round ?? 0)) + 1;
+
+/** Verifies a trial as a step, now (steps.ts). */
+async function startStep(s: Step, iterations: readonly TuningIterationRecord[], trial: TuningIterationRecord): Promise<boolean> {
+  const judged = judgeSession(s.session, iterations).judged.get(trial.ordinal)!;
+  const relative = judged.objective / chainAt(s.session, epochOf(s.session, trial.ordinal));
+  const step: SessionStep = {
+    n: s.session.steps.length + 1,
+    iteration: trial.ordinal,
+    config: { ...trial.config },
+    rounds: 0,
+    runtime: null,
+    throughput: null,
+    statements: [],
+    outcome: 'verifying',
+    note: null,
+    keptAfter: null,
+    at: s.now.toISOString(),
+  };
+  const verification: SessionVerification = {
+    candidate: { iteration: trial.ordinal, config: { ...trial.config }, objective: judged.objective },
+    rounds: 0,
+    runtime: null,
+    throughput: null,
+    decision: 'continue',
+    note: null,
+    purpose: 'step',
+    firstRound: nextRound(iterations),
+  };
+  await updateSession(s, {
+    state: 'verifying',
+    verification,
+    steps: [...s.session.steps, step],
+    message: `iteration ${trial.ordinal} measured at ${fmt(relative)} of the known-good configuration's runtime, enough for a short verification to clear the minimum effect: verifying it now as step ${step.n}, against the known-good in ${s.session.abRoundsMin} to ${s.session.abRoundsMax} A/B rounds`,
+  });
+  return true;
+}
+
+/** Updates the pending step (the last one) with `patch`. */
+async function updateStep(s: Step, patch: Partial<SessionStep>): Promise<void> {
+  const steps = s.session.steps.map((step, i) => (i === s.session.steps.length - 1 ? { ...step, ...patch } : step));
+  await updateSession(s, { steps });
+}
+
+/** A step that will not be kept: noted, and the search goes on from the known-good it had. */
+async function stepNotKept(
+  s: Step,
+  outcome: 'not_verified' | 'refused',
+  note: string,
+  v: Verdict,
+  statements: readonly StatementChange[],
+): Promise<boolean> {
+  const step = pendingStep(s.session)!;
+  await updateStep(s, { outcome, note, rounds: v.rounds, runtime: v.runtime, throughput: v.throughput, statements: [...statements] });
+  await updateSession(s, {
+    state: 'iterating',
+    verification: { ...s.session.verification!, ...figures(v), decision: 'no_significant_improvement', note },
+    message: `step ${step.n} (iteration ${step.iteration}) ${outcome === 'refused' ? 'is not recommended' : 'was not verified'}: ${note}; the search goes on`,
+  });
+  return true;
+}
+
 // ---- the verification ----
 
-/** After the search: verify its recommendation, or end when no trial even measured below the baseline. */
+/** The kept steps in words, for the session's last message ("" without any). */
+function keptWords(session: TuningSessionRecord): string {
+  const kept = keptSteps(session);
+  if (kept.length === 0) return '';
+  const confidence = session.confidencePercent / 100;
+  const each = kept.map((k) => `step ${k.n} (iteration ${k.iteration}): ${k.runtime ? describeVerdict({ ...k }, confidence) : 'verified'}`);
+  return `${kept.length === 1 ? 'the verified step' : `${kept.length} verified steps`} kept (${each.join('; ')})`;
+}
+
+/** After the search: verify its recommendation, or end when no trial even measured below the known-good. */
 async function startVerification(s: Step, iterations: readonly TuningIterationRecord[], note: string | null): Promise<boolean> {
   const space = await spaceOf(s);
   if (!space) return false;
   const judgement = judgeSession(s.session, iterations);
   const best = searchBest(space, iterations, judgement);
   const prefix = note ? `${note}; ` : '';
-  if (!best || best.objective >= 1) {
+  const kept = keptSteps(s.session);
+  const knownGood = chainAt(s.session, kept.length);
+  const lastKept = kept.at(-1);
+  const candidate = best && (searchRecommendation(space, iterations, judgement) ?? best);
+  if (!best || !candidate || best.objective >= knownGood || (lastKept && configKey(candidate.config) === configKey(lastKept.config))) {
+    if (lastKept) {
+      await endTuningSession(
+        s,
+        'done',
+        `${prefix}${keptWords(s.session)}; no trial after step ${lastKept.n} measured below it, so the database stays on it: it is the agent's known-good configuration`,
+        'known-good',
+      );
+      return false;
+    }
     const what = best
       ? `no trial measured below the baseline's runtime (the best: objective ${fmt(best.objective)})`
       : 'no configuration was measured';
@@ -617,7 +743,6 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
     );
     return false;
   }
-  const candidate = searchRecommendation(space, iterations, judgement) ?? best;
   const simpler =
     candidate.iteration === best.iteration
       ? ''
@@ -629,19 +754,22 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
     throughput: null,
     decision: 'continue',
     note: null,
+    purpose: 'final',
+    firstRound: nextRound(iterations),
   };
+  const against = lastKept ? `step ${lastKept.n}, the known-good configuration now,` : 'the baseline';
   await updateSession(s, {
     state: 'verifying',
     verification,
-    message: `${prefix}verifying the search's recommendation (iteration ${candidate.iteration}, objective ${fmt(candidate.objective)} in the search, not verified${simpler}) against the baseline in ${s.session.abRoundsMin} to ${s.session.abRoundsMax} A/B rounds`,
+    message: `${prefix}verifying the search's recommendation (iteration ${candidate.iteration}, objective ${fmt(candidate.objective)} in the search, not verified${simpler}) against ${against} in ${s.session.abRoundsMin} to ${s.session.abRoundsMax} A/B rounds`,
   });
   return true;
 }
 
-/** The complete rounds: a clean baseline and candidate window each. */
-function roundsOf(iterations: readonly TuningIterationRecord[]): RoundFigures[] {
+/** The complete rounds of the verification starting at round `first`: a clean baseline and candidate window each. */
+function roundsOf(iterations: readonly TuningIterationRecord[], first: number): RoundFigures[] {
   const rounds: RoundFigures[] = [];
-  for (let r = 1; ; r++) {
+  for (let r = first; ; r++) {
     const of = (kind: 'baseline' | 'candidate') =>
       iterations.find(
         (it) => it.phase === 'verify' && it.round === r && it.kind === kind && it.state === 'ok' && it.stats?.weightedRuntimeMs,
@@ -667,42 +795,55 @@ async function verifyStep(s: Step): Promise<boolean> {
     await endTuningSession(s, 'failed', 'the session is verifying without a candidate', 'known-good');
     return false;
   }
+  const isStep = verification.purpose === 'step' && pendingStep(s.session) !== null;
+  const first = verification.firstRound ?? 1;
   const settings = verifySettings(s.session);
-  const rounds = roundsOf(iterations);
+  const rounds = roundsOf(iterations, first);
   const noise = judgeSession(s.session, iterations).noise;
   const v = verdict(rounds, settings, noise);
   const baseline = s.session.baseline;
   const shares = baseline?.stats.statementMs ? timeShares(baseline.mix, baseline.stats.statementMs) : {};
   const statements = statementChanges(rounds, shares, settings, noise);
-  const failed = iterations.find((it) => it.phase === 'verify' && it.kind === 'candidate' && it.state === 'failed');
+  const failed = iterations.find(
+    (it) => it.phase === 'verify' && (it.round ?? 0) >= first && it.kind === 'candidate' && it.state === 'failed',
+  );
   if (failed) {
-    const note = `the candidate failed in A/B round ${failed.round ?? '?'}: ${failed.failure ?? 'no reason given'}`;
+    const note = `the candidate failed in A/B round ${failed.round === null ? '?' : failed.round - first + 1}: ${failed.failure ?? 'no reason given'}`;
+    if (isStep) return stepNotKept(s, 'not_verified', note, v, statements);
     await updateSession(s, { verification: { ...verification, ...figures(v), decision: 'no_significant_improvement', note } });
     await endTuningSession(
       s,
       'done',
-      `no significant improvement: ${note}; the database stays on its known-good configuration`,
+      `${keptWords(s.session) ? `${keptWords(s.session)}; then ` : ''}no significant improvement: ${note}; the database stays on its known-good configuration`,
       'known-good',
     );
     return false;
   }
-  if (v.rounds !== verification.rounds || v.decision !== verification.decision)
+  if (v.rounds !== verification.rounds || v.decision !== verification.decision) {
     await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision, statements } });
+    if (isStep) await updateStep(s, { rounds: v.rounds, runtime: v.runtime, throughput: v.throughput, statements });
+  }
   if (v.decision === 'recommend') return recommend(s, v, statements);
   if (v.decision === 'no_significant_improvement') {
+    const words = `${describeVerdict(v, settings.confidence)}: ${v.why}`;
+    if (isStep) return stepNotKept(s, 'not_verified', words, v, statements);
+    const kept = keptWords(s.session);
     await endTuningSession(
       s,
       'done',
-      `no significant improvement: ${describeVerdict(v, settings.confidence)}: ${v.why}; the database stays on its known-good configuration`,
+      kept
+        ? `${kept}; the search's last recommendation against it: no significant improvement (${words}); the database stays on the last step`
+        : `no significant improvement: ${words}; the database stays on its known-good configuration`,
       'known-good',
     );
     return false;
   }
-  const round = rounds.length + 1;
+  const round = first + rounds.length;
   const done = (kind: Role) =>
     iterations.some((it) => it.phase === 'verify' && it.round === round && it.kind === kind && it.state === 'ok');
-  const role = roundOrder(round).find((r) => !done(r))!;
-  const reason = `A/B round ${round}: the ${role === 'baseline' ? 'baseline (known-good)' : `candidate (iteration ${verification.candidate.iteration})`}`;
+  const role = roundOrder(round - first + 1).find((r) => !done(r))!;
+  const what = isStep ? `step ${pendingStep(s.session)!.n}` : 'candidate';
+  const reason = `A/B round ${round - first + 1}: the ${role === 'baseline' ? 'baseline (known-good)' : `${what} (iteration ${verification.candidate.iteration})`}`;
   return issueWindow(s, iterations, role, 'verify', round, role === 'baseline' ? {} : verification.candidate.config, reason);
 }
 
@@ -721,32 +862,47 @@ const figures = (v: Verdict) => ({
 async function recommend(s: Step, v: Verdict, statements: readonly StatementChange[]): Promise<boolean> {
   const { session } = s;
   const candidate = session.verification!.candidate;
+  const step = session.verification!.purpose === 'step' ? pendingStep(session) : null;
+  const chain = chainAt(session, currentEpoch(session));
   const best: SessionBest = {
     iteration: candidate.iteration,
     config: { ...candidate.config },
-    objective: v.runtime!.estimate,
+    objective: chain * v.runtime!.estimate,
     measurements: v.rounds,
+    runtime: chainedInterval(session, v.runtime),
   };
   const confidence = session.confidencePercent / 100;
-  const summary = `verified: ${describeVerdict(v, confidence)}`;
+  const what = step ? `step ${step.n} (iteration ${best.iteration})` : `the best configuration (iteration ${best.iteration})`;
+  const against = keptSteps(session).length > 0 ? ' against the last kept step' : '';
+  const summary = `verified${against}: ${describeVerdict(v, confidence)}`;
   const regressions = statements.filter((c) => c.regression);
   if (!session.requireApproval && regressions.length === 0) {
-    await applyBest(s, best, session.createdById, `${summary}; `);
+    if (step) await updateStep(s, { outcome: 'applying' });
+    await applyBest(s, best, session.createdById, `${what} is ${summary}; `);
     return false;
   }
   const slower = `it makes ${regressions.length === 1 ? 'a statement' : `${regressions.length} statements`} slower by ${Math.round((STATEMENT_REGRESSION - 1) * 100)} % or more: ${regressions.map((c) => describeStatementChange(c, confidence)).join('; ')}`;
   if (regressions.length > 0 && session.statementRegressions === 'refuse') {
     const note = `the configuration is ${summary}, but ${slower}`;
+    if (step) return stepNotKept(s, 'refused', note, v, statements);
     await updateSession(s, { verification: { ...session.verification!, decision: 'no_significant_improvement', note } });
-    await endTuningSession(s, 'done', `not recommended: ${note}; the database stays on its known-good configuration`, 'known-good');
+    const kept = keptWords(session);
+    await endTuningSession(
+      s,
+      'done',
+      `${kept ? `${kept}; then ` : ''}not recommended: ${note}; the database stays on its known-good configuration`,
+      'known-good',
+    );
     return false;
   }
   const warning = regressions.length === 0 ? '' : `; but ${slower}`;
   await issueRevert(s, 'known-good', session.createdById);
+  if (step) await updateStep(s, { outcome: 'awaiting_approval', note: regressions.length === 0 ? null : slower });
+  const then = step ? '; the search goes on from it once it is kept' : '';
   await updateSession(s, {
     state: 'awaiting_approval',
     best,
-    message: `the best configuration (iteration ${best.iteration}) is ${summary}${warning}; approve it to apply and keep it. Meanwhile the database is on its known-good configuration`,
+    message: `${what} is ${summary}${warning}; approve it to apply and keep it${then}. Meanwhile the database is on its known-good configuration`,
   });
   return false;
 }
@@ -755,6 +911,7 @@ async function recommend(s: Step, v: Verdict, statements: readonly StatementChan
 
 /** Applies the best configuration and keeps it (it becomes the agent's known-good). */
 export async function applyBest(s: Step, best: SessionBest, userId: string | null, prefix = ''): Promise<void> {
+  if (pendingStep(s.session)?.outcome === 'awaiting_approval') await updateStep(s, { outcome: 'applying' });
   const command: Command = {
     id: randomUUID(),
     kind: 'apply',
@@ -782,12 +939,15 @@ async function finalApplyStep(s: Step): Promise<boolean> {
   }
   if (command.status === 'done') {
     if (command.outcome?.status === 'applied') {
+      const step = pendingStep(session);
+      if (step?.outcome === 'applying') return stepKept(s, step);
       const v = session.verification;
       const figures = v ? describeVerdict(v, session.confidencePercent / 100) : 'verified';
+      const kept = keptWords(session);
       await endTuningSession(
         s,
         'done',
-        `the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}) is applied and kept: it is the agent's known-good configuration now`,
+        `${kept ? `${kept}; then ` : ''}the verified configuration (iteration ${session.best?.iteration ?? '?'}; ${figures}${kept ? ' against the last step' : ''}) is applied and kept: it is the agent's known-good configuration now`,
         null,
       );
     } else {
@@ -809,6 +969,19 @@ async function finalApplyStep(s: Step): Promise<boolean> {
     await endTuningSession(s, 'failed', `the agent did not acknowledge the best configuration within ${timeout} s`, null);
   }
   return false;
+}
+
+/** A step applied with keep=true: the known-good configuration now, and the search goes on from it. */
+async function stepKept(s: Step, step: SessionStep): Promise<boolean> {
+  const iterations = await s.tx.iterations();
+  await updateStep(s, { outcome: 'kept', keptAfter: iterations.at(-1)?.ordinal ?? 0 });
+  await updateSession(s, {
+    state: 'iterating',
+    finalCommandId: null,
+    finalSentAt: null,
+    message: `step ${step.n} (iteration ${step.iteration}) is kept: it is the agent's known-good configuration, and the search goes on from it`,
+  });
+  return true;
 }
 
 // ---- ending, from the engine or from a person ----
@@ -841,6 +1014,14 @@ export async function endTuningSession(
   userId: string | null = s.session.createdById,
 ): Promise<void> {
   await abandonInFlight(s, `the tuning session ended (${state})`);
+  const step = pendingStep(s.session);
+  if (step)
+    await updateStep(
+      s,
+      step.outcome === 'verifying'
+        ? { outcome: 'not_verified', note: `the session ended (${state}) before its verification did` }
+        : { outcome: 'not_kept', note: `the session ended (${state}) before it was kept` },
+    );
   if (revertTo) await issueRevert(s, revertTo, userId);
   await updateSession(s, { state, message, ended: true });
 }

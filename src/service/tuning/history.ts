@@ -3,7 +3,7 @@
 // judged against the baseline windows nearest in time; the optimizer's history is the trials so
 // judged, each with its noise level. Windows that were contaminated, cancelled or are still open
 // count for nothing.
-import { drift, judge, windowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
+import { drift, judge, pooledWindowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
 import {
   best,
   configKey,
@@ -14,6 +14,7 @@ import {
   type SuggestionKind,
 } from '../../optimizer/index.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
+import { chainAt, currentEpoch, epochOf } from './steps.ts';
 
 const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['diagnosis', 'heuristic', 'explore', 'remeasure']);
 
@@ -28,12 +29,19 @@ export function pointOf(it: TuningIterationRecord): BaselinePoint | null {
   return it.state === 'ok' && it.window && runtime && runtime > 0 ? { at: middle(it.window), runtimeMs: runtime } : null;
 }
 
-/** Every clean baseline window: the first (the session's), then the baseline iterations. */
-export function baselinePoints(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): BaselinePoint[] {
+/** Every clean baseline window: the first (the session's), then the baseline iterations; only
+ * those of epoch `epoch` when given (steps.ts: the known-good configuration of that epoch). */
+export function baselinePoints(
+  session: TuningSessionRecord,
+  iterations: readonly TuningIterationRecord[],
+  epoch: number | null = null,
+): BaselinePoint[] {
   const points: BaselinePoint[] = [];
   const first = session.baseline?.stats.weightedRuntimeMs;
-  if (session.baselineWindow && first && first > 0) points.push({ at: middle(session.baselineWindow), runtimeMs: first });
+  if ((epoch ?? 0) === 0 && session.baselineWindow && first && first > 0)
+    points.push({ at: middle(session.baselineWindow), runtimeMs: first });
   for (const it of iterations) {
+    if (epoch !== null && epochOf(session, it.ordinal) !== epoch) continue;
     const p = it.kind === 'baseline' ? pointOf(it) : null;
     if (p) points.push(p);
   }
@@ -41,19 +49,22 @@ export function baselinePoints(session: TuningSessionRecord, iterations: readonl
 }
 
 export interface SessionJudgement {
+  /** Every clean baseline window, carried back to the first baseline's scale (runtime over the
+   * epoch's chain, steps.ts), for the drift. */
   baselines: BaselinePoint[];
   drift: Drift | null;
-  /** Standard deviation of one window's log runtime; null until enough baseline windows. */
+  /** Standard deviation of one window's log runtime, pooled over the epochs; null until enough baseline windows. */
   noise: number | null;
-  /** Trials' and candidate windows' objectives, by ordinal. */
+  /** Trials' and candidate windows' objectives, by ordinal: against the baseline windows of their
+   * epoch, times the epoch's chain (on the first baseline's scale). */
   judged: Map<number, Judged>;
-  /** Baseline windows' runtime over the first baseline's (the drift, window by window), by ordinal. */
+  /** Baseline windows' runtime over the first baseline's (the drift, and the kept steps), by ordinal. */
   baselineRatios: Map<number, number>;
 }
 
 export function judgeSession(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): SessionJudgement {
-  const baselines = baselinePoints(session, iterations);
-  const noise = windowNoise(baselines);
+  const epochs = Array.from({ length: currentEpoch(session) + 1 }, (_, e) => baselinePoints(session, iterations, e));
+  const noise = pooledWindowNoise(epochs);
   const judged = new Map<number, Judged>();
   const baselineRatios = new Map<number, number>();
   const first = session.baseline?.stats.weightedRuntimeMs ?? null;
@@ -64,9 +75,11 @@ export function judgeSession(session: TuningSessionRecord, iterations: readonly 
       if (first) baselineRatios.set(it.ordinal, p.runtimeMs / first);
       continue;
     }
-    const j = judge(p, baselines, noise);
-    if (j) judged.set(it.ordinal, j);
+    const epoch = epochOf(session, it.ordinal);
+    const j = judge(p, epochs[epoch] ?? [], noise);
+    if (j) judged.set(it.ordinal, { ...j, objective: j.objective * chainAt(session, epoch) });
   }
+  const baselines = epochs.flatMap((points, e) => points.map((p) => ({ ...p, runtimeMs: p.runtimeMs / chainAt(session, e) })));
   return { baselines, drift: drift(baselines), noise, judged, baselineRatios };
 }
 

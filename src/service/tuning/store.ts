@@ -84,6 +84,9 @@ export interface SessionBest {
   objective: number;
   /** A/B rounds that measured it. */
   measurements: number;
+  /** Its runtime over the first baseline's with the interval: after kept steps, their product with
+   * its own (steps.ts chainedInterval). Absent in sessions from before the steps. */
+  runtime?: Interval | null;
 }
 
 /** The A/B verification of the search's best against the baseline. */
@@ -99,6 +102,42 @@ export interface SessionVerification {
   /** The statements carrying 5 % or more of the baseline's time, each compared on its own (sessions
    * from before these checks have none). */
   statements?: StatementChange[];
+  /** step: a big win verified as soon as it was seen, the search goes on after it (steps.ts);
+   * final: the search's recommendation at its end. Absent in sessions from before the steps: final. */
+  purpose?: 'step' | 'final';
+  /** Its first A/B round's number: a session's verifications number their rounds on from one
+   * another's (absent: 1). */
+  firstRound?: number;
+}
+
+/**
+ * A trial whose window was far enough below the baseline that a short verification was likely to
+ * clear the minimum effect, verified at once (steps.ts). Kept, it is the known-good configuration
+ * the search goes on from: later windows are judged against it, and its gain multiplies theirs.
+ */
+export interface SessionStep {
+  /** 1, 2, …: every early verification of the session, in order. */
+  n: number;
+  /** The trial it verified. */
+  iteration: number;
+  config: Record<string, number | string>;
+  rounds: number;
+  /** Its runtime and throughput over the known-good configuration's at the time (the previous step's). */
+  runtime: Interval | null;
+  throughput: Interval | null;
+  statements: StatementChange[];
+  /**
+   * verifying; awaiting_approval (back on known-good meanwhile); applying (the keep=true apply
+   * sent); kept; not_verified (its interval did not clear the minimum effect, or a window failed);
+   * refused (a statement regressed and the session refuses those); not_kept (verified, but the
+   * session ended before it was kept).
+   */
+  outcome: 'verifying' | 'awaiting_approval' | 'applying' | 'kept' | 'not_verified' | 'refused' | 'not_kept';
+  /** Why, for people. */
+  note: string | null;
+  /** Kept: the last window before it became known-good; windows after it are judged against it. */
+  keptAfter: number | null;
+  at: string;
 }
 
 export interface TuningSessionParams {
@@ -136,6 +175,8 @@ export interface TuningSessionRecord extends TuningSessionParams {
   baseline: SessionBaseline | null;
   best: SessionBest | null;
   verification: SessionVerification | null;
+  /** The session's early verifications, in order (steps.ts). */
+  steps: SessionStep[];
   /** The keep=true apply of the best configuration, once issued. */
   finalCommandId: string | null;
   finalSentAt: Date | null;
@@ -185,7 +226,7 @@ export interface TuningIterationRecord {
 export type TuningSessionPatch = Partial<
   Pick<
     TuningSessionRecord,
-    'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'verification' | 'finalCommandId' | 'finalSentAt'
+    'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'verification' | 'steps' | 'finalCommandId' | 'finalSentAt'
   > & { ended: boolean }
 >;
 

@@ -10,6 +10,7 @@ import { ENVIRONMENT_BREACH } from '../../protocol/v1.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 import { constraintBreach } from './constraints.ts';
 import { baselinePoints, isTrial, pointOf } from './history.ts';
+import { epochOf } from './steps.ts';
 
 /** How a trip the environment caused begins its `failure`: the engine counts them by it. */
 export const ENVIRONMENT_TRIP = 'contaminated: the environment, not the configuration:';
@@ -45,7 +46,8 @@ export function environmentTrips(
     const point = after && pointOf(after);
     if (!after?.stats || !point) return [];
     const earlier = iterations.filter((it) => it.ordinal < trip.ordinal);
-    const before = baselinePoints(session, earlier);
+    // The known-good configuration of the trip's own epoch (steps.ts): a kept step before it is no drift.
+    const before = baselinePoints(session, earlier, epochOf(session, trip.ordinal));
     const reference = earlier.filter(okBaseline).at(-1)?.stats ?? session.baseline?.stats ?? null;
     const breach = reference && constraintBreach(after.stats, reference, { window: null, baseline: null });
     const slower = slowerThanDrift(point, before, windowNoise(before));

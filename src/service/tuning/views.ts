@@ -97,6 +97,12 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
     },
     best: session.best && { ...session.best, diff: space ? configDiff(space, session.best.config) : [] },
     verification: verificationView(session),
+    /** Every early verification (steps.ts), in order, each with its figures and what became of it. */
+    steps: session.steps.map((step) => ({
+      ...step,
+      diff: space ? configDiff(space, step.config) : [],
+      summary: step.rounds > 0 ? describeVerdict(step, session.confidencePercent / 100) : null,
+    })),
     ...(judgement && {
       drift: judgement.drift && {
         perHour: round4(judgement.drift.perHour),

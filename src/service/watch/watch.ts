@@ -8,6 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { safeErrorForLog } from '../errors.ts';
 import { repeatEvery, type Repeating } from '../repeat.ts';
 import type { WebhookEvent } from '../notify/webhook.ts';
+import { configKey } from '../../optimizer/index.ts';
 import { judgeSession, pointOf } from '../tuning/history.ts';
 import type { TuningIterationRecord, TuningSessionRecord, TuningStore } from '../tuning/store.ts';
 import { serviceInterval } from '../tuning/window.ts';
@@ -34,11 +35,16 @@ export interface WatchDeps {
   metrics?: { watchEventRaised(code: WatchEvent['code']): void };
 }
 
-/** What the verification measured, read off the kept session; null when it has no verified runtime. */
+/** What the verification measured, read off the kept session; null when it has no verified runtime.
+ * The kept configuration is the session's best: after verified steps (tuning/steps.ts), its gain
+ * over the first baseline is their product with its own, and its level its own A/B windows. */
 export function referenceOf(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): WatchReference | null {
-  const runtime = session.verification?.runtime;
+  const runtime = session.best?.runtime ?? session.verification?.runtime;
   if (!session.baseline || !runtime) return null;
-  const level = iterations.filter((it) => it.phase === 'verify' && it.kind === 'candidate').flatMap((it) => pointOf(it) ?? []);
+  const kept = session.best ? configKey(session.best.config) : null;
+  const level = iterations
+    .filter((it) => it.phase === 'verify' && it.kind === 'candidate' && (kept === null || configKey(it.config) === kept))
+    .flatMap((it) => pointOf(it) ?? []);
   if (level.length === 0) return null;
   return {
     mix: session.baseline.mix,
