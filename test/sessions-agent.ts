@@ -308,7 +308,7 @@ export interface SessionJson {
 
 export interface IterationJson {
   ordinal: number;
-  kind: 'heuristic' | 'explore' | 'remeasure' | 'baseline' | 'candidate';
+  kind: 'diagnosis' | 'heuristic' | 'explore' | 'remeasure' | 'baseline' | 'candidate';
   phase: 'search' | 'verify';
   round: number | null;
   state: string;
