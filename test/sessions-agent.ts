@@ -255,6 +255,8 @@ export interface SessionJson {
   mode: string;
   iterations: number;
   windowSeconds: number;
+  windowMinSeconds: number;
+  windowNowSeconds: number | null;
   warmupSeconds: number;
   abRoundsMin: number;
   abRoundsMax: number;

@@ -44,6 +44,8 @@ const session: TuningSessionRecord = {
   best: null,
   verification: null,
   steps: [],
+  windowNowSeconds: null,
+  windowMinSeconds: 10,
   finalCommandId: null,
   finalSentAt: null,
   mode: 'reload-only',

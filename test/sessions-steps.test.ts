@@ -116,4 +116,40 @@ describe('verified steps (PGlite storage, simulated agent)', () => {
     assert.match(session.message ?? '', /no significant improvement/);
     assert.equal(agent.knownGood.get('work_mem'), '4096');
   });
+
+  test('once the noise of one window is measured, the windows shrink to what it needs, no shorter than allowed', async () => {
+    const { databaseId, agent } = await connect('window-length');
+    agent.noise = 0.02;
+    // A step first (kept without approval): its A/B rounds measure the baseline thrice, which
+    // measures the noise before the search could end.
+    agent.effect = workMemWins;
+    agent.spills = true;
+    const started = await startTuningSession(person, databaseId, {
+      iterations: 7,
+      windowSeconds: 4,
+      windowMinSeconds: 2,
+      warmupSeconds: 0,
+      seed: 5,
+      requireApproval: false,
+    });
+    assert.equal(started.windowMinSeconds, 2);
+    assert.equal(started.windowNowSeconds, null, 'the longest window first');
+    await agent.runUntil('the window chosen', async () => (await sessionOf(databaseId, started.id)).session.windowNowSeconds !== null, {
+      timeoutMs: 120_000,
+    });
+    const { session, iterations } = await sessionOf(databaseId, started.id);
+    assert.equal(session.windowNowSeconds, 2, `a quiet workload: the shortest allowed (${session.message ?? ''})`);
+    assert.equal(session.steps[0]?.outcome, 'kept', JSON.stringify(session.steps));
+    const seconds = (it: (typeof iterations)[number]) => (Date.parse(it.window!.end) - Date.parse(it.window!.start)) / 1000;
+    await agent.runUntil(
+      'a window after the choice',
+      async () => (await sessionOf(databaseId, started.id)).iterations.some((it) => it.window && seconds(it) === 2),
+      { timeoutMs: 60_000 },
+    );
+    // 4 s windows, then 2 s ones: never back, never another length.
+    const lengths = (await sessionOf(databaseId, started.id)).iterations.filter((it) => it.window).map(seconds);
+    const first2 = lengths.indexOf(2);
+    assert.ok(first2 > 0 && lengths.slice(0, first2).every((x) => x === 4) && lengths.slice(first2).every((x) => x === 2), `${lengths}`);
+    await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
+  });
 });

@@ -63,7 +63,7 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(started.mode, 'reload-only');
       assert.deepEqual(
         [started.abRoundsMin, started.abRoundsMax, started.minEffectPercent, started.confidencePercent],
-        [3, 8, 5, 95],
+        [3, 5, 5, 95],
         'the verification defaults',
       );
       assert.equal((await agent.report()).nextReportInSeconds, 1, 'while measuring, about six reports a window');

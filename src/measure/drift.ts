@@ -7,6 +7,8 @@
 export interface BaselinePoint {
   at: number;
   runtimeMs: number;
+  /** The window's length, when windows of several lengths are pooled (pooledWindowNoise). */
+  seconds?: number;
 }
 
 /** The baseline's log runtime at `at`: linear in time between the baseline windows around it,
@@ -40,18 +42,26 @@ export function windowNoise(baselines: readonly BaselinePoint[]): number | null 
 /**
  * windowNoise over several runs of baseline windows, each at its own level (a session's
  * known-good configuration before and after a kept step): the successive differences within each
- * run, pooled; a jump between runs is no noise. Null with fewer than MIN_BASELINES_FOR_NOISE − 1
- * differences in all.
+ * run, pooled; a jump between runs is no noise. With `atSeconds`, the noise of a window that long,
+ * from windows of other lengths (their `seconds`) by the law that the variance of a window's log
+ * runtime falls as 1/length: a difference of windows a and b has variance c (1/a + 1/b), and the
+ * answer is √(c / atSeconds). Null with fewer than MIN_BASELINES_FOR_NOISE − 1 differences in all.
  */
-export function pooledWindowNoise(runs: ReadonlyArray<readonly BaselinePoint[]>): number | null {
+export function pooledWindowNoise(runs: ReadonlyArray<readonly BaselinePoint[]>, atSeconds: number | null = null): number | null {
   let sum = 0;
   let differences = 0;
   for (const run of runs) {
-    const logs = [...run].sort((a, b) => a.at - b.at).map((b) => Math.log(b.runtimeMs));
-    for (let i = 1; i < logs.length; i++) sum += (logs[i]! - logs[i - 1]!) ** 2;
-    differences += Math.max(0, logs.length - 1);
+    const sorted = [...run].sort((a, b) => a.at - b.at);
+    for (let i = 1; i < sorted.length; i++) {
+      const [a, b] = [sorted[i - 1]!, sorted[i]!];
+      const squared = (Math.log(b.runtimeMs) - Math.log(a.runtimeMs)) ** 2;
+      // Without lengths (or a length to scale to), windows are taken as equally long: c/L = d²/2.
+      const scale = atSeconds && a.seconds && b.seconds ? atSeconds * (1 / a.seconds + 1 / b.seconds) : 2;
+      sum += squared / scale;
+      differences++;
+    }
   }
-  return differences < MIN_BASELINES_FOR_NOISE - 1 ? null : Math.sqrt(sum / (2 * differences));
+  return differences < MIN_BASELINES_FOR_NOISE - 1 ? null : Math.sqrt(sum / differences);
 }
 
 export interface Drift {

@@ -103,6 +103,7 @@ async function createSession(storage: Storage, user: User, databaseId: string): 
     mode: 'reload-only',
     iterations: 5,
     windowSeconds: 60,
+    windowMinSeconds: 60,
     warmupSeconds: 10,
     abRoundsMin: 3,
     abRoundsMax: 8,

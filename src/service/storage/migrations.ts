@@ -272,11 +272,16 @@ CREATE TABLE watch_states (
   },
   {
     version: 8,
-    name: 'verified steps: a big win verified as soon as it is seen, kept, and the search goes on from it',
+    name: 'verified steps, and windows as long as the measured noise needs',
     sql: `
 -- Every early verification of a session (tuning/steps.ts), in order: what it verified, its
 -- figures and what became of it (kept, waiting for approval, not verified, refused).
 ALTER TABLE tuning_sessions ADD COLUMN steps jsonb NOT NULL DEFAULT '[]';
+-- Windows from the noise the session measures (tuning/window-length.ts): window_seconds is the
+-- longest a person allows, window_min_seconds the shortest (NULL: sessions from before, fixed),
+-- window_now_seconds the length chosen once the noise of one window is measured.
+ALTER TABLE tuning_sessions ADD COLUMN window_min_seconds integer;
+ALTER TABLE tuning_sessions ADD COLUMN window_now_seconds integer;
 `,
   },
 ];

@@ -40,6 +40,8 @@ interface SessionRow {
   mode: TuningSessionRecord['mode'];
   iterations: number;
   window_seconds: number;
+  window_min_seconds: number | null;
+  window_now_seconds: number | null;
   warmup_seconds: number;
   ab_rounds_min: number;
   ab_rounds_max: number;
@@ -64,7 +66,7 @@ interface SessionRow {
   final_sent_at: Date | null;
 }
 
-const SESSION_COLUMNS = `s.id, s.database_id, s.state, s.mode, s.iterations, s.window_seconds, s.warmup_seconds,
+const SESSION_COLUMNS = `s.id, s.database_id, s.state, s.mode, s.iterations, s.window_seconds, s.window_min_seconds, s.window_now_seconds, s.warmup_seconds,
   s.ab_rounds_min, s.ab_rounds_max, s.min_effect_percent, s.confidence_percent, s.statement_regressions,
   s.seed::float8 AS seed, s.require_approval, s.space, s.created_by, u.username AS created_by_name, s.created_at,
   s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.verification, s.steps, s.final_command_id, s.final_sent_at`;
@@ -111,6 +113,8 @@ function toSession(row: SessionRow): TuningSessionRecord {
     mode: row.mode,
     iterations: row.iterations,
     windowSeconds: row.window_seconds,
+    windowMinSeconds: row.window_min_seconds ?? row.window_seconds,
+    windowNowSeconds: row.window_now_seconds,
     warmupSeconds: row.warmup_seconds,
     abRoundsMin: row.ab_rounds_min,
     abRoundsMax: row.ab_rounds_max,
@@ -185,6 +189,7 @@ function sessionAssignments(patch: TuningSessionPatch): Array<[string, unknown, 
   if (patch.best !== undefined) out.push(['best', json(patch.best), 'jsonb']);
   if (patch.verification !== undefined) out.push(['verification', json(patch.verification), 'jsonb']);
   if (patch.steps !== undefined) out.push(['steps', json(patch.steps), 'jsonb']);
+  if (patch.windowNowSeconds !== undefined) out.push(['window_now_seconds', patch.windowNowSeconds, 'int']);
   if (patch.finalCommandId !== undefined) out.push(['final_command_id', patch.finalCommandId, 'uuid']);
   if (patch.finalSentAt !== undefined) out.push(['final_sent_at', time(patch.finalSentAt), 'timestamptz']);
   return out;
@@ -339,8 +344,8 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
       try {
         await db.query(
           `INSERT INTO tuning_sessions (id, database_id, state, mode, iterations, window_seconds, warmup_seconds, seed, require_approval, space, created_by, message,
-             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent, statement_regressions)
-           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8, $16)`,
+             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent, statement_regressions, window_min_seconds)
+           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8, $16, $17::int)`,
           [
             s.id,
             s.databaseId,
@@ -358,6 +363,7 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
             s.minEffectPercent,
             s.confidencePercent,
             s.statementRegressions,
+            s.windowMinSeconds,
           ],
         );
       } catch (err) {

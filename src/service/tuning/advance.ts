@@ -8,6 +8,7 @@ import { safeErrorForLog } from '../errors.ts';
 import { RUNNING_SESSION_STATES, type TuningSessionRecord, type TuningStore } from './store.ts';
 import { advanceSession, type AdvanceResult } from './engine.ts';
 import { sessionReportInterval } from './params.ts';
+import { windowOf } from './window-length.ts';
 import type { RunningSessions } from './running.ts';
 
 const RUNNING = new Set(RUNNING_SESSION_STATES);
@@ -84,7 +85,7 @@ export async function afterReport(
     if (!stepped) return NOTHING;
     const session = stepped.advanced.session;
     return {
-      reportIntervalSeconds: MEASURING.has(session.state) ? sessionReportInterval(session.windowSeconds) : null,
+      reportIntervalSeconds: MEASURING.has(session.state) ? sessionReportInterval(windowOf(session)) : null,
       command: stepped.command,
     };
   } catch (err) {

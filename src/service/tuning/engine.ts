@@ -57,6 +57,7 @@ import { configKey } from '../../optimizer/index.ts';
 import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecommendation, type SessionJudgement } from './history.ts';
 import { sessionReportInterval } from './params.ts';
 import { ENVIRONMENT_TRIP, environmentTrips, isEnvironmentBreach, tripAwaitingBaseline } from './trips.ts';
+import { chooseWindowSeconds, smallestVerifiableGain, TARGET_WINDOW_NOISE, windowOf } from './window-length.ts';
 import { chainAt, chainedInterval, currentEpoch, epochOf, keptSteps, pendingStep, worthVerifyingNow } from './steps.ts';
 import { buildSpace } from './space.ts';
 import { diagnosisSignals } from '../advice/seed.ts';
@@ -123,12 +124,12 @@ async function updateSession(s: Step, patch: TuningSessionPatch): Promise<void> 
 }
 
 const graceMs = (session: TuningSessionRecord) =>
-  Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(session.windowSeconds)) * 1000;
+  Math.max(ENGINE_LIMITS.minGraceSeconds, 3 * sessionReportInterval(windowOf(session))) * 1000;
 /** A trial the agent has not received within the session's window (and at least three of the
  * session's report intervals) is cancelled, never delivered late: the moment it was chosen for,
  * between the baseline windows it is judged against, is gone. */
 export const trialDeliverySeconds = (session: TuningSessionRecord) =>
-  Math.max(session.windowSeconds, 3 * sessionReportInterval(session.windowSeconds));
+  Math.max(windowOf(session), 3 * sessionReportInterval(windowOf(session)));
 const fmt = (x: number) => x.toFixed(3);
 const pct = (x: number) => `${Number((x * 100).toPrecision(2))} %`;
 const windowReports = (reports: readonly MeasuredReport[]): WindowReport[] =>
@@ -311,7 +312,7 @@ async function issueWindow(
   const last = iterations.at(-1);
   const base = { ordinal: nextOrdinal(iterations), kind, phase, round, config: { ...config }, reason, predicted: null } as const;
   if (last && last.kind === kind && (last.state === 'ok' || last.state === 'contaminated') && last.effective) {
-    const window = windowFrom(s.now, s.session.windowSeconds, 0);
+    const window = windowFrom(s.now, windowOf(s.session), 0);
     await s.tx.addIteration(
       { ...base, commandId: last.commandId, measuring: { sentAt: last.sentAt, ackedAt: last.ackedAt, effective: last.effective, window } },
       null,
@@ -369,7 +370,7 @@ async function applyingStep(s: Step, it: TuningIterationRecord): Promise<boolean
       sentAt,
       ackedAt,
       effective: outcome.effective,
-      window: windowFrom(start, s.session.windowSeconds, 0),
+      window: windowFrom(start, windowOf(s.session), 0),
     });
     return true;
   }
@@ -486,7 +487,7 @@ async function remeasure(
         sentAt: it.sentAt,
         ackedAt: it.ackedAt,
         effective: it.effective,
-        window: windowFrom(start, s.session.windowSeconds, attempts),
+        window: windowFrom(start, windowOf(s.session), attempts),
       },
     },
     null,
@@ -567,6 +568,7 @@ async function iterationStep(s: Step): Promise<boolean> {
     );
   }
   const judgement = judgeSession(s.session, iterations);
+  if (await chooseWindow(s, judgement)) return true;
   const early = stepDue(s.session, iterations, judgement);
   if (early) return startStep(s, iterations, early);
   if (baselineDue(iterations)) {
@@ -594,14 +596,20 @@ async function iterationStep(s: Step): Promise<boolean> {
   } catch (err) {
     return startVerification(s, iterations, `the optimizer has nothing more to try (${(err as Error).message})`);
   }
+  // What a verification could prove at the measured noise: a promise under it cannot end in a verified gain.
   const minEffect = s.session.minEffectPercent / 100;
-  const promised = nothingLeft(iterations, suggestion, minEffect, ENGINE_LIMITS.exhaustedSteps);
+  const provable = smallestVerifiableGain(judgement.noise, verifySettings(s.session));
+  const promised = nothingLeft(iterations, suggestion, Math.max(minEffect, provable), ENGINE_LIMITS.exhaustedSteps);
   if (promised) {
     const most = Math.max(...promised);
+    const under =
+      provable > minEffect
+        ? `under the ${pct(provable)} that ${s.session.abRoundsMax} A/B rounds can verify at the measured noise of one window, ${pct(judgement.noise ?? 0)}`
+        : `under the minimum effect of ${pct(minEffect)}`;
     return startVerification(
       s,
       iterations,
-      `the search has nothing left to give: for ${promised.length} steps in a row the model allowed at most ${pct(most)} over the best so far (under the minimum effect of ${pct(minEffect)}), so it stopped after ${finished} of ${s.session.iterations} trials`,
+      `the search has nothing left to give: for ${promised.length} steps in a row the model allowed at most ${pct(most)} over the best so far (${under}), so it stopped after ${finished} of ${s.session.iterations} trials`,
     );
   }
   return issueTrial(s, iterations, suggestion);
@@ -634,6 +642,21 @@ function stepDue(
   const objective = judgement.judged.get(last.ordinal)?.objective;
   if (objective === undefined) return null;
   return worthVerifyingNow(objective / chainAt(session, epoch), judgement.noise, verifySettings(session)) ? last : null;
+}
+
+/**
+ * Once the noise of one window is measured, the session's windows take the length that noise
+ * needs (window-length.ts), once; true when it chose. Sessions with fixed windows never do.
+ */
+async function chooseWindow(s: Step, judgement: SessionJudgement): Promise<boolean> {
+  const { session } = s;
+  if (session.windowNowSeconds !== null || session.windowMinSeconds >= session.windowSeconds || judgement.noise === null) return false;
+  const chosen = chooseWindowSeconds(judgement.noise, session.windowSeconds, { min: session.windowMinSeconds, max: session.windowSeconds });
+  await updateSession(s, {
+    windowNowSeconds: chosen,
+    message: `the noise of one ${session.windowSeconds} s window is ${pct(judgement.noise)}: ${chosen === session.windowSeconds ? `windows stay ${chosen} s` : `windows of ${chosen} s from now on (about ${pct(TARGET_WINDOW_NOISE)} each${chosen === session.windowMinSeconds ? `, at the shortest allowed` : ''})`}`,
+  });
+  return true;
 }
 
 /** The next verification's first round: rounds are numbered on across a session's verifications. */
@@ -716,6 +739,8 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
   const space = await spaceOf(s);
   if (!space) return false;
   const judgement = judgeSession(s.session, iterations);
+  // The rounds' windows are all of one length: chosen before them when the noise is known now.
+  if (await chooseWindow(s, judgement)) return true;
   const best = searchBest(space, iterations, judgement);
   const prefix = note ? `${note}; ` : '';
   const kept = keptSteps(s.session);

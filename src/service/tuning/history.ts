@@ -15,6 +15,7 @@ import {
 } from '../../optimizer/index.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 import { chainAt, currentEpoch, epochOf } from './steps.ts';
+import { windowOf } from './window-length.ts';
 
 const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['diagnosis', 'heuristic', 'explore', 'remeasure']);
 
@@ -22,11 +23,14 @@ const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['diagnosis', 'heuris
 export const isTrial = (it: TuningIterationRecord) => it.phase === 'search' && TRIAL_KINDS.has(it.kind);
 
 const middle = (w: { start: Date; end: Date }) => (w.start.getTime() + w.end.getTime()) / 2;
+const seconds = (w: { start: Date; end: Date }) => (w.end.getTime() - w.start.getTime()) / 1000;
 
 /** A clean window as a point of the drift model: its middle and its weighted runtime. */
 export function pointOf(it: TuningIterationRecord): BaselinePoint | null {
   const runtime = it.stats?.weightedRuntimeMs;
-  return it.state === 'ok' && it.window && runtime && runtime > 0 ? { at: middle(it.window), runtimeMs: runtime } : null;
+  return it.state === 'ok' && it.window && runtime && runtime > 0
+    ? { at: middle(it.window), runtimeMs: runtime, seconds: seconds(it.window) }
+    : null;
 }
 
 /** Every clean baseline window: the first (the session's), then the baseline iterations; only
@@ -39,7 +43,7 @@ export function baselinePoints(
   const points: BaselinePoint[] = [];
   const first = session.baseline?.stats.weightedRuntimeMs;
   if ((epoch ?? 0) === 0 && session.baselineWindow && first && first > 0)
-    points.push({ at: middle(session.baselineWindow), runtimeMs: first });
+    points.push({ at: middle(session.baselineWindow), runtimeMs: first, seconds: seconds(session.baselineWindow) });
   for (const it of iterations) {
     if (epoch !== null && epochOf(session, it.ordinal) !== epoch) continue;
     const p = it.kind === 'baseline' ? pointOf(it) : null;
@@ -64,7 +68,8 @@ export interface SessionJudgement {
 
 export function judgeSession(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): SessionJudgement {
   const epochs = Array.from({ length: currentEpoch(session) + 1 }, (_, e) => baselinePoints(session, iterations, e));
-  const noise = pooledWindowNoise(epochs);
+  // The noise of a window as long as the session's windows are now (window-length.ts).
+  const noise = pooledWindowNoise(epochs, windowOf(session));
   const judged = new Map<number, Judged>();
   const baselineRatios = new Map<number, number>();
   const first = session.baseline?.stats.weightedRuntimeMs ?? null;

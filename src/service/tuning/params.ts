@@ -1,7 +1,9 @@
 // What people choose when they start a tuning session, with the defaults for a production
-// database: reload-only, 30 iterations, 10-minute windows after a 1-minute warm-up, a best
-// recommended only when 3 to 8 A/B rounds show a gain of at least 5 % at 95 % confidence, and
-// nothing kept without a person's approval. The JSON API and the dashboard's form share these rules.
+// database, sized for a working day (docs/service.md, "A session in a working day"): reload-only,
+// 12 trials, windows of 10 minutes that shrink to as little as 5 once the noise of one window is
+// measured (window-length.ts), after a 1-minute warm-up, a best recommended only when 3 to 5 A/B
+// rounds show a gain of at least 5 % at 95 % confidence, and nothing kept without a person's
+// approval. The JSON API and the dashboard's form share these rules.
 import { z } from 'zod';
 import { TuningModeSchema } from '../../protocol/v1.ts';
 
@@ -22,6 +24,20 @@ export const SESSION_LIMITS = {
   maxConfidencePercent: 99.9,
 } as const;
 
+/** The defaults, sized for a working day (docs/service.md, "A session in a working day"). The
+ * dashboard's form shows the same. */
+export const SESSION_DEFAULTS = {
+  iterations: 12,
+  windowSeconds: 600,
+  /** The shortest window by default: 5 minutes still spans most workloads' own rhythm. */
+  windowMinSeconds: 300,
+  warmupSeconds: 60,
+  abRoundsMin: 3,
+  abRoundsMax: 5,
+  minEffectPercent: 5,
+  confidencePercent: 95,
+} as const;
+
 const whole = (what: string) => z.number({ error: `expected a whole number of ${what}` }).int(`expected a whole number of ${what}`);
 
 const rounds = () =>
@@ -36,28 +52,34 @@ export const StartTuningSessionInputSchema = z
     iterations: whole('iterations')
       .min(1, 'expected at least 1 iteration')
       .max(SESSION_LIMITS.maxIterations, `expected at most ${SESSION_LIMITS.maxIterations} iterations`)
-      .default(30),
+      .default(SESSION_DEFAULTS.iterations),
     windowSeconds: whole('seconds')
       .min(
         SESSION_LIMITS.minWindowSeconds,
         `expected at least ${SESSION_LIMITS.minWindowSeconds} seconds (windows under ${SESSION_LIMITS.noisyBelowSeconds} s are noisy: for demos and tests)`,
       )
       .max(SESSION_LIMITS.maxWindowSeconds, `expected at most ${SESSION_LIMITS.maxWindowSeconds} seconds`)
-      .default(600),
+      .default(SESSION_DEFAULTS.windowSeconds),
+    /** The shortest window the session may shrink to (window-length.ts); absent: the smaller of
+     * windowSeconds and SESSION_DEFAULTS.windowMinSeconds. Equal to windowSeconds: fixed windows. */
+    windowMinSeconds: whole('seconds')
+      .min(SESSION_LIMITS.minWindowSeconds, `expected at least ${SESSION_LIMITS.minWindowSeconds} seconds`)
+      .max(SESSION_LIMITS.maxWindowSeconds, `expected at most ${SESSION_LIMITS.maxWindowSeconds} seconds`)
+      .optional(),
     warmupSeconds: whole('seconds')
       .min(0, 'expected 0 or more seconds')
       .max(SESSION_LIMITS.maxWarmupSeconds, `expected at most ${SESSION_LIMITS.maxWarmupSeconds} seconds`)
-      .default(60),
-    abRoundsMin: rounds().default(3),
-    abRoundsMax: rounds().default(8),
+      .default(SESSION_DEFAULTS.warmupSeconds),
+    abRoundsMin: rounds().default(SESSION_DEFAULTS.abRoundsMin),
+    abRoundsMax: rounds().default(SESSION_DEFAULTS.abRoundsMax),
     minEffectPercent: percent()
       .min(0, 'expected 0 % or more')
       .max(SESSION_LIMITS.maxMinEffectPercent, `expected at most ${SESSION_LIMITS.maxMinEffectPercent} %`)
-      .default(5),
+      .default(SESSION_DEFAULTS.minEffectPercent),
     confidencePercent: percent()
       .min(SESSION_LIMITS.minConfidencePercent, `expected at least ${SESSION_LIMITS.minConfidencePercent} %`)
       .max(SESSION_LIMITS.maxConfidencePercent, `expected at most ${SESSION_LIMITS.maxConfidencePercent} %`)
-      .default(95),
+      .default(SESSION_DEFAULTS.confidencePercent),
     /** Random when absent; stored, so a session can be replayed. */
     seed: whole('')
       .min(0, 'expected a seed from 0')
@@ -74,7 +96,15 @@ export const StartTuningSessionInputSchema = z
   .refine((input) => input.abRoundsMax >= input.abRoundsMin, {
     path: ['abRoundsMax'],
     message: 'expected at least as many rounds as abRoundsMin',
-  });
+  })
+  .refine((input) => input.windowMinSeconds === undefined || input.windowMinSeconds <= input.windowSeconds, {
+    path: ['windowMinSeconds'],
+    message: 'expected at most windowSeconds (the longest window)',
+  })
+  .transform(({ windowMinSeconds, ...input }) => ({
+    ...input,
+    windowMinSeconds: windowMinSeconds ?? Math.min(input.windowSeconds, SESSION_DEFAULTS.windowMinSeconds),
+  }));
 
 export type StartTuningSessionInput = z.infer<typeof StartTuningSessionInputSchema>;
 
@@ -88,6 +118,7 @@ export function startInputFromForm(form: Record<string, string>): Record<string,
     mode: form['mode'] || undefined,
     iterations: number('iterations'),
     windowSeconds: number('windowSeconds'),
+    windowMinSeconds: number('windowMinSeconds'),
     warmupSeconds: number('warmupSeconds'),
     abRoundsMin: number('abRoundsMin'),
     abRoundsMax: number('abRoundsMax'),

@@ -143,7 +143,11 @@ export interface SessionStep {
 export interface TuningSessionParams {
   mode: TuningMode;
   iterations: number;
+  /** The longest window a person allows: the session's windows start at it (window-length.ts). */
   windowSeconds: number;
+  /** The shortest: once the noise of one window is measured, windows shrink to the length that
+   * noise needs, no shorter. Equal to windowSeconds: fixed windows. */
+  windowMinSeconds: number;
   warmupSeconds: number;
   /** A/B rounds of the verification: at least, and at most. */
   abRoundsMin: number;
@@ -177,6 +181,8 @@ export interface TuningSessionRecord extends TuningSessionParams {
   verification: SessionVerification | null;
   /** The session's early verifications, in order (steps.ts). */
   steps: SessionStep[];
+  /** The window length chosen from the measured noise (window-length.ts); null before (windowSeconds). */
+  windowNowSeconds: number | null;
   /** The keep=true apply of the best configuration, once issued. */
   finalCommandId: string | null;
   finalSentAt: Date | null;
@@ -226,7 +232,16 @@ export interface TuningIterationRecord {
 export type TuningSessionPatch = Partial<
   Pick<
     TuningSessionRecord,
-    'state' | 'message' | 'baselineWindow' | 'baseline' | 'best' | 'verification' | 'steps' | 'finalCommandId' | 'finalSentAt'
+    | 'state'
+    | 'message'
+    | 'baselineWindow'
+    | 'baseline'
+    | 'best'
+    | 'verification'
+    | 'steps'
+    | 'windowNowSeconds'
+    | 'finalCommandId'
+    | 'finalSentAt'
   > & { ended: boolean }
 >;
 

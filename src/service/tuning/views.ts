@@ -6,6 +6,7 @@ import type { SessionWindow, TuningIterationRecord, TuningSessionRecord } from '
 import { throughput } from './constraints.ts';
 import { bestSoFar, isTrial, judgeSession, type SessionJudgement } from './history.ts';
 import { sessionReportInterval } from './params.ts';
+import { windowOf } from './window-length.ts';
 import { buildSpace, configDiff } from './space.ts';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -75,6 +76,9 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
     mode: session.mode,
     iterations: session.iterations,
     windowSeconds: session.windowSeconds,
+    windowMinSeconds: session.windowMinSeconds,
+    /** The length chosen from the measured noise (window-length.ts); null before. */
+    windowNowSeconds: session.windowNowSeconds,
     warmupSeconds: session.warmupSeconds,
     abRoundsMin: session.abRoundsMin,
     abRoundsMax: session.abRoundsMax,
@@ -83,7 +87,7 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
     seed: session.seed,
     requireApproval: session.requireApproval,
     statementRegressions: session.statementRegressions,
-    reportIntervalSeconds: sessionReportInterval(session.windowSeconds),
+    reportIntervalSeconds: sessionReportInterval(windowOf(session)),
     createdBy: session.createdBy,
     createdAt: session.createdAt.toISOString(),
     updatedAt: session.updatedAt.toISOString(),

@@ -4,7 +4,7 @@
 import type { ConfigChange } from '../tuning/space.ts';
 import { TARGETS } from '../../agent/targets/registry.ts';
 import { ENGINE_LIMITS } from '../tuning/engine.ts';
-import { SESSION_LIMITS } from '../tuning/params.ts';
+import { SESSION_DEFAULTS, SESSION_LIMITS } from '../tuning/params.ts';
 import type { iterationViews, tuningSessionView } from '../tuning/views.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
@@ -97,6 +97,15 @@ function driftText(v: View): Html {
   return html`${drift ? `${pct(drift.total)} over ${drift.windows} baseline windows (${pct(drift.perHour)} an hour)` : ''}${noise !== null && noise !== undefined ? `; noise of one window ${(noise * 100).toFixed(1)} %` : ''}`;
 }
 
+/** "600 s, down to 300 s once the noise is measured", or the length chosen from it. */
+function windowWords(v: View): string {
+  if (v.windowNowSeconds !== null)
+    return `${v.windowNowSeconds} s windows (chosen from the measured noise; ${v.windowMinSeconds}–${v.windowSeconds} s allowed)`;
+  return v.windowMinSeconds < v.windowSeconds
+    ? `${v.windowSeconds} s windows, down to ${v.windowMinSeconds} s once the noise is measured`
+    : `${v.windowSeconds} s windows`;
+}
+
 function verificationText(v: View): Html {
   const verification = v.verification;
   if (!verification)
@@ -173,7 +182,7 @@ function shownTuningSession(input: TuningSessionSectionInput): Html {
   const baseline = v.baseline.stats;
   return html`<div class="session" id="session" data-session-id="${v.id}">
 <div class="session-head">
-  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${v.windowSeconds} s · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}</span></div>
+  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${windowWords(v)} · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}</span></div>
   <div class="actions">
     ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', 'Approve and apply the best', '', null) : ''}
     ${active ? actionButton(input, v.id, 'stop', 'Stop', 'secondary', 'Stop the tuning session? A trial configuration is reverted to known-good.') : ''}
@@ -204,16 +213,17 @@ function startForm(input: TuningSessionSectionInput): Html {
   <h3>Start a tuning session</h3>
   <p class="muted">The session measures the baseline, then tries one configuration per trial (the agent's guardrails watch it and revert it on their own), measuring the baseline again every ${ENGINE_LIMITS.baselineEvery} trials. Then it verifies the best against the baseline in A/B rounds, and recommends it only if the whole confidence interval shows at least the minimum effect.</p>
   <div class="row">
-    <label>Trials<input type="number" name="iterations" min="1" max="${SESSION_LIMITS.maxIterations}" value="30"></label>
-    <label>Window (s)<span class="hint">Each configuration is measured this long</span><input type="number" name="windowSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" value="600"></label>
-    <label>Warm-up (s)<span class="hint">After each apply, before measuring</span><input type="number" name="warmupSeconds" min="0" max="${SESSION_LIMITS.maxWarmupSeconds}" value="60"></label>
+    <label>Trials<input type="number" name="iterations" min="1" max="${SESSION_LIMITS.maxIterations}" value="${SESSION_DEFAULTS.iterations}"></label>
+    <label>Window (s)<span class="hint">Each configuration is measured this long at first</span><input type="number" name="windowSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" value="${SESSION_DEFAULTS.windowSeconds}"></label>
+    <label>Shortest window (s)<span class="hint">Windows shrink to what the measured noise needs, no shorter</span><input type="number" name="windowMinSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" value="${SESSION_DEFAULTS.windowMinSeconds}"></label>
+    <label>Warm-up (s)<span class="hint">After each apply, before measuring</span><input type="number" name="warmupSeconds" min="0" max="${SESSION_LIMITS.maxWarmupSeconds}" value="${SESSION_DEFAULTS.warmupSeconds}"></label>
     <label>Mode<select name="mode"><option value="reload-only">reload-only</option>${restartPossible ? html`<option value="restart">restart (the agent may restart the database)</option>` : ''}</select></label>
   </div>
   <div class="row">
-    <label>A/B rounds, at least<span class="hint">Baseline and best alternate</span><input type="number" name="abRoundsMin" min="${SESSION_LIMITS.minAbRounds}" max="${SESSION_LIMITS.maxAbRounds}" value="3"></label>
-    <label>A/B rounds, at most<span class="hint">While the interval is too wide</span><input type="number" name="abRoundsMax" min="${SESSION_LIMITS.minAbRounds}" max="${SESSION_LIMITS.maxAbRounds}" value="8"></label>
-    <label>Minimum effect (%)<span class="hint">Smaller gains are not recommended</span><input type="number" name="minEffectPercent" min="0" max="${SESSION_LIMITS.maxMinEffectPercent}" step="any" value="5"></label>
-    <label>Confidence (%)<span class="hint">Of the verification's interval</span><input type="number" name="confidencePercent" min="${SESSION_LIMITS.minConfidencePercent}" max="${SESSION_LIMITS.maxConfidencePercent}" step="any" value="95"></label>
+    <label>A/B rounds, at least<span class="hint">Baseline and best alternate</span><input type="number" name="abRoundsMin" min="${SESSION_LIMITS.minAbRounds}" max="${SESSION_LIMITS.maxAbRounds}" value="${SESSION_DEFAULTS.abRoundsMin}"></label>
+    <label>A/B rounds, at most<span class="hint">While the interval is too wide</span><input type="number" name="abRoundsMax" min="${SESSION_LIMITS.minAbRounds}" max="${SESSION_LIMITS.maxAbRounds}" value="${SESSION_DEFAULTS.abRoundsMax}"></label>
+    <label>Minimum effect (%)<span class="hint">Smaller gains are not recommended</span><input type="number" name="minEffectPercent" min="0" max="${SESSION_LIMITS.maxMinEffectPercent}" step="any" value="${SESSION_DEFAULTS.minEffectPercent}"></label>
+    <label>Confidence (%)<span class="hint">Of the verification's interval</span><input type="number" name="confidencePercent" min="${SESSION_LIMITS.minConfidencePercent}" max="${SESSION_LIMITS.maxConfidencePercent}" step="any" value="${SESSION_DEFAULTS.confidencePercent}"></label>
   </div>
   <label class="check"><input type="checkbox" name="requireApproval" value="true" checked> Require approval before the best configuration is kept</label>
   <label>A statement 25 % slower or more<span class="hint">One with 5 % or more of the baseline's time, under a configuration that is faster overall</span><select name="statementRegressions"><option value="approve">name it, and wait for approval</option><option value="refuse">do not recommend the configuration</option></select></label>
