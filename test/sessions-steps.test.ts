@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PersonClient, TestService } from './helpers/service.ts';
 import { startAdminService, type AdminService } from './helpers/service-admin.ts';
-import { SimulatedAgent, getTuningSession, isTrialJson, startTuningSession } from './sessions-agent.ts';
+import { SimulatedAgent, getTuningSession, isTrialJson, startTuningSession, type IterationJson } from './sessions-agent.ts';
 
 /** The busiest statement spills while work_mem is at its 4 MB default (SimulatedAgent.spills), and
  * the mix runs three times faster once it does not; nothing else matters. */
@@ -137,10 +137,10 @@ describe('verified steps (PGlite storage, simulated agent)', () => {
     await agent.runUntil('the window chosen', async () => (await sessionOf(databaseId, started.id)).session.windowNowSeconds !== null, {
       timeoutMs: 120_000,
     });
-    const { session, iterations } = await sessionOf(databaseId, started.id);
+    const { session } = await sessionOf(databaseId, started.id);
     assert.equal(session.windowNowSeconds, 2, `a quiet workload: the shortest allowed (${session.message ?? ''})`);
     assert.equal(session.steps[0]?.outcome, 'kept', JSON.stringify(session.steps));
-    const seconds = (it: (typeof iterations)[number]) => (Date.parse(it.window!.end) - Date.parse(it.window!.start)) / 1000;
+    const seconds = (it: IterationJson) => (Date.parse(it.window!.end) - Date.parse(it.window!.start)) / 1000;
     await agent.runUntil(
       'a window after the choice',
       async () => (await sessionOf(databaseId, started.id)).iterations.some((it) => it.window && seconds(it) === 2),
@@ -149,7 +149,10 @@ describe('verified steps (PGlite storage, simulated agent)', () => {
     // 4 s windows, then 2 s ones: never back, never another length.
     const lengths = (await sessionOf(databaseId, started.id)).iterations.filter((it) => it.window).map(seconds);
     const first2 = lengths.indexOf(2);
-    assert.ok(first2 > 0 && lengths.slice(0, first2).every((x) => x === 4) && lengths.slice(first2).every((x) => x === 2), `${lengths}`);
+    assert.ok(
+      first2 > 0 && lengths.slice(0, first2).every((x) => x === 4) && lengths.slice(first2).every((x) => x === 2),
+      lengths.join(' '),
+    );
     await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
   });
 });
