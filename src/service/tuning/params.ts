@@ -1,7 +1,7 @@
 // What people choose when they start a tuning session, with the defaults for a production
 // database, sized for a working day (docs/service.md, "A session in a working day"): reload-only,
-// 12 trials, windows of 10 minutes that shrink to as little as 5 once the noise of one window is
-// measured (window-length.ts), after a 1-minute warm-up, a best recommended only when 3 to 5 A/B
+// 10 trials, windows of 10 minutes that shrink to as little as 5 once the noise of one window is
+// measured (window-length.ts), after a 30-second warm-up, a best recommended only when 3 to 5 A/B
 // rounds show a gain of at least 5 % at 95 % confidence, and nothing kept without a person's
 // approval. The JSON API and the dashboard's form share these rules.
 import { z } from 'zod';
@@ -27,11 +27,11 @@ export const SESSION_LIMITS = {
 /** The defaults, sized for a working day (docs/service.md, "A session in a working day"). The
  * dashboard's form shows the same. */
 export const SESSION_DEFAULTS = {
-  iterations: 12,
+  iterations: 10,
   windowSeconds: 600,
   /** The shortest window by default: 5 minutes still spans most workloads' own rhythm. */
   windowMinSeconds: 300,
-  warmupSeconds: 60,
+  warmupSeconds: 30,
   abRoundsMin: 3,
   abRoundsMax: 5,
   minEffectPercent: 5,
@@ -132,7 +132,8 @@ export function startInputFromForm(form: Record<string, string>): Record<string,
   return Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
 }
 
-/** How often the agent reports while a session measures: about six reports a window. */
+/** How often the agent reports while a session measures: about six reports a window, and at
+ * least once a minute (the report after a window's end closes it: the wait costs every window). */
 export function sessionReportInterval(windowSeconds: number): number {
-  return Math.max(1, Math.floor(windowSeconds / 6));
+  return Math.max(1, Math.min(60, Math.floor(windowSeconds / 6)));
 }
