@@ -65,7 +65,13 @@ interface SessionView {
   message: string | null;
   best: { diff: ChangeView[] } | null;
   baseline: { stats: { tps: number; weightedRuntimeMs: number | null } | null };
-  verification: { decision: string; summary: string | null; note: string | null; purpose?: 'step' | 'final' } | null;
+  verification: {
+    candidate: { iteration: number };
+    decision: string;
+    summary: string | null;
+    note: string | null;
+    purpose?: 'step' | 'final';
+  } | null;
   steps: StepView[];
 }
 
@@ -160,6 +166,7 @@ async function main(): Promise<void> {
     const printed = new Set<number>();
     /** Each step's outcome as last printed. */
     const stepsShown = new Map<number, string>();
+    let finalShown = false;
     let baselineShown = false;
     const final = await until(
       'the session to end',
@@ -182,6 +189,14 @@ async function main(): Promise<void> {
           if (!stepsShown.has(step.n) && step.outcome !== 'verifying') say(stepLine({ ...step, outcome: 'verifying' }, against));
           stepsShown.set(step.n, step.outcome);
           say(stepLine(step, against));
+        }
+        if (session.verification?.purpose === 'final' && !finalShown) {
+          // The A/B lines that follow are the search's end, not a step's.
+          finalShown = true;
+          const against = session.steps.filter((s) => s.outcome === 'kept').at(-1);
+          say(
+            `== the search's end: its recommendation (iteration ${session.verification.candidate.iteration}) verified against ${against ? `step ${against.n}` : 'the baseline'} in A/B rounds`,
+          );
         }
         return ['done', 'stopped', 'reverted', 'failed'].includes(session.state) ? session : null;
       },

@@ -88,5 +88,5 @@ ${marks.map((m) => {
 ${bestPath ? html`<path d="${bestPath}" fill="none" stroke="#1d7a46" stroke-width="2"/>` : ''}
 ${points.map(mark)}
 </svg>
-<div class="legend muted"><span class="key dot"></span> trial's objective, with its 95 % interval <span class="key best"></span> best so far (not verified) <span class="key square"></span> baseline window (runtime over the first's: the drift) <span class="key ring"></span> A/B window of the candidate <span class="key base"></span> 1.0, lower is better <span class="key fail">×</span> failed${marks.length > 0 ? html` <span class="key kept"></span> a verified step kept` : ''}</div>`;
+<div class="legend muted"><span class="key dot"></span> trial's objective, with its 95 % interval <span class="key best"></span> best so far (not verified) <span class="key square"></span> baseline window (runtime over the first's: the drift${marks.length > 0 ? ', and after a kept step its gain' : ''}) <span class="key ring"></span> A/B window of the candidate <span class="key base"></span> 1.0, lower is better <span class="key fail">×</span> failed${marks.length > 0 ? html` <span class="key kept"></span> a verified step kept` : ''}</div>`;
 }

@@ -202,11 +202,15 @@ function stepsBlock(v: View): Html {
 <ol class="session-steps">${v.steps.map((step) => stepItem(v, step))}</ol></div>`;
 }
 
-const objectiveText = (it: IterationView): Html => {
-  if (it.kind === 'baseline')
-    return it.baselineRatio === null
-      ? html`–`
-      : html`<span class="muted" title="runtime over the first baseline window's: the drift">×${ratio(it.baselineRatio)}</span>`;
+const objectiveText = (it: IterationView, v: View): Html => {
+  if (it.kind === 'baseline') {
+    // After a kept step the known-good is that step: the ratio is its gain as well as the drift.
+    const step = v.steps.filter((s) => s.outcome === 'kept' && s.keptAfter !== null && s.keptAfter < it.ordinal).at(-1);
+    const title = step
+      ? `runtime over the first baseline window's: step ${step.n}'s gain (the known-good since window ${step.keptAfter! + 1}) and the drift`
+      : "runtime over the first baseline window's: the drift";
+    return it.baselineRatio === null ? html`–` : html`<span class="muted" title="${title}">×${ratio(it.baselineRatio)}</span>`;
+  }
   if (it.objective === null) return html`–`;
   return html`${ratio(it.objective)}${it.objectiveInterval ? html`<div class="muted small" title="95 % interval from the measured noise of one window">${ratio(it.objectiveInterval.low)}–${ratio(it.objectiveInterval.high)}</div>` : ''}`;
 };
@@ -220,7 +224,7 @@ function iterationsTable(iterations: NonNullable<TuningSessionSectionInput['show
   <td class="num">${it.ordinal}</td>
   <td>${kindText(it)}<div class="muted small">${it.reason}</div></td>
   <td><span class="badge ${ITERATION_BADGE[it.state]}">${it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}</td>
-  <td class="num">${objectiveText(it)}</td>
+  <td class="num">${objectiveText(it, iterations.view)}</td>
   <td class="num">${ratio(it.bestSoFar)}</td>
   <td class="num">${it.stats ? formatNumber(it.stats.throughput, 1) : '–'}</td>
   <td>${diffList(it.diff)}</td>
