@@ -1,8 +1,10 @@
 // npm run demo: the whole product on one machine, with nothing to set up.
 //   a throwaway PostgreSQL cluster under a pgbench load (a lab workload, src/lab/workloads.ts)
 //   → the tuning service on embedded storage → the real `tuner-agent --local` process
-//   → a short tuning session: one line per window (trials, baseline windows, A/B rounds)
-//   → its last line: the verified gain with its interval, or "no significant improvement"
+//   → a short tuning session: one line per window (trials, baseline windows, A/B rounds), and a
+//     line when a big win starts being verified as a step and when it is verified, kept or not
+//   → its last line: the verified steps kept and the verified gain with their intervals, or "no
+//     significant improvement"
 //   → the dashboard stays up until Ctrl+C; the cluster and the data are removed at the end.
 // `--short` (CI): a tiny session, and it exits when done. `--workload select-1|work-mem|tpcb-like`.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +14,8 @@ import { parseArgs } from 'node:util';
 import { startStack, type Stack } from '../src/lab/stack.ts';
 import { until } from '../src/lab/until.ts';
 import { workloadByName } from '../src/lab/workloads.ts';
+import { stepOutcomeWords } from '../src/service/tuning/steps.ts';
+import type { SessionStep } from '../src/service/tuning/store.ts';
 
 const { values: flags } = parseArgs({
   options: { short: { type: 'boolean' }, iterations: { type: 'string' }, window: { type: 'string' }, workload: { type: 'string' } },
@@ -19,7 +23,7 @@ const { values: flags } = parseArgs({
 const SHORT = flags.short === true;
 const WORKLOAD = workloadByName(flags.workload ?? 'work-mem');
 const PLAN = {
-  iterations: Number(flags.iterations ?? (SHORT ? 1 : 8)),
+  iterations: Number(flags.iterations ?? (SHORT ? 2 : 8)),
   windowSeconds: Number(flags.window ?? (SHORT ? 4 : 30)),
   warmupSeconds: SHORT ? 1 : 5,
   reportSeconds: SHORT ? 1 : 5,
@@ -46,23 +50,43 @@ interface IterationView {
   reason: string;
   failure: string | null;
 }
+interface StepView {
+  n: number;
+  iteration: number;
+  outcome: SessionStep['outcome'];
+  note: string | null;
+  keptAfter: number | null;
+  summary: string | null;
+  diff: ChangeView[];
+}
 interface SessionView {
   id: string;
   state: string;
   message: string | null;
   best: { diff: ChangeView[] } | null;
   baseline: { stats: { tps: number; weightedRuntimeMs: number | null } | null };
-  verification: { decision: string; summary: string | null; note: string | null } | null;
+  verification: {
+    candidate: { iteration: number };
+    decision: string;
+    summary: string | null;
+    note: string | null;
+    purpose?: 'step' | 'final';
+  } | null;
+  steps: StepView[];
 }
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 /** One window: a trial with its objective (and interval once the noise is measured), a baseline window with the drift, or half of an A/B round. */
-function windowLine(it: IterationView): string {
+function windowLine(it: IterationView, steps: readonly StepView[]): string {
   const what = it.phase === 'verify' ? `A/B ${it.round ?? '?'} ${it.kind}` : it.kind;
   if (it.state !== 'ok') return `${what.padEnd(13)} ${it.state}: ${it.failure ?? ''}`;
-  if (it.kind === 'baseline')
-    return `${what.padEnd(13)} runtime ${it.baselineRatio?.toFixed(3) ?? '—'} × the first baseline window's (the drift)`;
+  if (it.kind === 'baseline') {
+    // After a kept step the known-good is that step: its window's ratio is the step's gain as well as the drift.
+    const step = steps.filter((s) => s.outcome === 'kept' && s.keptAfter !== null && s.keptAfter < it.ordinal).at(-1);
+    const why = step ? `step ${step.n}, the known-good now: its gain and the drift` : 'the drift';
+    return `${what.padEnd(13)} runtime ${it.baselineRatio?.toFixed(3) ?? '—'} × the first baseline window's (${why})`;
+  }
   const interval = it.objectiveInterval ? ` (${it.objectiveInterval.low.toFixed(2)}–${it.objectiveInterval.high.toFixed(2)})` : '';
   const best = it.phase === 'search' ? `; best so far ${it.bestSoFar?.toFixed(3) ?? '—'}, not verified  [${changes(it.diff)}]` : '';
   // Why the optimizer chose it, as the dashboard shows it.
@@ -70,13 +94,43 @@ function windowLine(it: IterationView): string {
   return `${what.padEnd(13)} objective ${it.objective?.toFixed(3) ?? '—'}${interval} × baseline${best}${why}`;
 }
 
-/** The demo's last line: the verified figure, or the honest "no significant improvement". */
+/** A step as it happens: started (verifying), then verified and waiting, kept, or not. */
+function stepLine(step: StepView, against: StepView | undefined): string {
+  const what = `step ${step.n} (iteration ${step.iteration})`;
+  if (step.outcome === 'verifying')
+    return `== ${what}: a big win, verified now against ${against ? `step ${against.n}` : 'the baseline'} in A/B rounds  [${changes(step.diff)}]`;
+  const figures = step.summary ? `: ${step.summary}` : '';
+  const note = step.note && step.outcome !== 'kept' ? ` (${step.note})` : '';
+  const then =
+    step.outcome === 'kept'
+      ? `; the known-good configuration from window ${(step.keptAfter ?? 0) + 1} on, the search goes on from it`
+      : step.outcome === 'not_verified' || step.outcome === 'refused'
+        ? '; the search goes on from the known-good configuration'
+        : step.outcome === 'awaiting_approval'
+          ? '; approve it on the dashboard to keep it'
+          : '';
+  return `== ${what} ${stepOutcomeWords[step.outcome]}${figures}${note}${then}`;
+}
+
+const keptSteps = (session: SessionView) => session.steps.filter((s) => s.outcome === 'kept');
+
+/** The demo's last line: the verified steps kept and the verified figure, or the honest "no significant improvement". */
 function resultLine(session: SessionView): string {
+  if (session.state !== 'done') return `no result: the session ended ${session.state}`;
+  const kept = keptSteps(session);
   const v = session.verification;
-  if (session.state === 'done' && v?.decision === 'recommend') return `verified: ${v.summary ?? ''}; applied and kept as known-good`;
-  if (session.state === 'done')
-    return `no significant improvement${v?.summary ? `: ${v.summary}` : ''}; the database stays on its known-good configuration`;
-  return `no result: the session ended ${session.state}`;
+  const final = v && v.purpose !== 'step' ? v : null;
+  if (kept.length === 0) {
+    if (final?.decision === 'recommend') return `verified: ${final.summary ?? ''}; applied and kept as known-good`;
+    return `no significant improvement${final?.summary ? `: ${final.summary}` : ''}; the database stays on its known-good configuration`;
+  }
+  const steps = `verified step${kept.length === 1 ? '' : 's'} kept: ${kept.map((s) => `step ${s.n} (iteration ${s.iteration}): ${s.summary ?? 'verified'}`).join('; ')}`;
+  const last = kept.at(-1)!;
+  if (final?.decision === 'recommend')
+    return `${steps}; then verified against step ${last.n}: ${final.summary ?? ''}; applied and kept as known-good`;
+  if (final)
+    return `${steps}; then no significant improvement${final.summary ? `: ${final.summary}` : ''}; the database stays on step ${last.n}, its known-good configuration`;
+  return `${steps}; the database stays on step ${last.n}, its known-good configuration`;
 }
 const changes = (diff: ChangeView[]) =>
   diff.length === 0 ? 'no change' : diff.map((c) => `${c.name} ${c.baseline}→${c.value}`).join(', ');
@@ -110,6 +164,9 @@ async function main(): Promise<void> {
     });
     const sessionPath = `/api/manage/databases/${databaseId}/tuning-sessions/${started.session.id}`;
     const printed = new Set<number>();
+    /** Each step's outcome as last printed. */
+    const stepsShown = new Map<number, string>();
+    let finalShown = false;
     let baselineShown = false;
     const final = await until(
       'the session to end',
@@ -123,11 +180,28 @@ async function main(): Promise<void> {
         for (const it of iterations) {
           if (printed.has(it.ordinal) || !['ok', 'failed', 'cancelled', 'contaminated'].includes(it.state)) continue;
           printed.add(it.ordinal);
-          say(`#${String(it.ordinal).padStart(2)} ${windowLine(it)}`);
+          say(`#${String(it.ordinal).padStart(2)} ${windowLine(it, session.steps)}`);
+        }
+        for (const step of session.steps) {
+          if (stepsShown.get(step.n) === step.outcome) continue;
+          const against = session.steps.filter((s) => s.n < step.n && s.outcome === 'kept').at(-1);
+          // Polled once a second: a step may pass 'verifying' between two looks; its start is told anyway.
+          if (!stepsShown.has(step.n) && step.outcome !== 'verifying') say(stepLine({ ...step, outcome: 'verifying' }, against));
+          stepsShown.set(step.n, step.outcome);
+          say(stepLine(step, against));
+        }
+        if (session.verification?.purpose === 'final' && !finalShown) {
+          // The A/B lines that follow are the search's end, not a step's.
+          finalShown = true;
+          const against = session.steps.filter((s) => s.outcome === 'kept').at(-1);
+          say(
+            `== the search's end: its recommendation (iteration ${session.verification.candidate.iteration}) verified against ${against ? `step ${against.n}` : 'the baseline'} in A/B rounds`,
+          );
         }
         return ['done', 'stopped', 'reverted', 'failed'].includes(session.state) ? session : null;
       },
-      (PLAN.iterations + 2 * PLAN.abRoundsMax + 4) * (PLAN.windowSeconds + PLAN.warmupSeconds + 30) * 1000,
+      // A hang's bound: every trial may start a step (its A/B rounds and a baseline window after it), then the final rounds.
+      (PLAN.iterations * (2 + 2 * PLAN.abRoundsMax) + 2 * PLAN.abRoundsMax + 4) * (PLAN.windowSeconds + PLAN.warmupSeconds + 30) * 1000,
       1000,
     );
 

@@ -60,6 +60,11 @@ svg.session-chart { display: block; width: 100%; height: auto; margin: 6px 0 4px
 .legend .key.best { width: 16px; height: 2px; background: #1d7a46; } .legend .key.base { width: 16px; border-top: 2px dashed #8a93a3; }
 .legend .key.fail { color: var(--bad); font-weight: 700; }
 .legend .key.square { width: 8px; height: 8px; background: #8a93a3; } .legend .key.ring { width: 6px; height: 6px; border-radius: 50%; border: 2px solid #2f5bd3; }
+.legend .key.kept { width: 2px; height: 12px; border-left: 2px dotted #1d7a46; }
+ol.session-steps { list-style: none; padding: 0; margin: 0 0 14px; }
+ol.session-steps > li { border: 1px solid var(--line); border-left: 4px solid #c8cdd6; border-radius: 6px; padding: 8px 12px; margin-bottom: 8px; }
+ol.session-steps > li.kept { border-left-color: var(--ok); background: #f4fbf6; } ol.session-steps .known-good { color: var(--ok); font-weight: 600; }
+ol.session-steps .step-summary { margin: 2px 0; } ol.session-steps table.statements { margin-top: 6px; }
 .small { font-size: 12px; } .diff { white-space: nowrap; }
 details > summary { cursor: pointer; font-size: 12px; } #session-iterations td { font-size: 13px; }
 `;

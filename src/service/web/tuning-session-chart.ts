@@ -2,7 +2,8 @@
 // over the baseline's at the same time; dots with their 95 % interval, failed ones as red crosses
 // at the top), the search's best so far (a step line), the baseline windows (grey squares: their
 // runtime over the first's, which is the drift), the A/B windows of the candidate (hollow dots),
-// contaminated windows (grey rings, not measurements), and 1.0 (dashed). Presentation attributes
+// contaminated windows (grey rings, not measurements), 1.0 (dashed), and where a verified step was
+// kept (a green vertical line: the known-good configuration from there on). Presentation attributes
 // only: the Content-Security-Policy allows no inline style.
 import { html, type Html } from './html.ts';
 
@@ -17,11 +18,17 @@ export interface ChartPoint {
   bestSoFar: number | null;
 }
 
+/** A verified step kept after window `after`: the windows after it are judged against it. */
+export interface ChartMark {
+  after: number;
+  label: string;
+}
+
 const W = 960;
 const H = 240;
 const M = { left: 46, right: 14, top: 14, bottom: 30 };
 
-export function tuningSessionChart(points: readonly ChartPoint[]): Html {
+export function tuningSessionChart(points: readonly ChartPoint[], marks: readonly ChartMark[] = []): Html {
   const values = points.flatMap((p) =>
     p.value !== null && !p.contaminated ? [p.value, ...(p.interval ? [p.interval.low, p.interval.high] : [])] : [],
   );
@@ -30,7 +37,7 @@ export function tuningSessionChart(points: readonly ChartPoint[]): Html {
   const pad = (hi - lo) * 0.08;
   const yMin = lo - pad;
   const yMax = hi + pad;
-  const n = Math.max(...points.map((p) => p.ordinal), 2);
+  const n = Math.max(...points.map((p) => p.ordinal), ...marks.map((m) => m.after + 1), 2);
   const x = (ordinal: number) => M.left + ((ordinal - 1) / (n - 1)) * (W - M.left - M.right);
   const y = (v: number) => M.top + (1 - (Math.min(Math.max(v, yMin), yMax) - yMin) / (yMax - yMin)) * (H - M.top - M.bottom);
   const f = (v: number) => v.toFixed(1);
@@ -74,8 +81,12 @@ ${xTicks.map((t) => html`<text x="${f(x(t))}" y="${H - M.bottom + 16}" text-anch
 <text x="${W - M.right}" y="${H - 4}" text-anchor="end" font-size="11" fill="#5d6778">window</text>
 <line x1="${M.left}" x2="${W - M.right}" y1="${f(y(1))}" y2="${f(y(1))}" stroke="#8a93a3" stroke-width="1.2" stroke-dasharray="5 4"/>
 <text x="${M.left + 4}" y="${f(y(1) - 5)}" font-size="11" fill="#5d6778">baseline 1.0</text>
+${marks.map((m) => {
+  const mx = f(x(m.after + 0.5));
+  return html`<g class="kept-mark"><line x1="${mx}" x2="${mx}" y1="${M.top}" y2="${H - M.bottom}" stroke="#1d7a46" stroke-width="1.5" stroke-dasharray="2 3"/><text x="${f(x(m.after + 0.5) + 4)}" y="${M.top + 12}" font-size="11" fill="#1d7a46">${m.label}</text><title>${m.label}: the known-good configuration from window ${m.after + 1} on</title></g>`;
+})}
 ${bestPath ? html`<path d="${bestPath}" fill="none" stroke="#1d7a46" stroke-width="2"/>` : ''}
 ${points.map(mark)}
 </svg>
-<div class="legend muted"><span class="key dot"></span> trial's objective, with its 95 % interval <span class="key best"></span> best so far (not verified) <span class="key square"></span> baseline window (runtime over the first's: the drift) <span class="key ring"></span> A/B window of the candidate <span class="key base"></span> 1.0, lower is better <span class="key fail">×</span> failed</div>`;
+<div class="legend muted"><span class="key dot"></span> trial's objective, with its 95 % interval <span class="key best"></span> best so far (not verified) <span class="key square"></span> baseline window (runtime over the first's: the drift${marks.length > 0 ? ', and after a kept step its gain' : ''}) <span class="key ring"></span> A/B window of the candidate <span class="key base"></span> 1.0, lower is better <span class="key fail">×</span> failed${marks.length > 0 ? html` <span class="key kept"></span> a verified step kept` : ''}</div>`;
 }

@@ -1,10 +1,11 @@
-// The dashboard's tuning-session section: the session (state, what it waits for, its chart and
-// iterations with their configuration diff against the baseline), the buttons that act on it
-// (stop, approve, revert), the form that starts one, and the earlier sessions.
+// The dashboard's tuning-session section: the session (state, what it waits for, its verified
+// steps, its chart and iterations with their configuration diff against the baseline), the buttons
+// that act on it (stop, approve, revert), the form that starts one, and the earlier sessions.
 import type { ConfigChange } from '../tuning/space.ts';
 import { TARGETS } from '../../agent/targets/registry.ts';
 import { ENGINE_LIMITS } from '../tuning/engine.ts';
 import { SESSION_DEFAULTS, SESSION_LIMITS } from '../tuning/params.ts';
+import { stepOutcomeWords } from '../tuning/steps.ts';
 import type { iterationViews, tuningSessionView } from '../tuning/views.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { LoginSession } from '../people/store.ts';
@@ -106,23 +107,54 @@ function windowWords(v: View): string {
     : `${v.windowSeconds} s windows`;
 }
 
+type StepView = View['steps'][number];
+
+/** The kept step before step `n` (the known-good it was verified against), if any. */
+const keptBefore = (v: View, n: number): StepView | undefined =>
+  v.steps.filter((s) => s.n < n && s.outcome === 'kept' && s.keptAfter !== null).at(-1);
+
+/** The step the verification is of, when it is a step's (verification.purpose). */
+function verifiedStep(v: View): StepView | undefined {
+  const verification = v.verification;
+  if (verification?.purpose !== 'step') return undefined;
+  return v.steps.filter((s) => s.iteration === verification.candidate.iteration).at(-1);
+}
+
+/** "Verification of step 2" or "Final verification": a step's verification happens mid-search, the final one at its end. */
+function verificationLabel(v: View): string {
+  if (!v.verification) return 'Verification';
+  if (v.verification.purpose !== 'step') return 'Final verification';
+  const step = verifiedStep(v);
+  return step ? `Verification of step ${step.n}` : 'Verification of a step';
+}
+
+function stepPurpose(v: View, step: StepView | undefined): string {
+  if (!step) return 'a big win verified as soon as it was seen; the search goes on after it';
+  const before = keptBefore(v, step.n);
+  return `step ${step.n} (below, with its statements): a big win verified as soon as it was seen, against ${before ? `step ${before.n}` : 'the baseline'}; the search goes on after it`;
+}
+
 function verificationText(v: View): Html {
   const verification = v.verification;
+  const lastKept = keptBefore(v, Infinity);
+  const against = lastKept ? `the last kept step (step ${lastKept.n})` : 'the baseline';
   if (!verification)
-    return html`<span class="muted">after the search: the best against the baseline, ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds, recommended only if the whole ${v.confidencePercent} % interval shows a gain of at least ${v.minEffectPercent} %</span>`;
+    return html`<span class="muted">after the search: the best against ${against}, ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds, recommended only if the whole ${v.confidencePercent} % interval shows a gain of at least ${v.minEffectPercent} %</span>`;
   const verdict =
     verification.decision === 'recommend'
       ? html`<span class="badge ok">recommended</span>`
       : verification.decision === 'no_significant_improvement'
         ? html`<span class="badge off">no significant improvement</span>`
         : html`<span class="badge warn">measuring</span>`;
-  return html`${verdict} iteration ${verification.candidate.iteration}: ${verification.summary ?? 'no complete round yet'}${verification.note ? html`<div class="muted small">${verification.note}</div>` : ''}`;
+  const purpose =
+    verification.purpose === 'step' ? stepPurpose(v, verifiedStep(v)) : `the search's recommendation at its end, against ${against}`;
+  return html`${verdict} iteration ${verification.candidate.iteration}: ${verification.summary ?? 'no complete round yet'}<div class="muted small" id="session-verification-purpose">${purpose}</div>${verification.note ? html`<div class="muted small">${verification.note}</div>` : ''}`;
 }
 
-/** Each statement with 5 % or more of the baseline's time under the candidate, slowest first. */
-function statementsTable(v: View): Html {
-  const statements = v.verification?.statements ?? [];
-  if (statements.length === 0) return html``;
+/** Each statement with 5 % or more of the baseline's time under a verified configuration (the
+ * final verification's, or a step's), slowest first. */
+function statementsTable(statements: StepView['statements'] | undefined, id: string): Html {
+  if (!statements || statements.length === 0) return html``;
   const rows = statements.map(
     (c) => html`<tr>
   <td><code>${c.key}</code></td>
@@ -131,14 +163,63 @@ function statementsTable(v: View): Html {
   <td>${c.regression ? html`<span class="badge warn">regression</span>` : c.ratio && c.ratio.high < 1 ? html`<span class="badge ok">gain</span>` : html`<span class="muted">no clear change</span>`}</td>
 </tr>`,
   );
-  return html`<table id="session-statements" class="small"><thead><tr><th>Statement (user:db:queryid)</th><th class="num" title="its share of the baseline's time">Share</th><th class="num" title="candidate over baseline, paired by A/B round, with the verification's interval">Runtime</th><th></th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<table id="${id}" class="small statements"><thead><tr><th>Statement (user:db:queryid)</th><th class="num" title="its share of the baseline's time">Share</th><th class="num" title="under the verified configuration over the known-good, paired by A/B round, with the verification's interval">Runtime</th><th></th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
-const objectiveText = (it: IterationView): Html => {
-  if (it.kind === 'baseline')
-    return it.baselineRatio === null
-      ? html`–`
-      : html`<span class="muted" title="runtime over the first baseline window's: the drift">×${ratio(it.baselineRatio)}</span>`;
+/** A step's per-statement changes behind a click (a page of steps stays short), open when one regressed. */
+function stepStatements(step: StepView): Html {
+  if (step.statements.length === 0) return html``;
+  const regressions = step.statements.filter((c) => c.regression).length;
+  const gains = step.statements.filter((c) => !c.regression && c.ratio && c.ratio.high < 1).length;
+  const counts = [
+    `${step.statements.length} heavy statement${step.statements.length === 1 ? '' : 's'}`,
+    gains ? `${gains} with a gain` : '',
+    regressions ? `${regressions} regression${regressions === 1 ? '' : 's'}` : '',
+  ].filter(Boolean);
+  return html`<details${regressions ? html` open` : ''}><summary class="muted">${counts.join(', ')}</summary>${statementsTable(step.statements, `session-step-${step.n}-statements`)}</details>`;
+}
+
+const STEP_BADGE: Record<StepView['outcome'], string> = {
+  verifying: 'warn',
+  awaiting_approval: 'warn',
+  applying: 'warn',
+  kept: 'ok',
+  not_verified: 'off',
+  refused: 'bad',
+  not_kept: 'off',
+};
+
+/** One verified step: where it came from, its figures against the known-good of its time, what became of it. */
+function stepItem(v: View, step: StepView): Html {
+  const kept = step.outcome === 'kept' && step.keptAfter !== null;
+  const before = keptBefore(v, step.n);
+  const against = before ? `against step ${before.n}` : 'against the baseline';
+  return html`<li class="session-step${kept ? ' kept' : ''}" id="session-step-${step.n}" data-outcome="${step.outcome}">
+  <div><strong>Step ${step.n}</strong> <span class="muted">from iteration ${step.iteration}, verified ${against}</span> <span class="badge ${STEP_BADGE[step.outcome]}" data-outcome="${step.outcome}">${stepOutcomeWords[step.outcome]}</span>${kept ? html` <span class="known-good">the known-good configuration from window ${step.keptAfter! + 1} on</span>` : ''}</div>
+  <div class="step-summary">${step.summary ?? html`<span class="muted">no complete A/B round yet</span>`}</div>
+  ${step.note ? html`<div class="muted small">${step.note}</div>` : ''}
+  <div class="step-diff">${diffList(step.diff, true)}</div>
+  ${stepStatements(step)}
+</li>`;
+}
+
+/** The session's verified steps in order (steps.ts): big wins verified as soon as they were seen. */
+function stepsBlock(v: View): Html {
+  if (v.steps.length === 0) return html``;
+  return html`<div id="session-steps"><h3>Verified steps</h3>
+<p class="muted small">A trial far enough below the known-good configuration is verified at once in A/B rounds; kept, it is the known-good configuration the search goes on from, and the trials after it are judged against it. Changes are from the baseline.</p>
+<ol class="session-steps">${v.steps.map((step) => stepItem(v, step))}</ol></div>`;
+}
+
+const objectiveText = (it: IterationView, v: View): Html => {
+  if (it.kind === 'baseline') {
+    // After a kept step the known-good is that step: the ratio is its gain as well as the drift.
+    const step = v.steps.filter((s) => s.outcome === 'kept' && s.keptAfter !== null && s.keptAfter < it.ordinal).at(-1);
+    const title = step
+      ? `runtime over the first baseline window's: step ${step.n}'s gain (the known-good since window ${step.keptAfter! + 1}) and the drift`
+      : "runtime over the first baseline window's: the drift";
+    return it.baselineRatio === null ? html`–` : html`<span class="muted" title="${title}">×${ratio(it.baselineRatio)}</span>`;
+  }
   if (it.objective === null) return html`–`;
   return html`${ratio(it.objective)}${it.objectiveInterval ? html`<div class="muted small" title="95 % interval from the measured noise of one window">${ratio(it.objectiveInterval.low)}–${ratio(it.objectiveInterval.high)}</div>` : ''}`;
 };
@@ -152,7 +233,7 @@ function iterationsTable(iterations: NonNullable<TuningSessionSectionInput['show
   <td class="num">${it.ordinal}</td>
   <td>${kindText(it)}<div class="muted small">${it.reason}</div></td>
   <td><span class="badge ${ITERATION_BADGE[it.state]}">${it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}</td>
-  <td class="num">${objectiveText(it)}</td>
+  <td class="num">${objectiveText(it, iterations.view)}</td>
   <td class="num">${ratio(it.bestSoFar)}</td>
   <td class="num">${it.stats ? formatNumber(it.stats.throughput, 1) : '–'}</td>
   <td>${diffList(it.diff)}</td>
@@ -160,6 +241,22 @@ function iterationsTable(iterations: NonNullable<TuningSessionSectionInput['show
   );
   return html`<table id="session-iterations"><thead><tr><th class="num">#</th><th>Kind</th><th>State</th><th class="num" title="runtime over the baseline's at the same time (1.0 = as fast, lower is better), with its 95 % interval">Objective</th><th class="num" title="the search's best so far, not verified">Best so far</th><th class="num" title="top-level statements completed per second">Stmts/s</th><th>Changes from the baseline</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
+
+/** The step the session's best is, when it is one (a step awaiting approval, being applied, or kept). */
+const bestStep = (v: View): StepView | undefined =>
+  v.best
+    ? v.steps.filter((s) => s.iteration === v.best!.iteration && s.outcome !== 'not_verified' && s.outcome !== 'refused').at(-1)
+    : undefined;
+
+/** Approving a step keeps it and the search goes on; approving the final recommendation ends the session. */
+function approveLabel(v: View): string {
+  const step = v.steps.find((s) => s.outcome === 'awaiting_approval');
+  return step ? `Approve and keep step ${step.n}` : 'Approve and apply the best';
+}
+
+/** Where each kept step became the known-good configuration, for the chart. */
+const keptMarks = (v: View) =>
+  v.steps.flatMap((s) => (s.outcome === 'kept' && s.keptAfter !== null ? [{ after: s.keptAfter, label: `step ${s.n} kept` }] : []));
 
 function shownTuningSession(input: TuningSessionSectionInput): Html {
   const shown = input.shown;
@@ -184,7 +281,7 @@ function shownTuningSession(input: TuningSessionSectionInput): Html {
 <div class="session-head">
   <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${windowWords(v)} · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}</span></div>
   <div class="actions">
-    ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', 'Approve and apply the best', '', null) : ''}
+    ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', approveLabel(v), '', null) : ''}
     ${active ? actionButton(input, v.id, 'stop', 'Stop', 'secondary', 'Stop the tuning session? A trial configuration is reverted to known-good.') : ''}
     ${active || (latest && v.state !== 'reverted') ? actionButton(input, v.id, 'revert', 'Revert to baseline', 'danger', 'Revert the database to the configuration the agent found, and end the session?') : ''}
   </div>
@@ -196,11 +293,12 @@ ${v.windowSeconds < SESSION_LIMITS.noisyBelowSeconds ? html`<div class="notice w
   <dt>Progress</dt><dd id="session-progress">${progress ? progressText(progress, v) : '–'}</dd>
   <dt>Baseline</dt><dd>${baseline ? html`${formatMs(baseline.weightedRuntimeMs)} per query (baseline mix), ${formatNumber(baseline.throughput, 1)} statements/s (pg_stat_statements, the throughput judged), ${formatNumber(baseline.tps, 1)} commits/s (pg_stat_database), over ${v.baseline.reports ?? 0} reports` : html`<span class="muted">being measured</span>`}</dd>
   <dt>Drift</dt><dd id="session-drift">${driftText(v)}</dd>
-  <dt>Verification</dt><dd id="session-verification">${verificationText(v)}${statementsTable(v)}</dd>
-  ${v.best ? html`<dt>Recommended</dt><dd id="session-best">iteration ${v.best.iteration}, verified in ${v.best.measurements} A/B rounds${diffList(v.best.diff, true)}</dd>` : ''}
+  <dt>${verificationLabel(v)}</dt><dd id="session-verification">${verificationText(v)}${verifiedStep(v) ? '' : statementsTable(v.verification?.statements, 'session-statements')}</dd>
+  ${v.best ? html`<dt>Recommended</dt><dd id="session-best">${bestStep(v) ? `step ${bestStep(v)!.n}: ` : ''}iteration ${v.best.iteration}, verified in ${v.best.measurements} A/B rounds${diffList(v.best.diff, true)}</dd>` : ''}
   ${v.endedAt ? html`<dt>Ended</dt><dd title="${formatTime(new Date(v.endedAt))}">${formatRelative(new Date(v.endedAt))}</dd>` : ''}
 </dl>
-${points.length > 0 ? tuningSessionChart(points) : ''}
+${stepsBlock(v)}
+${points.length > 0 ? tuningSessionChart(points, keptMarks(v)) : ''}
 ${iterationsTable(shown)}
 </div>`;
 }
