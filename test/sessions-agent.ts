@@ -264,6 +264,7 @@ export interface SessionJson {
   confidencePercent: number;
   seed: number;
   requireApproval: boolean;
+  verifyEarly: boolean;
   statementRegressions: 'approve' | 'refuse';
   reportIntervalSeconds: number;
   best: {

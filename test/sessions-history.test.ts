@@ -46,6 +46,7 @@ const session: TuningSessionRecord = {
   steps: [],
   windowNowSeconds: null,
   windowMinSeconds: 10,
+  verifyEarly: true,
   finalCommandId: null,
   finalSentAt: null,
   mode: 'reload-only',

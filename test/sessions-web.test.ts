@@ -71,9 +71,12 @@ test(
     await page.fill('#session-start input[name=iterations]', '8');
     await page.fill('#session-start input[name=windowSeconds]', '2');
     await page.fill('#session-start input[name=warmupSeconds]', '0');
+    // This session verifies its best at the end only (test/steps-web.test.ts shows the steps).
+    await page.uncheck('#session-start input[name=verifyEarly]');
     await page.click('#session-start button[type=submit]');
     await page.waitForSelector('.notice.ok');
     assert.equal(await page.getAttribute('#session-state', 'data-state'), 'baseline');
+    assert.match((await page.textContent('#tuning')) ?? '', /verified at the end only/);
     assert.equal(await page.$('#session-start'), null, 'no second session while one is active');
     const sessionId = (await page.getAttribute('#session', 'data-session-id'))!;
 

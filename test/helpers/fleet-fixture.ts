@@ -104,6 +104,7 @@ async function createSession(storage: Storage, user: User, databaseId: string): 
     iterations: 5,
     windowSeconds: 60,
     windowMinSeconds: 60,
+    verifyEarly: true,
     warmupSeconds: 10,
     abRoundsMin: 3,
     abRoundsMax: 8,

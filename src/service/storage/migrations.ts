@@ -282,6 +282,8 @@ ALTER TABLE tuning_sessions ADD COLUMN steps jsonb NOT NULL DEFAULT '[]';
 -- window_now_seconds the length chosen once the noise of one window is measured.
 ALTER TABLE tuning_sessions ADD COLUMN window_min_seconds integer;
 ALTER TABLE tuning_sessions ADD COLUMN window_now_seconds integer;
+-- Sessions started before the steps verify at the end only (a running one keeps its behaviour).
+ALTER TABLE tuning_sessions ADD COLUMN verify_early boolean NOT NULL DEFAULT false;
 `,
   },
 ];

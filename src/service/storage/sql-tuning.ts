@@ -50,6 +50,7 @@ interface SessionRow {
   statement_regressions: TuningSessionRecord['statementRegressions'];
   seed: number;
   require_approval: boolean;
+  verify_early: boolean;
   space: TuningSessionRecord['space'];
   created_by: string | null;
   created_by_name: string | null;
@@ -68,7 +69,7 @@ interface SessionRow {
 
 const SESSION_COLUMNS = `s.id, s.database_id, s.state, s.mode, s.iterations, s.window_seconds, s.window_min_seconds, s.window_now_seconds, s.warmup_seconds,
   s.ab_rounds_min, s.ab_rounds_max, s.min_effect_percent, s.confidence_percent, s.statement_regressions,
-  s.seed::float8 AS seed, s.require_approval, s.space, s.created_by, u.username AS created_by_name, s.created_at,
+  s.seed::float8 AS seed, s.require_approval, s.verify_early, s.space, s.created_by, u.username AS created_by_name, s.created_at,
   s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.verification, s.steps, s.final_command_id, s.final_sent_at`;
 const SESSION_FROM = 'tuning_sessions s LEFT JOIN users u ON u.id = s.created_by';
 
@@ -123,6 +124,7 @@ function toSession(row: SessionRow): TuningSessionRecord {
     statementRegressions: row.statement_regressions,
     seed: row.seed,
     requireApproval: row.require_approval,
+    verifyEarly: row.verify_early,
     space: row.space,
     createdById: row.created_by,
     createdBy: row.created_by_name,
@@ -344,8 +346,8 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
       try {
         await db.query(
           `INSERT INTO tuning_sessions (id, database_id, state, mode, iterations, window_seconds, warmup_seconds, seed, require_approval, space, created_by, message,
-             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent, statement_regressions, window_min_seconds)
-           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8, $16, $17::int)`,
+             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent, statement_regressions, window_min_seconds, verify_early)
+           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8, $16, $17::int, $18::boolean)`,
           [
             s.id,
             s.databaseId,
@@ -364,6 +366,7 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
             s.confidencePercent,
             s.statementRegressions,
             s.windowMinSeconds,
+            s.verifyEarly,
           ],
         );
       } catch (err) {

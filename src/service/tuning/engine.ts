@@ -634,7 +634,7 @@ function stepDue(
   iterations: readonly TuningIterationRecord[],
   judgement: SessionJudgement,
 ): TuningIterationRecord | null {
-  if (pendingStep(session)) return null;
+  if (!session.verifyEarly || pendingStep(session)) return null;
   const last = iterations.filter((it) => isTrial(it) && (it.state === 'ok' || it.state === 'failed')).at(-1);
   if (last?.state !== 'ok' || session.steps.some((step) => step.iteration === last.ordinal)) return null;
   const epoch = epochOf(session, last.ordinal);

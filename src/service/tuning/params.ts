@@ -86,6 +86,8 @@ export const StartTuningSessionInputSchema = z
       .max(SESSION_LIMITS.maxSeed, `expected a seed up to ${SESSION_LIMITS.maxSeed}`)
       .optional(),
     requireApproval: z.boolean({ error: 'expected true or false' }).default(true),
+    /** Verify a big win as soon as it is seen, and go on from it (steps.ts). */
+    verifyEarly: z.boolean({ error: 'expected true or false' }).default(true),
     statementRegressions: z
       .enum(['approve', 'refuse'], { error: "expected 'approve' (name it and wait for approval) or 'refuse'" })
       .default('approve'),
@@ -126,6 +128,7 @@ export function startInputFromForm(form: Record<string, string>): Record<string,
     confidencePercent: number('confidencePercent'),
     seed: number('seed'),
     requireApproval: form['requireApproval'] === 'true',
+    verifyEarly: form['verifyEarly'] === 'true',
     statementRegressions: form['statementRegressions'] || undefined,
     fromAdvice: form['fromAdvice'] === 'true' || undefined,
   };

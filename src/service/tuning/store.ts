@@ -161,6 +161,8 @@ export interface TuningSessionParams {
   statementRegressions: 'approve' | 'refuse';
   seed: number;
   requireApproval: boolean;
+  /** Verify a big win as soon as it is seen, as a step (steps.ts); false: only the search's best, at its end. */
+  verifyEarly: boolean;
 }
 
 export interface TuningSessionRecord extends TuningSessionParams {

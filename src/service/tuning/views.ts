@@ -86,6 +86,7 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
     confidencePercent: session.confidencePercent,
     seed: session.seed,
     requireApproval: session.requireApproval,
+    verifyEarly: session.verifyEarly,
     statementRegressions: session.statementRegressions,
     reportIntervalSeconds: sessionReportInterval(windowOf(session)),
     createdBy: session.createdBy,

@@ -279,7 +279,7 @@ function shownTuningSession(input: TuningSessionSectionInput): Html {
   const baseline = v.baseline.stats;
   return html`<div class="session" id="session" data-session-id="${v.id}">
 <div class="session-head">
-  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${windowWords(v)} · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}</span></div>
+  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${windowWords(v)} · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.verifyEarly ? '' : ' · verified at the end only'}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}</span></div>
   <div class="actions">
     ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', approveLabel(v), '', null) : ''}
     ${active ? actionButton(input, v.id, 'stop', 'Stop', 'secondary', 'Stop the tuning session? A trial configuration is reverted to known-good.') : ''}
@@ -324,6 +324,7 @@ function startForm(input: TuningSessionSectionInput): Html {
     <label>Confidence (%)<span class="hint">Of the verification's interval</span><input type="number" name="confidencePercent" min="${SESSION_LIMITS.minConfidencePercent}" max="${SESSION_LIMITS.maxConfidencePercent}" step="any" value="${SESSION_DEFAULTS.confidencePercent}"></label>
   </div>
   <label class="check"><input type="checkbox" name="requireApproval" value="true" checked> Require approval before the best configuration is kept</label>
+  <label class="check"><input type="checkbox" name="verifyEarly" value="true" checked> Verify a big win as soon as it is seen, and go on searching from it</label>
   <label>A statement 25 % slower or more<span class="hint">One with 5 % or more of the baseline's time, under a configuration that is faster overall</span><select name="statementRegressions"><option value="approve">name it, and wait for approval</option><option value="refuse">do not recommend the configuration</option></select></label>
   <button type="submit">Start tuning</button>
 </form>`;
