@@ -184,6 +184,13 @@ for (const kind of STORAGE_KINDS) {
         assert.deepEqual(await ctx.webhook!.sendDue(), []);
         assert.equal(r.requests(e.eventId).length, 3);
         assert.ok(!JSON.stringify(logs).includes(SECRET) && !JSON.stringify(logs).includes('query-secret-not-to-log'));
+        // Retention: a delivered event goes with the reports of its age; a pending one stays.
+        await ctx.webhook!.close();
+        const waiting = outboxEvent();
+        await storage.enqueueWebhooks([waiting]);
+        await sleep(10);
+        await storage.prune({ maxAgeDays: 0, maxReportsPerDatabase: 100, maxEventsPerDatabase: 100 });
+        assert.deepEqual([await row(driver, e.eventId), (await row(driver, waiting.eventId))?.state], [undefined, 'pending']);
       } finally {
         await ctx.webhook?.close();
         await storage.close();
