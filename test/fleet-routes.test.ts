@@ -6,15 +6,20 @@ import { after, before, test } from 'node:test';
 import { FleetViewSchema } from '../src/service/fleet/views.ts';
 import { ADMIN_PASSWORD, PersonClient } from './helpers/service.ts';
 import { until } from './helpers/until.ts';
+import { scrape } from './helpers/prometheus.ts';
 import { reportingAgent } from './sessions-agent.ts';
 import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 
 let lab: AdminService;
 let url = '';
+const METRICS_TOKEN = 'fleet-routes-metrics-token-0123456789';
 
 before(async () => {
   // The advice's refresh looks every 200 ms, and computes a database again after a second.
-  lab = await startAdminService('pglite', { start: { advice: { everyMs: 200, everySeconds: 1 } } });
+  lab = await startAdminService('pglite', {
+    env: { TUNER_METRICS_TOKEN: METRICS_TOKEN },
+    start: { advice: { everyMs: 200, everySeconds: 1 } },
+  });
   url = lab.service.url;
 });
 after(() => lab?.close());
@@ -80,4 +85,8 @@ test('advice pending: the service computes it after the reports arrive; the flee
   const after = await fleet();
   assert.equal(after.databases.find((d) => d.id === calm.databaseId)?.advice, null);
   assert.equal(after.counts.advice, 1);
+  // The metrics count it the same way (an alert rule can fire on it); the outbox is empty (no webhook).
+  const metrics = await scrape(`${url}/metrics`, METRICS_TOKEN);
+  assert.equal(metrics.value('tuner_service_advice_pending'), 1);
+  assert.equal(metrics.value('tuner_service_webhook_events', { state: 'pending' }), 0);
 });

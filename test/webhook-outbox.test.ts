@@ -171,6 +171,7 @@ for (const kind of STORAGE_KINDS) {
         );
         assert.equal((JSON.parse(requests[0]!.body) as { id: string }).id, e.eventId);
         assert.deepEqual(await row(driver, e.eventId), { state: 'delivered', attempts: 3, last_error: null, claimed_by: null });
+        assert.deepEqual((await storage.metricsSnapshot()).webhooksByState, { delivered: 1 }, 'the gauge reads it');
         assert.deepEqual(
           logs.map((l) => [l.level, l.attempt, l.httpStatus]),
           [

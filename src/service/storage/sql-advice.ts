@@ -3,6 +3,12 @@
 import type { AdviceDue, AdviceStore } from '../advice/store.ts';
 import type { Queryable } from './driver.ts';
 
+/** The stored advice `a` stands (the fleet shows it, the metrics count it): it argues for a change,
+ * on reports within the advice's window (`windowParam`: seconds, ADVICE_LIMITS.windowSeconds).
+ * The caller adds that no session ran since it was computed. */
+export const ADVICE_STANDS = (a: string, windowParam: string) =>
+  `${a}.state = 'advice' AND ${a}.reports_to > now() - make_interval(secs => ${windowParam}::float8)`;
+
 export function createAdviceStore(db: Queryable): AdviceStore {
   return {
     async adviceDue(everySeconds, staleSeconds, limit) {

@@ -6,6 +6,7 @@ import type { AgentHealth, FleetEntry, FleetInterval, FleetStore, FleetWatch } f
 import type { TuningSessionState } from '../tuning/store.ts';
 import type { Queryable } from './driver.ts';
 import { ADVICE_LIMITS } from '../advice/queries.ts';
+import { ADVICE_STANDS } from './sql-advice.ts';
 import type { AdviceFinding } from '../advice/advice.ts';
 
 /** One database as the statement's JSON has it: times as ISO 8601 strings. */
@@ -104,9 +105,8 @@ SELECT d.id, d.name, d.target, d.created_at,
   LEFT JOIN watch_states ws ON ws.database_id = d.id AND ws.session_id = k.id
   -- Advice stands while no session runs, if computed after the latest one ended, on reports of
   -- its window (ADVICE_LIMITS.windowSeconds): what the dashboard's advice would say now.
-  LEFT JOIN database_advice a ON a.database_id = d.id AND a.state = 'advice'
+  LEFT JOIN database_advice a ON a.database_id = d.id AND ${ADVICE_STANDS('a', '$2')}
         AND (ls.id IS NULL OR (ls.ended_at IS NOT NULL AND a.computed_at >= ls.ended_at))
-        AND a.reports_to > now() - make_interval(secs => $2::float8)
  WHERE d.account_id = $1::uuid
 ) f`;
 
