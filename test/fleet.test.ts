@@ -3,6 +3,8 @@
 // shared server); the order of attention and the filters; the JSON view against its schema; the
 // page's HTML (escaped, sorted, filtered); and one storage round-trip for 1,000 databases.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { fleetFlags, filterFleet, needsAttentionRank, sortFleet, verifiedGain } from '../src/service/fleet/attention.ts';
@@ -19,15 +21,51 @@ import {
   BLOCKED_REASON,
   KEPT_CONFIG,
   KEPT_RUNTIME,
+  POLICY,
   SCENARIOS,
   SHORT_LEASE_MS,
   addDatabase,
+  createSession,
   openFreshStorage,
+  startAgent,
   type Scenario,
 } from './helpers/fleet-fixture.ts';
+import { reportRequest } from './helpers/service-reports.ts';
+import { PG15_KNOB_SETTINGS } from './helpers/pg15-settings.ts';
+import { MIX, syntheticReport } from './helpers/synthetic-reports.ts';
+import { MiB, PAGE_BYTES } from '../src/knobs/index.ts';
+import { refreshDueAdvice } from '../src/service/advice/refresh.ts';
+import type { Storage } from '../src/service/storage/storage.ts';
+import type { User } from '../src/service/people/store.ts';
 import { STORAGE_KINDS } from './helpers/service.ts';
 
 const query = (q: Partial<FleetQuery> = {}): FleetQuery => FleetQuerySchema.parse(q);
+
+const PERSON: LoginSession = {
+  user: { id: 'u', accountId: 'a', username: 'dba', isAdmin: false, createdAt: new Date(0) },
+  csrfToken: 'csrf',
+  expiresAt: new Date(0),
+};
+
+/** A database whose agent sent five one-minute reports (synthetic statements); with `spills`, the
+ * report query (103) writes 16 MB of temporary files per call. */
+async function databaseReporting(storage: Storage, user: User, name: string, spills: boolean): Promise<string> {
+  const { id } = await storage.createDatabase(user.accountId, { id: randomUUID(), name, target: 'local' });
+  const leaseId = await startAgent(storage, id);
+  for (let seq = 0; seq < 5; seq++) {
+    const r = syntheticReport(Date.now() - (5 - seq) * 60_000, 60, MIX, 10, 1);
+    const top = r.statements.top.map((row) =>
+      spills && row.queryId === '103' ? { ...row, tempBlksWritten: row.calls * ((16 * MiB) / PAGE_BYTES) } : row,
+    );
+    const tempBytes = top.reduce((n, row) => n + row.tempBlksWritten * PAGE_BYTES, 0);
+    const metrics = { ...r, statements: { ...r.statements, top }, database: { ...r.database, total: { ...r.database.total, tempBytes } } };
+    // Every setting the search space reads (a real agent reports the catalog's).
+    const body = { ...reportRequest(leaseId, seq, { metrics }), settings: PG15_KNOB_SETTINGS };
+    const result = await storage.recordReport(id, body, gzipSync(JSON.stringify(body)), POLICY);
+    assert.equal(result.kind, 'accepted');
+  }
+  return id;
+}
 
 /** The states each scenario must show, most pressing first. */
 const EXPECTED: Record<Scenario, string[]> = {
@@ -72,7 +110,11 @@ for (const kind of STORAGE_KINDS) {
         for (const entry of entries) {
           const scenario = ids.get(entry.id)!;
           assert.deepEqual(fleetFlags(entry), EXPECTED[scenario], scenario);
-          assert.deepEqual([entry.advice, entry.workloadChange, entry.watch], [null, null, null], 'placeholders stay null');
+          assert.deepEqual(
+            [entry.advice, entry.workloadChange, entry.watch],
+            [null, null, null],
+            'no advice computed, nothing watched: null',
+          );
         }
         const by = (s: Scenario) => entries.find((e) => ids.get(e.id) === s)!;
 
@@ -113,6 +155,61 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(view.counts.idle, 3);
         const keptView = FleetViewSchema.parse(fleetView(answer.all, [by('kept')], query())).databases[0]!;
         assert.ok(Math.abs(keptView.kept!.verifiedGain! - 0.2) < 1e-9);
+      } finally {
+        await dispose();
+      }
+    });
+
+    test('advice pending: for the database whose reports spill temporary files, not the other; not while a session runs', async () => {
+      const { driver, storage, dispose } = await openFreshStorage(kind);
+      try {
+        const user = await storage.createUser('fleet-person', 'not-a-real-hash', false);
+        const spilling = await databaseReporting(storage, user, 'spills', true);
+        const calm = await databaseReporting(storage, user, 'calm', false);
+        const deps = { stores: { databases: storage, tuning: storage, advice: storage } };
+        const fleet = async () => {
+          const { db, count } = counting(driver);
+          const entries = await createFleetStore(db).fleet(user.accountId);
+          assert.equal(count(), 1, 'one statement, the advice joined');
+          return new Map(entries.map((e) => [e.id, e]));
+        };
+        assert.equal((await fleet()).get(spilling)?.advice, null, 'nothing computed yet: nothing shown');
+
+        // What the service's background round does after reports arrive (advice/refresh.ts).
+        assert.equal(await refreshDueAdvice(deps, { everySeconds: 0, perRound: 10 }), 2);
+        assert.deepEqual(await storage.adviceDue(3600, 900, 10), [], 'computed just now: not due');
+        const entries = await fleet();
+        const advice = entries.get(spilling)?.advice;
+        assert.ok(advice, 'advice pending for the database that spills');
+        assert.deepEqual([advice.count, advice.findings, advice.parameters], [1, ['temp-files'], ['work_mem']]);
+        assert.deepEqual(fleetFlags(entries.get(spilling)!), ['advice']);
+        assert.equal(entries.get(calm)?.advice, null, 'none for the one that does not');
+        assert.deepEqual(fleetFlags(entries.get(calm)!), ['idle']);
+        const all = [...entries.values()];
+        assert.deepEqual(
+          sortFleet(all, 'attention').map((e) => e.name),
+          ['spills', 'calm'],
+        );
+        // The JSON and the page say it.
+        const view = FleetViewSchema.parse(fleetView(all, all, query()));
+        const spillingView = view.databases.find((d) => d.id === spilling)!;
+        assert.deepEqual(spillingView.states, ['advice']);
+        assert.deepEqual(spillingView.advice && [spillingView.advice.findings, spillingView.advice.parameters], [
+          ['temp-files'],
+          ['work_mem'],
+        ]);
+        assert.equal(view.counts.advice, 1);
+        const text = fleetPage(PERSON, { all, shown: all }, query(), new Date()).value;
+        const cells = [...text.matchAll(/<tr data-database="([^"]+)"[\s\S]*?<td class="advice">([\s\S]*?)<\/td>/g)].map((m) => [
+          m[1],
+          m[2],
+        ]);
+        assert.match(cells.find(([id]) => id === spilling)![1]!, /advice pending[\s\S]*work_mem/);
+        assert.doesNotMatch(cells.find(([id]) => id === calm)![1]!, /advice pending/);
+
+        // A session started since: its own diagnoses run; the advice waits for a computation after it.
+        await createSession(storage, user, spilling);
+        assert.equal((await fleet()).get(spilling)?.advice, null);
       } finally {
         await dispose();
       }
@@ -197,7 +294,7 @@ test('the order of attention: a person first, then the quiet; the longest waitin
     entry('lost', { agent: { ...entry('x').agent!, health: 'lost' } }),
     entry('tuning', { latestSession: session('iterating') }),
     entry('gain gone', { kept: keptWith(0.9), watch: 'gone' }),
-    entry('advice', { advice: { count: 2, parameters: ['work_mem'] } }),
+    entry('advice', { advice: { count: 1, findings: ['temp-files'], parameters: ['work_mem'], since: T0 } }),
     entry('none', { agent: null }),
   ];
   assert.deepEqual(

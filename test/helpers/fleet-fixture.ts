@@ -80,7 +80,8 @@ const verification: SessionVerification = {
 };
 const best: SessionBest = { iteration: 3, config: KEPT_CONFIG, objective: 0.8, measurements: 4 };
 
-async function startAgent(storage: Storage, databaseId: string, policy = POLICY, applyBlockedReason: string | null = null) {
+/** The agent's start: its lease id. */
+export async function startAgent(storage: Storage, databaseId: string, policy = POLICY, applyBlockedReason: string | null = null) {
   const request = startRequest();
   request.system.applyBlockedReason = applyBlockedReason;
   const started = await storage.startAgent(databaseId, request, randomUUID(), policy);
@@ -96,7 +97,8 @@ async function report(storage: Storage, databaseId: string, leaseId: string, seq
   return result.command;
 }
 
-async function createSession(storage: Storage, user: User, databaseId: string): Promise<TuningSessionRecord> {
+/** A tuning session just created (baseline), as a person starts one. */
+export async function createSession(storage: Storage, user: User, databaseId: string): Promise<TuningSessionRecord> {
   const created = await storage.createTuningSession(user.accountId, {
     id: randomUUID(),
     databaseId,

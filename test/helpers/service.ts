@@ -107,7 +107,7 @@ export async function startTestService(
   store: ServiceStore,
   env: Record<string, string> = {},
   listen = '127.0.0.1:0',
-  options: Pick<StartOptions, 'requestTimeoutMs' | 'leaseClock' | 'watch'> = {},
+  options: Pick<StartOptions, 'requestTimeoutMs' | 'leaseClock' | 'watch' | 'advice'> = {},
 ): Promise<TestService> {
   const request = parseServiceArgs(['--listen', listen, '--data-dir', store.dataDir], {
     TUNER_ADMIN_PASSWORD: ADMIN_PASSWORD,

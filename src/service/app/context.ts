@@ -10,6 +10,9 @@ import type { Storage } from '../storage/storage.ts';
 import type { TuningStore } from '../tuning/store.ts';
 import type { WatchStore } from '../watch/store.ts';
 import { WebhookNotifier, type WebhookLogEntry } from '../notify/webhook.ts';
+import { WebhookOutbox } from '../notify/outbox.ts';
+import type { WebhookOutboxStore } from '../notify/store.ts';
+import type { AdviceStore } from '../advice/store.ts';
 import { RunningSessions } from '../tuning/running.ts';
 import type { ServiceConfig } from './config.ts';
 import type { ServiceMetrics } from './metrics.ts';
@@ -22,6 +25,8 @@ export interface FeatureStores {
   tuning: TuningStore;
   fleet: FleetStore;
   watch: WatchStore;
+  webhooks: WebhookOutboxStore;
+  advice: AdviceStore;
 }
 
 export interface ServiceContext {
@@ -34,8 +39,9 @@ export interface ServiceContext {
   runningSessions: RunningSessions;
   /** Present when metrics are served (TUNER_METRICS_TOKEN or --metrics-listen). */
   metrics?: ServiceMetrics;
-  /** The webhook for the watch's events, when TUNER_WEBHOOK_URL is set; closed on shutdown. */
-  notifier?: WebhookNotifier;
+  /** The webhook's sender for the watch's events (its outbox in the storage), when
+   * TUNER_WEBHOOK_URL is set; started with the service, closed on shutdown. */
+  webhook?: WebhookOutbox;
 }
 
 export interface ServiceContextOptions {
@@ -52,18 +58,28 @@ export function createServiceContext(
   config: ServiceConfig,
   { metrics, leaseClock, webhookLog }: ServiceContextOptions = {},
 ): ServiceContext {
-  const notifier =
+  const log = webhookLog ? { log: webhookLog } : {};
+  const webhook =
     config.webhookUrl && config.webhookSecret
-      ? new WebhookNotifier({ url: config.webhookUrl, secret: config.webhookSecret }, webhookLog ? { log: webhookLog } : {})
+      ? new WebhookOutbox(storage, new WebhookNotifier({ url: config.webhookUrl, secret: config.webhookSecret }, log), log)
       : undefined;
   return {
-    stores: { people: storage, databases: storage, agents: storage, tuning: storage, fleet: storage, watch: storage },
+    stores: {
+      people: storage,
+      databases: storage,
+      agents: storage,
+      tuning: storage,
+      fleet: storage,
+      watch: storage,
+      webhooks: storage,
+      advice: storage,
+    },
     ping: () => storage.ping(),
     config,
     leasePolicy: leasePolicyOf(config, leaseClock),
     runningSessions: new RunningSessions(),
     ...(metrics && { metrics }),
-    ...(notifier && { notifier }),
+    ...(webhook && { webhook }),
   };
 }
 

@@ -82,6 +82,26 @@ export function createServiceMetrics(): ServiceMetrics {
     },
   });
   new Gauge({
+    name: 'tuner_service_advice_pending',
+    help: 'Databases whose advice between sessions argues for a change while no session runs (the fleet\'s "advice pending").',
+    registers,
+    async collect() {
+      const figures = await snapshot();
+      if (figures) this.set(figures.advicePending);
+    },
+  });
+  new Gauge({
+    name: 'tuner_service_webhook_events',
+    help: 'Webhook events in the outbox, by state (pending: to be sent or retried; delivered; failed: given up).',
+    labelNames: ['state'],
+    registers,
+    async collect() {
+      const figures = await snapshot();
+      if (!figures) return;
+      for (const state of ['pending', 'delivered', 'failed']) this.set({ state }, figures.webhooksByState[state] ?? 0);
+    },
+  });
+  new Gauge({
     name: 'tuner_service_kept_watch',
     help: 'Databases whose kept configuration is watched, by the watch state (measuring, holding, gone).',
     labelNames: ['state'],

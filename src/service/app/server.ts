@@ -8,8 +8,10 @@ import { buildApp } from '../http/app.ts';
 import { createServiceMetrics, startMetricsListener, type MetricsListener } from './metrics.ts';
 import { startTuningSessionTicker } from '../tuning/ticker.ts';
 import { startWatchTicker, WATCH_DEFAULTS, type WatchOptions } from '../watch/watch.ts';
+import { ADVICE_REFRESH_DEFAULTS, startAdviceRefresh, type AdviceRefreshOptions } from '../advice/refresh.ts';
 import type { WebhookLogEntry } from '../notify/webhook.ts';
 import { openStorage } from '../storage/open.ts';
+import { safeErrorForLog } from '../errors.ts';
 import type { Storage } from '../storage/storage.ts';
 
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -35,9 +37,15 @@ export interface StartOptions {
   leaseClock?: () => Date;
   /** The watch on kept configurations: how often it looks, and its periods (shorter in tests). */
   watch?: Partial<WatchOptions> & { everyMs?: number };
+  /** The advice kept for the fleet: how often it looks, and how often a database is computed. */
+  advice?: Partial<AdviceRefreshOptions> & { everyMs?: number };
 }
 
 const WATCH_TICK_MS = 15_000;
+const ADVICE_TICK_MS = 15_000;
+/** How often the webhook's outbox looks for events due (new ones are sent at once; retries wait
+ * for their backoff, whose first step is about a second). */
+const WEBHOOK_TICK_MS = 1000;
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const metrics = config.metricsToken || config.metricsListen ? createServiceMetrics() : undefined;
@@ -96,6 +104,13 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   // The watch judges kept configurations on the reports that keep coming (watch/).
   const { everyMs: watchEveryMs = WATCH_TICK_MS, ...watchOptions } = options.watch ?? {};
   const watchTicker = startWatchTicker(ctx, listening.log, { ...WATCH_DEFAULTS, ...watchOptions }, watchEveryMs);
+  // The advice the fleet shows, computed after reports arrive, off the page's request (advice/).
+  const { everyMs: adviceEveryMs = ADVICE_TICK_MS, ...adviceOptions } = options.advice ?? {};
+  const adviceRefresh = startAdviceRefresh(ctx, listening.log, { ...ADVICE_REFRESH_DEFAULTS, ...adviceOptions }, adviceEveryMs);
+  // Every replica sends from the outbox; the claims keep two from sending one event.
+  ctx.webhook?.start(WEBHOOK_TICK_MS, (err) =>
+    listening.log.warn({ err: safeErrorForLog(err) }, 'webhook: could not read the outbox; it tries again'),
+  );
 
   const address = listening.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -112,7 +127,8 @@ export async function startService(config: ServiceConfig, options: StartOptions 
         clearInterval(timer);
         await tuningSessionTicker.stop();
         await watchTicker.stop();
-        ctx.notifier?.close();
+        await adviceRefresh.stop();
+        await ctx.webhook?.close();
         await listening.close();
         await pruning;
         await storage.close();

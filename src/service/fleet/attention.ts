@@ -54,6 +54,8 @@ function waitingSince(entry: FleetEntry): number {
       return time(entry.agent?.lastReportAt ?? entry.agent?.leaseExpiresAt);
     case 'workload_changed':
       return time(entry.workloadChange?.since);
+    case 'advice':
+      return time(entry.advice?.since);
     default:
       return Number.POSITIVE_INFINITY;
   }

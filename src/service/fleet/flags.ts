@@ -10,7 +10,8 @@
  * - blocked: the agent says it cannot apply changes (a `default.*` parameter group, …): no
  *   session can do anything until someone fixes that;
  * - session_failed: the latest session ended in failure, which its message explains;
- * - workload_changed, advice: worth a look, nothing is wrong (advice: not stored yet);
+ * - workload_changed, advice: worth a look, nothing is wrong (advice: the diagnoses argue for a
+ *   change between sessions, as last computed after the reports arrived);
  * - agent_stopped, no_agent: nobody watches, but by someone's choice (or not set up yet);
  * - tuning: a session runs, by itself; kept: a verified configuration holds; idle: nothing to say.
  * A database has every flag that applies; the first in this order ranks it.

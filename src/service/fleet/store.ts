@@ -1,9 +1,10 @@
 // What the fleet home page asks of its storage: for every database of an account, what the
 // service knows of it, read in one statement (storage/sql-fleet.ts) however many databases there
 // are. The watch and the workload comparison (issue 31 parts 1 and 2, watch/) fill theirs; the
-// advice (part 3) is typed and always null until it is stored.
+// advice (part 3) is read as last computed after the reports arrived (advice/refresh.ts).
 import type { TargetKind } from '../../protocol/v1.ts';
 import type { TuningSessionState } from '../tuning/store.ts';
+import type { AdviceFinding } from '../advice/advice.ts';
 
 /** none: no agent ever started; connected: it holds its lease; stopped: it released its lease
  * (a clean exit); lost: its lease lapsed without a release (no report in time). */
@@ -50,10 +51,14 @@ export interface FleetSession {
   endedAt: Date | null;
 }
 
-/** Not stored yet (issue 31 part 3): the diagnoses' advice waiting for a person. */
+/** The diagnoses' advice waiting for a person (advice/): what they found, strongest first, and
+ * the parameters they would change. */
 export interface FleetAdvice {
   count: number;
+  findings: AdviceFinding[];
   parameters: string[];
+  /** Since when it argues for these findings. */
+  since: Date;
 }
 
 /** The statement mix moved away from the one the kept configuration was verified on (watch/workload.ts). */
@@ -74,7 +79,8 @@ export interface FleetEntry {
   agent: FleetAgent | null;
   kept: FleetKept | null;
   latestSession: FleetSession | null;
-  /** Always null until the advice between sessions is stored. */
+  /** Null unless the advice as last computed argues for a change, was computed since the latest
+   * session ended (and none runs), and read reports of the advice's window (15 minutes). */
   advice: FleetAdvice | null;
   /** Null while the mix is the verified one, or nothing is kept. */
   workloadChange: FleetWorkloadChange | null;

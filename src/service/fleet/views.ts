@@ -7,6 +7,7 @@ import { FLEET_SORTS, FLEET_STATE_FILTERS, type FleetQuery } from './query.ts';
 import { countFlags, fleetFlags, needsAttentionRank, verifiedGain } from './attention.ts';
 import { ACTIVE_SESSION_STATES, type TuningSessionState } from '../tuning/store.ts';
 import type { FleetEntry, FleetInterval } from './store.ts';
+import { AdviceItemViewSchema } from '../advice/views.ts';
 
 const time = z.iso.datetime({ offset: true });
 const IntervalSchema = z.strictObject({ estimate: z.number(), low: z.number(), high: z.number() });
@@ -56,8 +57,16 @@ export const FleetDatabaseViewSchema = z.strictObject({
       endedAt: time.nullable(),
     })
     .nullable(),
-  /** Not computed yet (issue 31): always null for now. */
-  advice: z.strictObject({ count: z.number().int().min(0), parameters: z.array(z.string()) }).nullable(),
+  /** The advice between sessions pending (advice/): how many findings, which (strongest first),
+   * the parameters they would change, since when; null when there is none to act on. */
+  advice: z
+    .strictObject({
+      count: z.number().int().min(1),
+      findings: z.array(AdviceItemViewSchema.shape.finding),
+      parameters: z.array(z.string()),
+      since: time,
+    })
+    .nullable(),
   /** Since when the statement mix is no longer the verified one, and its distance (watch/workload.ts); null while it is. */
   workloadChange: z.strictObject({ since: time, distance: z.number() }).nullable(),
   /** The watch on the kept configuration (watch/verdict.ts); null when nothing is kept or not judged yet. */
@@ -113,7 +122,12 @@ export function fleetDatabaseView(entry: FleetEntry): FleetDatabaseView {
       updatedAt: session.updatedAt.toISOString(),
       endedAt: iso(session.endedAt),
     },
-    advice: entry.advice && { count: entry.advice.count, parameters: [...entry.advice.parameters] },
+    advice: entry.advice && {
+      count: entry.advice.count,
+      findings: [...entry.advice.findings],
+      parameters: [...entry.advice.parameters],
+      since: entry.advice.since.toISOString(),
+    },
     workloadChange: entry.workloadChange && { since: entry.workloadChange.since.toISOString(), distance: entry.workloadChange.distance },
     watch: entry.watch,
   };

@@ -4,7 +4,9 @@
 // 5xx and 429 (bounded in attempts and in total time), not retried on any other answer. An event
 // id is delivered once by a notifier: emitting it again returns the first delivery's outcome.
 // Neither the secret nor the URL's query or credentials ever reach a log line or an outcome.
-// docs/notifications.md describes it for the people who run a receiver.
+// This notifier holds its deliveries in memory; the service sends through the outbox
+// (outbox.ts), which uses this notifier's attempt and retry rule and survives restarts and
+// replicas. docs/notifications.md describes it for the people who run a receiver.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signWebhook } from './webhook-signature.ts';
@@ -78,7 +80,8 @@ export interface WebhookOptions {
   rememberedEvents?: number;
 }
 
-type AttemptResult =
+/** One attempt's end: delivered, worth retrying, or refused by the receiver (not retried). */
+export type AttemptResult =
   | { kind: 'ok'; httpStatus: number }
   | { kind: 'retry'; why: string; httpStatus?: number; retryAfterMs?: number }
   | { kind: 'refused'; why: string; httpStatus: number };
@@ -130,9 +133,34 @@ export class WebhookNotifier {
     return delivery;
   }
 
-  /** Stops retrying: deliveries waiting for their next attempt end `cancelled`. */
+  /** Stops retrying: deliveries waiting for their next attempt end `cancelled`, and an attempt
+   * in flight is aborted. */
   close(): void {
     this.#closing.abort();
+  }
+
+  get closed(): boolean {
+    return this.#closing.signal.aborted;
+  }
+
+  get config(): WebhookConfig {
+    return this.#config;
+  }
+
+  /** The receiver's scheme, host and path, for log lines. */
+  get receiver(): string {
+    return this.#receiver;
+  }
+
+  /**
+   * What to do after attempt `attempt` failed with `result`, `elapsedMs` after the event's first
+   * attempt: the wait before the next one (a receiver's Retry-After honoured when longer than our
+   * own wait, within the bounds), or null when a bound is reached and the event is given up.
+   */
+  nextRetry(attempt: number, result: Extract<AttemptResult, { kind: 'retry' }>, elapsedMs: number): number | null {
+    const wait = Math.max(this.backoffMs(attempt + 1), Math.min(result.retryAfterMs ?? 0, this.#config.maxBackoffMs));
+    if (attempt >= this.#config.maxAttempts || elapsedMs + wait > this.#config.maxTotalSeconds * 1000) return null;
+    return wait;
   }
 
   /** The wait before retry `attempt` (2, 3, …): exponential, with equal jitter (half fixed, half
@@ -142,7 +170,8 @@ export class WebhookNotifier {
     return Math.round(ceiling / 2 + (this.#random() * ceiling) / 2);
   }
 
-  async #attempt(event: WebhookEvent, body: string): Promise<AttemptResult> {
+  /** One signed POST of `body` (the event's, webhookBody) for event `eventId`. */
+  async attempt(eventId: string, body: string): Promise<AttemptResult> {
     const timestamp = Math.floor(Date.now() / 1000);
     let response: Response;
     try {
@@ -151,7 +180,7 @@ export class WebhookNotifier {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'tuner-service webhook',
-          [EVENT_ID_HEADER]: event.id,
+          [EVENT_ID_HEADER]: eventId,
           [SIGNATURE_HEADER]: signWebhook(this.#config.secret, timestamp, body),
         },
         body,
@@ -183,7 +212,7 @@ export class WebhookNotifier {
     const base = { eventId: event.id, kind: event.kind, receiver: this.#receiver };
     for (let attempt = 1; ; attempt++) {
       if (this.#closing.signal.aborted) return { status: 'cancelled', eventId: event.id, attempts: attempt - 1 };
-      const result = await this.#attempt(event, body);
+      const result = await this.attempt(event.id, body);
       if (result.kind === 'ok') {
         this.#log({ level: 'info', message: 'webhook: event delivered', ...base, attempt, httpStatus: result.httpStatus });
         return { status: 'delivered', eventId: event.id, attempts: attempt, httpStatus: result.httpStatus };
@@ -194,10 +223,9 @@ export class WebhookNotifier {
         return { status: 'failed', eventId: event.id, attempts: attempt, retryable: false, reason: `the receiver answered ${result.why}` };
       }
       if (this.#closing.signal.aborted) return { status: 'cancelled', eventId: event.id, attempts: attempt };
-      // A receiver's Retry-After is honoured when longer than our own wait, within the bounds.
-      const wait = Math.max(this.backoffMs(attempt + 1), Math.min(result.retryAfterMs ?? 0, this.#config.maxBackoffMs));
       const elapsed = Date.now() - started;
-      if (attempt >= this.#config.maxAttempts || elapsed + wait > this.#config.maxTotalSeconds * 1000) {
+      const wait = this.nextRetry(attempt, result, elapsed);
+      if (wait === null) {
         const reason = `gave up after ${attempt} attempts in ${Math.round(elapsed / 1000)} s; the last: ${result.why}`;
         this.#log({ level: 'warn', message: `webhook: ${reason}`, ...base, attempt, error: result.why, ...httpStatus });
         return { status: 'failed', eventId: event.id, attempts: attempt, retryable: true, reason };

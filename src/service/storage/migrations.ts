@@ -286,6 +286,49 @@ ALTER TABLE tuning_sessions ADD COLUMN window_now_seconds integer;
 ALTER TABLE tuning_sessions ADD COLUMN verify_early boolean NOT NULL DEFAULT false;
 `,
   },
+  {
+    version: 9,
+    name: 'the webhook outbox (one delivery per event across restarts and replicas) and the advice the fleet shows',
+    sql: `
+-- The webhook's outbox (notify/outbox.ts): an event is written here in the same transaction as
+-- whatever raised it, and sent from here by whichever replica claims it. event_id is the id the
+-- receiver sees (Tuner-Event-Id): a second insert of it is a no-op.
+CREATE TABLE webhook_outbox (
+  event_id uuid PRIMARY KEY,
+  database_id uuid REFERENCES databases (id) ON DELETE CASCADE,
+  kind text NOT NULL,
+  -- Exactly the bytes sent and signed (text: jsonb would reorder the keys).
+  body text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  -- The bounds (maxTotalSeconds) count from here, so that a restart does not renew them.
+  first_attempt_at timestamptz,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  -- A replica's claim while it makes an attempt; another may take the row once it has lapsed.
+  claimed_by uuid,
+  claimed_until timestamptz,
+  -- A status or an error code, never the URL.
+  last_error text,
+  finished_at timestamptz
+);
+CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at) WHERE state = 'pending';
+
+-- The advice between sessions as last computed (advice/store.ts), one row per database, so that
+-- the fleet's single statement can show "advice pending" without computing it.
+CREATE TABLE database_advice (
+  database_id uuid PRIMARY KEY REFERENCES databases (id) ON DELETE CASCADE,
+  computed_at timestamptz NOT NULL,
+  state text NOT NULL CHECK (state IN ('advice', 'nothing', 'session_active', 'no_reports', 'no_space')),
+  findings text[] NOT NULL,
+  parameters text[] NOT NULL,
+  -- The newest report read: the next computation is due once a newer one arrives.
+  reports_to timestamptz,
+  -- Since when it argues for these findings (null unless state is 'advice').
+  since timestamptz
+);
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

@@ -5,6 +5,9 @@ import type { TargetKind } from '../../protocol/v1.ts';
 import type { AgentHealth, FleetEntry, FleetInterval, FleetStore, FleetWatch } from '../fleet/store.ts';
 import type { TuningSessionState } from '../tuning/store.ts';
 import type { Queryable } from './driver.ts';
+import { ADVICE_LIMITS } from '../advice/queries.ts';
+import { ADVICE_STANDS } from './sql-advice.ts';
+import type { AdviceFinding } from '../advice/advice.ts';
 
 /** One database as the statement's JSON has it: times as ISO 8601 strings. */
 interface FleetRow {
@@ -32,8 +35,9 @@ interface FleetRow {
   kept_throughput: FleetInterval | null;
   kept_min_effect_percent: number | null;
   kept_confidence_percent: number | null;
-  advice_count: number | null;
+  advice_findings: AdviceFinding[] | null;
   advice_parameters: string[] | null;
+  advice_since: string | null;
   workload_changed_since: string | null;
   workload_distance: number | null;
   watch: FleetWatch | null;
@@ -68,7 +72,8 @@ export function keptConfiguration(join: 'LEFT JOIN' | 'JOIN'): string {
  * The rows come back as one JSON array in one value: a thousand rows of thirty columns are
  * otherwise thirty thousand values for the driver to convert one by one, which on PGlite cost
  * more than the statement itself.
- * The kept configuration: keptConfiguration above; its watch: watch_states (watch/).
+ * The kept configuration: keptConfiguration above; its watch: watch_states (watch/); the advice:
+ * database_advice (advice/refresh.ts).
  */
 const FLEET_SQL = `
 SELECT coalesce(json_agg(f ORDER BY f.name, f.id), '[]'::json) AS fleet FROM (
@@ -84,8 +89,8 @@ SELECT d.id, d.name, d.target, d.created_at,
        k.id AS kept_session_id, k.acked_at AS kept_at, k.config AS kept_config,
        k.verification -> 'runtime' AS kept_runtime, k.verification -> 'throughput' AS kept_throughput,
        k.min_effect_percent AS kept_min_effect_percent, k.confidence_percent AS kept_confidence_percent,
-       -- Placeholders of issue 31 part 3, typed now: a join once the advice is stored.
-       NULL::int AS advice_count, NULL::text[] AS advice_parameters,
+       -- The advice as last computed (advice/refresh.ts), when it still stands (the join's terms).
+       a.findings AS advice_findings, a.parameters AS advice_parameters, a.since AS advice_since,
        -- The watch on the kept configuration (watch/), for that configuration only.
        ws.workload_changed_since, (ws.workload ->> 'distance')::float8 AS workload_distance,
        ws.state AS watch
@@ -98,6 +103,10 @@ SELECT d.id, d.name, d.target, d.created_at,
   ) ls ON true
   ${keptConfiguration('LEFT JOIN')}
   LEFT JOIN watch_states ws ON ws.database_id = d.id AND ws.session_id = k.id
+  -- Advice stands while no session runs, if computed after the latest one ended, on reports of
+  -- its window (ADVICE_LIMITS.windowSeconds): what the dashboard's advice would say now.
+  LEFT JOIN database_advice a ON a.database_id = d.id AND ${ADVICE_STANDS('a', '$2')}
+        AND (ls.id IS NULL OR (ls.ended_at IS NOT NULL AND a.computed_at >= ls.ended_at))
  WHERE d.account_id = $1::uuid
 ) f`;
 
@@ -152,7 +161,15 @@ function toEntry(row: FleetRow): FleetEntry {
             updatedAt: date(row.session_updated_at!),
             endedAt: dateOrNull(row.session_ended_at),
           },
-    advice: row.advice_count === null ? null : { count: row.advice_count, parameters: row.advice_parameters ?? [] },
+    advice:
+      row.advice_findings === null || row.advice_findings.length === 0
+        ? null
+        : {
+            count: row.advice_findings.length,
+            findings: row.advice_findings,
+            parameters: row.advice_parameters ?? [],
+            since: date(row.advice_since ?? row.created_at),
+          },
     workloadChange:
       row.workload_changed_since === null ? null : { since: date(row.workload_changed_since), distance: row.workload_distance ?? 0 },
     watch: row.watch,
@@ -162,7 +179,7 @@ function toEntry(row: FleetRow): FleetEntry {
 export function createFleetStore(db: Queryable): FleetStore {
   return {
     async fleet(accountId) {
-      const [row] = await db.query<{ fleet: FleetRow[] | string }>(FLEET_SQL, [accountId], { name: 'fleet' });
+      const [row] = await db.query<{ fleet: FleetRow[] | string }>(FLEET_SQL, [accountId, ADVICE_LIMITS.windowSeconds], { name: 'fleet' });
       // node-postgres parses json itself; a driver that hands over the text gets it parsed here.
       const fleet = typeof row?.fleet === 'string' ? (JSON.parse(row.fleet) as FleetRow[]) : (row?.fleet ?? []);
       return fleet.map(toEntry);

@@ -11,6 +11,8 @@ import { createTuningStore } from './sql-tuning.ts';
 import type { RetentionPolicy, Storage } from './storage.ts';
 import { createFleetStore } from './sql-fleet.ts';
 import { createWatchStore } from './sql-watch.ts';
+import { createWebhookOutboxStore } from './sql-webhook.ts';
+import { createAdviceStore } from './sql-advice.ts';
 
 export function createSqlStorage(driver: SqlDriver): Storage {
   const db: Queryable = driver;
@@ -22,6 +24,8 @@ export function createSqlStorage(driver: SqlDriver): Storage {
     ...createTuningStore(driver),
     ...createFleetStore(driver),
     ...createWatchStore(driver),
+    ...createWebhookOutboxStore(driver),
+    ...createAdviceStore(driver),
 
     async prune(policy: RetentionPolicy) {
       const count = async (deleteSql: string, params: readonly unknown[]): Promise<number> => {
@@ -45,6 +49,10 @@ export function createSqlStorage(driver: SqlDriver): Storage {
         );
       }
       const loginSessions = await count('DELETE FROM login_sessions WHERE expires_at < now()', []);
+      // Webhook events delivered or given up, with the reports of their time; pending ones stay.
+      await count("DELETE FROM webhook_outbox WHERE state <> 'pending' AND finished_at < now() - make_interval(days => $1::int)", [
+        policy.maxAgeDays,
+      ]);
       return { reports, events, loginSessions };
     },
 

@@ -10,6 +10,7 @@ import type { SqlDriver } from './driver.ts';
 import { one } from './sql-rows.ts';
 import { keptConfiguration } from './sql-fleet.ts';
 import { readReportsSince } from './sql-tuning.ts';
+import { insertOutboxEvents } from './sql-webhook.ts';
 
 const ACTIVE = ACTIVE_SESSION_STATES.map((s) => `'${s}'`).join(', ');
 
@@ -78,7 +79,7 @@ export function createWatchStore(driver: SqlDriver): WatchStore {
 
     watchReports: (databaseId, since, limit) => readReportsSince(driver, databaseId, since, limit),
 
-    async saveWatch(record, previous, events) {
+    async saveWatch(record, previous, events, webhooks = []) {
       return driver.transaction(async (tx) => {
         const values = [
           record.databaseId,
@@ -110,6 +111,7 @@ export function createWatchStore(driver: SqlDriver): WatchStore {
             [record.databaseId, event.at, event.code, event.message],
           );
         }
+        await insertOutboxEvents(tx, webhooks);
         return true;
       });
     },

@@ -8,6 +8,8 @@ import type { TuningStore } from '../tuning/store.ts';
 import type { MetricsSnapshot } from './sql-metrics.ts';
 import type { FleetStore } from '../fleet/store.ts';
 import type { WatchStore } from '../watch/store.ts';
+import type { WebhookOutboxStore } from '../notify/store.ts';
+import type { AdviceStore } from '../advice/store.ts';
 
 export interface RetentionPolicy {
   /** Reports and events older than this are deleted. */
@@ -18,7 +20,8 @@ export interface RetentionPolicy {
   maxEventsPerDatabase: number;
 }
 
-export interface Storage extends PeopleStore, DatabaseStore, AgentStore, TuningStore, FleetStore, WatchStore {
+export interface Storage
+  extends PeopleStore, DatabaseStore, AgentStore, TuningStore, FleetStore, WatchStore, WebhookOutboxStore, AdviceStore {
   readonly kind: 'pglite' | 'postgres';
 
   // Housekeeping

@@ -3,6 +3,7 @@
 // raises, once (the save is conditional on the state it was computed from).
 import type { Interval } from '../../measure/verify.ts';
 import type { StoredReport } from '../databases/store.ts';
+import type { OutboxEvent } from '../notify/store.ts';
 import type { WatchState } from './verdict.ts';
 import type { WorkloadComparison } from './workload.ts';
 
@@ -52,9 +53,15 @@ export interface WatchStore {
   watchReports(databaseId: string, since: Date, limit: number): Promise<StoredReport[]>;
   /**
    * Saves `record` if the stored one is still `previous` (judged at the same time; null: none
-   * stored), and then inserts `events`. False when another replica saved first: nothing written.
+   * stored), and then inserts `events` and their `webhooks` into the outbox, all in one
+   * transaction. False when another replica saved first: nothing written.
    */
-  saveWatch(record: WatchRecord, previous: WatchRecord | null, events: readonly WatchEvent[]): Promise<boolean>;
+  saveWatch(
+    record: WatchRecord,
+    previous: WatchRecord | null,
+    events: readonly WatchEvent[],
+    webhooks?: readonly OutboxEvent[],
+  ): Promise<boolean>;
   /** How many watched databases are in each state, and how many see their workload changed (the metrics). */
   watchCounts(): Promise<{ byState: Record<WatchState, number>; workloadChanged: number }>;
 }

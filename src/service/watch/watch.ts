@@ -1,13 +1,15 @@
 // The watch at work: for a database due (store.ts watchDue), the kept configuration's session is
 // read, the reports since the keep are judged (verdict.ts) and, once a period, the period's mix
 // compared with the verified one (workload.ts); the new state is saved with the events it raises
-// (once: the save is conditional), and those go to the webhook when one is configured. The
-// watch never reverts anything: the event says what a person can do.
+// (once: the save is conditional) and, when a webhook is configured, with their webhook in the
+// outbox (notify/outbox.ts), in the same transaction. The watch never reverts anything: the event
+// says what a person can do.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { safeErrorForLog } from '../errors.ts';
 import { repeatEvery, type Repeating } from '../repeat.ts';
-import type { WebhookEvent } from '../notify/webhook.ts';
+import { webhookBody, type WebhookEvent } from '../notify/webhook.ts';
+import type { OutboxEvent } from '../notify/store.ts';
 import { configKey } from '../../optimizer/index.ts';
 import { judgeSession, pointOf } from '../tuning/history.ts';
 import type { TuningIterationRecord, TuningSessionRecord, TuningStore } from '../tuning/store.ts';
@@ -30,8 +32,8 @@ const MAX_REPORTS = 5000;
 
 export interface WatchDeps {
   stores: { watch: WatchStore; tuning: TuningStore };
-  /** The webhook, when configured (notify/webhook.ts). */
-  notifier?: { notify(event: WebhookEvent): Promise<unknown> };
+  /** The webhook's outbox, when one is configured (notify/outbox.ts): told to send after a save. */
+  webhook?: { kick(): void };
   metrics?: { watchEventRaised(code: WatchEvent['code']): void };
 }
 
@@ -125,25 +127,29 @@ export async function judgeKept(deps: WatchDeps, due: WatchDue, options: WatchOp
     workloadChangedSince,
     workload,
   };
-  const saved = await deps.stores.watch.saveWatch(record, stored, events);
+  const webhooks = deps.webhook
+    ? events.map((event): OutboxEvent => {
+        const webhook: WebhookEvent = {
+          id: event.id,
+          kind: event.code,
+          database: { id: due.databaseId, name: due.databaseName },
+          at: event.at,
+          details: {
+            sessionId: due.sessionId,
+            message: event.message,
+            ...(event.code === 'kept_gain_gone'
+              ? { verified: reference?.verified ?? null, measured: verdict.runtime, minEffectPercent: reference?.minEffectPercent ?? null }
+              : { workload }),
+          },
+        };
+        return { eventId: event.id, databaseId: due.databaseId, kind: event.code, body: webhookBody(webhook) };
+      })
+    : [];
+  const saved = await deps.stores.watch.saveWatch(record, stored, events, webhooks);
   if (!saved) return [];
-  for (const event of events) {
-    deps.metrics?.watchEventRaised(event.code);
-    // The webhook retries on its own; its outcome is logged by it, never awaited here.
-    void deps.notifier?.notify({
-      id: event.id,
-      kind: event.code,
-      database: { id: due.databaseId, name: due.databaseName },
-      at: event.at,
-      details: {
-        sessionId: due.sessionId,
-        message: event.message,
-        ...(event.code === 'kept_gain_gone'
-          ? { verified: reference?.verified ?? null, measured: verdict.runtime, minEffectPercent: reference?.minEffectPercent ?? null }
-          : { workload }),
-      },
-    });
-  }
+  for (const event of events) deps.metrics?.watchEventRaised(event.code);
+  // The outbox sends (and retries) on its own; this only spares the events the wait for its round.
+  if (webhooks.length > 0) deps.webhook?.kick();
   return events;
 }
 

@@ -20,7 +20,7 @@ export const FLAG_LABELS: Record<FleetFlag, { text: string; badge: 'ok' | 'warn'
   blocked: { text: 'changes blocked', badge: 'bad' },
   session_failed: { text: 'session failed', badge: 'bad' },
   workload_changed: { text: 'workload changed', badge: 'warn' },
-  advice: { text: 'advice', badge: 'warn' },
+  advice: { text: 'advice pending', badge: 'warn' },
   agent_stopped: { text: 'agent stopped', badge: 'off' },
   no_agent: { text: 'no agent yet', badge: 'off' },
   tuning: { text: 'tuning', badge: 'ok' },
@@ -81,6 +81,14 @@ function sessionCell(entry: FleetEntry, now: Date): Html {
     <div class="muted">${s.endedAt ? `ended ${formatRelative(s.endedAt, now)}` : `since ${formatRelative(s.createdAt, now)}`}</div>`;
 }
 
+/** What the diagnoses argue for between sessions, linked to the dashboard's advice card. */
+function adviceCell(entry: FleetEntry, now: Date): Html {
+  const advice = entry.advice;
+  if (!advice) return html`<span class="muted">–</span>`;
+  return html`<a href="/databases/${entry.id}#advice"><span class="badge warn" title="${advice.findings.join(', ')}">advice pending</span></a>
+    <div class="muted">${advice.parameters.join(', ')}; since ${formatRelative(advice.since, now)}</div>`;
+}
+
 function row(entry: FleetEntry, now: Date): Html {
   const flags = fleetFlags(entry);
   const blocked = entry.agent?.applyBlockedReason;
@@ -90,6 +98,7 @@ function row(entry: FleetEntry, now: Date): Html {
     ${blocked ? html`<div class="muted">${blocked}</div>` : ''}</td>
   <td>${agentCell(entry, now)}</td>
   <td>${sessionCell(entry, now)}</td>
+  <td class="advice">${adviceCell(entry, now)}</td>
   <td>${gainCell(entry)}</td>
 </tr>`;
 }
@@ -120,7 +129,7 @@ export function fleetPage(login: LoginSession, answer: FleetAnswer, query: Fleet
       ? html`<p class="empty">${answer.all.length === 0 ? 'No database yet.' : 'No database matches this filter.'} <a href="/fleet">Show all</a></p>`
       : html`<table id="fleet"><thead><tr>
   ${sortHeading(query, 'name', 'Database')}${sortHeading(query, 'attention', 'State')}${sortHeading(query, 'last_report', 'Agent')}
-  <th>Session</th>${sortHeading(query, 'gain', 'Kept configuration')}
+  <th>Session</th><th>Advice</th>${sortHeading(query, 'gain', 'Kept configuration')}
 </tr></thead><tbody>${answer.shown.map((e) => row(e, now))}</tbody></table>`;
   return page({
     title: 'Fleet',
