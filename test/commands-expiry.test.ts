@@ -53,14 +53,19 @@ for (const kind of STORAGE_KINDS) {
       });
       // Reports inside the first trial's window, none past its end: then the agent goes quiet, and
       // the session closes the window without it (as the timer does once the grace has passed).
+      // On a loaded machine a window may get too few calls and be contaminated: it is measured
+      // again with the same command, so the cycle is repeated until the next trial is queued.
       const first = (await getTuningSession(person, databaseId, started.id)).iterations.find(isTrialJson)!;
-      const end = Date.parse(first.window!.end);
-      while (Date.now() < end - 400) {
-        await sleep(150);
-        await agent.report();
+      let waiting = (await getTuningSession(person, databaseId, started.id)).iterations.filter(isTrialJson);
+      for (let attempt = 0; attempt < ENGINE_LIMITS.windowAttempts && waiting.at(-1)!.commandId === first.commandId; attempt++) {
+        const end = Date.parse(waiting.at(-1)!.window!.end);
+        while (Date.now() < end - 400) {
+          await sleep(150);
+          await agent.report();
+        }
+        await advanceTuningSession(service.storage, databaseId, { now: new Date(end + (ENGINE_LIMITS.minGraceSeconds + 1) * 1000) });
+        waiting = (await getTuningSession(person, databaseId, started.id)).iterations.filter(isTrialJson);
       }
-      await advanceTuningSession(service.storage, databaseId, { now: new Date(end + (ENGINE_LIMITS.minGraceSeconds + 1) * 1000) });
-      const waiting = (await getTuningSession(person, databaseId, started.id)).iterations.filter(isTrialJson);
       const second = waiting.at(-1)!;
       assert.notEqual(second.commandId, first.commandId, `a second trial is queued: ${JSON.stringify(waiting.map((it) => it.state))}`);
       assert.equal(second.state, 'applying');
