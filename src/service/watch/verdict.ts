@@ -13,9 +13,9 @@ export const WATCH = {
   runWindows: 4,
 } as const;
 
-/** measuring: too few windows judged yet; holding: the gain may still be there; gone: the whole
- * interval of the runtime ratio now lies above 1 − the minimum effect (even its optimistic end
- * no longer clears it). */
+/** measuring: too few windows judged yet; holding: the gain may still be there; gone: the
+ * runtime ratio's estimate no longer clears 1 − the minimum effect, and the kept level has risen
+ * beyond the run's noise (its interval lies wholly above the verified ratio). */
 export type WatchState = 'measuring' | 'holding' | 'gone';
 export const WATCH_STATES: readonly WatchState[] = ['measuring', 'holding', 'gone'];
 
@@ -92,7 +92,12 @@ export function watchVerdict(reference: WatchReference, reports: readonly WatchR
   const sd = windowSd;
   const center = Math.log(reference.verified.estimate) + change;
   const runtime = { estimate: Math.exp(center), low: Math.exp(center - z * sd), high: Math.exp(center + z * sd) };
-  // Gone only when the whole interval says so: a noisy run never raises the event.
-  const gone = runtime.low > 1 - reference.minEffectPercent / 100;
+  // Gone when, on the run's estimate, the gain no longer reaches the minimum effect, and the kept
+  // level has moved beyond the run's noise since the verification (a noisy run of a kept gain
+  // near the minimum effect does not raise the event). Requiring the whole interval above
+  // 1 − the minimum effect instead asked for the runtime to rise past the baseline's by the
+  // run's noise: at a real cluster's noise (±19 % over 4 windows of 5 s) a gain entirely gone,
+  // the runtime back at the baseline's, held on (e2e-watch.test.ts, watch.test.ts).
+  const gone = runtime.estimate > 1 - reference.minEffectPercent / 100 && runtime.low > reference.verified.estimate;
   return { state: gone ? 'gone' : 'holding', windows: judged.length, runtime };
 }
