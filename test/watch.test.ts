@@ -105,24 +105,29 @@ const REAL_NOISE = 0.14;
 test('at the noise of a real cluster: the runtime back at the baseline says gone within the bound, a held gain never does', () => {
   // With the whole interval required above 1 − the minimum effect, a run of 4 windows this noisy
   // (interval ±19 %) said gone only once the runtime rose 15 % past the baseline's: a gain
-  // entirely gone, the kept configuration back at the baseline's speed, could hold forever.
+  // entirely gone, the kept configuration back at the baseline's speed, could hold forever. And
+  // the baseline it comes back to is the one the session measured, give or take its drift: on
+  // a real cluster it came back at 0.93-0.97 of it, which no estimate over 0.95 would say.
   const ref = reference(REAL_NOISE);
   const before = 12;
   const bound = (WATCH.runWindows + 1) * PER_WINDOW;
-  for (let seed = 1; seed <= 20; seed++) {
-    const reports = stream(seed, before, 10, 1.0, { noise: REAL_NOISE });
-    const at = firstGone(ref, reports);
-    assert.ok(at !== null, `seed ${seed}: the watch never saw the gain go`);
-    const after = at - before * PER_WINDOW;
-    assert.ok(after >= 0, `seed ${seed}: gone ${-after} reports before the change`);
-    assert.ok(after < bound, `seed ${seed}: gone ${after} reports after the change (bound ${bound})`);
-    assert.equal(firstGone(ref, stream(seed, 30, 0, KEPT, { noise: REAL_NOISE })), null, `seed ${seed}: gone while the gain held`);
+  for (const backAt of [1.0, 0.93]) {
+    for (let seed = 1; seed <= 20; seed++) {
+      const reports = stream(seed, before, 10, backAt, { noise: REAL_NOISE });
+      const at = firstGone(ref, reports);
+      assert.ok(at !== null, `back at ${backAt}, seed ${seed}: the watch never saw the gain go`);
+      const after = at - before * PER_WINDOW;
+      assert.ok(after >= 0, `back at ${backAt}, seed ${seed}: gone ${-after} reports before the change`);
+      assert.ok(after < bound, `back at ${backAt}, seed ${seed}: gone ${after} reports after the change (bound ${bound})`);
+    }
   }
+  for (let seed = 1; seed <= 20; seed++)
+    assert.equal(firstGone(ref, stream(seed, 30, 0, KEPT, { noise: REAL_NOISE })), null, `seed ${seed}: gone while the gain held`);
 });
 
 test('a kept gain just past the minimum effect: its noisy runs never raise it (the level must rise beyond the noise)', () => {
-  // Verified at 0.92 (interval 0.90–0.94): a run's estimate over 0.95 alone is 1.5 run
-  // deviations away; the level must also have risen past the run's interval.
+  // Verified at 0.92 (interval 0.90–0.94): a run's interval reaching over 0.95 is a matter of
+  // its noise alone; the level must also have risen beyond it.
   const ref = reference(NOISE, 0.92, { estimate: 0.92, low: 0.9, high: 0.94 });
   for (let seed = 1; seed <= 20; seed++)
     assert.equal(firstGone(ref, stream(seed, 30, 0, 0.92, { kept: 0.92 })), null, `seed ${seed}: gone while the gain held`);

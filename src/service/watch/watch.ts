@@ -58,7 +58,7 @@ function goneMessage(verdict: WatchVerdict, reference: WatchReference): string {
   return (
     `the kept configuration's gain is gone: on the verified query mix it now runs at ${r.estimate.toFixed(3)} of the baseline's runtime ` +
     `(${reference.confidencePercent} % interval ${r.low.toFixed(3)}–${r.high.toFixed(3)}), verified at ${reference.verified.estimate.toFixed(3)}; ` +
-    `the gain no longer clears the minimum effect of ${reference.minEffectPercent} % (gain now ${pct(1 - r.estimate)}). ` +
+    `the interval no longer clears the minimum effect of ${reference.minEffectPercent} % (gain now ${pct(1 - r.estimate)}) and lies above the verified ratio. ` +
     'Start a new session, or revert to the baseline: the service does not revert by itself.'
   );
 }
