@@ -241,7 +241,8 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
     assert.match(message, /^the statement mix is no longer the one the kept configuration was verified on/);
     for (const text of ['SELECT id, v FROM lab_kv WHERE id = $1', 'SELECT length(v) FROM lab_kv WHERE id = $1'])
       assert.ok(message.includes(`appeared: "${text}"`), `names ${text} as appeared: ${message}`);
-    // The report vanished, or, when the period compared still held some of its calls, lost its weight.
+    // The report vanished (named by the text of the session's baseline reports: the period's have
+    // none of it), or, when the period compared still held some of its calls, lost its weight.
     assert.match(message, /(vanished|changed weight): "SELECT count\(\*\) FROM lab_probes WHERE key NOT IN/);
     const entry = await fleetEntry();
     assert.ok(entry.workloadChange && entry.workloadChange.distance > 0.25, JSON.stringify(entry.workloadChange));

@@ -180,6 +180,18 @@ test('the workload comparison names the statements that appeared, vanished or ch
   const text = describeWorkloadChange(changed);
   assert.match(text, /appeared: statement 10:5:201:t/);
   assert.match(text, /vanished: statement 10:5:103:t/);
+  // A statement that vanished is not in the period's reports: the texts of the reports the
+  // verified mix was measured on name it.
+  const named = compareWorkload(
+    verified,
+    stream(3, 0, 6, KEPT, { statementsAfter: changedMix }).map((r) => r.metrics),
+    new Map([['10:5:103:t', 'SELECT count(*) FROM report']]),
+  )!;
+  assert.deepEqual(
+    named.vanished.map((s) => s.text),
+    ['SELECT count(*) FROM report'],
+  );
+  assert.match(describeWorkloadChange(named), /vanished: "SELECT count\(\*\) FROM report" \(was \d+ %\)/);
 });
 
 test('a change spread thin (none past the thresholds on its own) still names what moved most', () => {
