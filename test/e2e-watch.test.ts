@@ -12,7 +12,11 @@
 //      come within a bounded number of reports after the change: the window the change falls
 //      in, then WATCH.runWindows windows of the kept level's new runtime, and the ticker's delay.
 //   2. the statements change: the report is replaced by two point reads it never ran;
-//      workload_changed names them (by the text the agent sends), and the report as vanished.
+//      workload_changed names them (by the text the agent sends), and the report by its text.
+// What this test found in the watch (verdict.ts, watch.ts): at this cluster's noise (one window
+// 5-47 %) the rule "the whole interval above 1 − the minimum effect" left a configuration back
+// at the baseline's speed holding, and a report that vanished from the period compared was
+// named by its key only.
 // No speed is asserted: only what the watch concludes, and when.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -47,6 +51,10 @@ const GONE_WITHIN_REPORTS =
   (WATCH.runWindows + 2) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1) +
   Math.ceil((WATCH_OPTIONS.judgeEverySeconds + WATCH_OPTIONS.everyMs / 1000) / REPORT_INTERVAL_SECONDS) +
   2;
+
+/** Reports the watch must go on holding for before the change: a whole run of windows after the
+ * first judged holding, each of WINDOW_SECONDS of reports and one to spare. */
+const HOLD_REPORTS = (WATCH.runWindows + 1) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1);
 
 /** work-mem with its report replaced by two point reads it never ran (the cheap statements stay). */
 const POINT_READS: Workload = {
@@ -184,16 +192,16 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
           `  #${it.ordinal} ${it.phase} ${it.kind} ${it.round ?? ''} ${it.state} runtime ${it.stats?.['weightedRuntimeMs'] ?? '–'} ms objective ${it.objective?.toFixed(3) ?? '–'}`,
         );
 
-      // While the gain holds: the watch measures, then holds, for as many reports as it would need
-      // to say gone, and raises nothing.
+      // While the gain holds: the watch measures, then holds for a whole run of windows, and
+      // raises nothing.
       await until('the watch to hold', async () => (await fleetEntry()).watch === 'holding', 120_000, 500);
       const holdingFrom = await latestReport();
       await until(
-        `${GONE_WITHIN_REPORTS} reports while the gain holds`,
+        `${HOLD_REPORTS} reports while the gain holds`,
         async () => {
           assert.equal((await fleetEntry()).watch, 'holding', 'still holding while the kept configuration runs');
           assert.deepEqual(await events('kept_gain_gone'), [], 'nothing raised while the gain holds');
-          return (await reportsSince(holdingFrom)) >= GONE_WITHIN_REPORTS;
+          return (await reportsSince(holdingFrom)) >= HOLD_REPORTS;
         },
         180_000,
         500,
