@@ -22,7 +22,8 @@ import {
 export interface AdminServiceOptions {
   /** Service configuration from the environment, as the bin reads it. */
   env?: Record<string, string>;
-  start?: Pick<StartOptions, 'requestTimeoutMs' | 'leaseClock' | 'advice'>;
+  /** Test-only start options (the watch's and the advice refresh's shorter periods among them: server.ts StartOptions). */
+  start?: Pick<StartOptions, 'requestTimeoutMs' | 'leaseClock' | 'advice' | 'watch'>;
   /** Downloads of its own (TUNER_DOWNLOADS_DIR), whatever dist/ holds: a build's output as the
    * pages see it, one binary named in SHA256SUMS. */
   fakeDownloads?: boolean;

@@ -13,9 +13,9 @@ export const WATCH = {
   runWindows: 4,
 } as const;
 
-/** measuring: too few windows judged yet; holding: the gain may still be there; gone: the whole
- * interval of the runtime ratio now lies above 1 − the minimum effect (even its optimistic end
- * no longer clears it). */
+/** measuring: too few windows judged yet; holding: the gain may still be there; gone: the
+ * interval of the runtime ratio no longer clears 1 − the minimum effect, and the kept level has
+ * risen beyond the run's noise (the interval lies wholly above the verified ratio). */
 export type WatchState = 'measuring' | 'holding' | 'gone';
 export const WATCH_STATES: readonly WatchState[] = ['measuring', 'holding', 'gone'];
 
@@ -92,7 +92,15 @@ export function watchVerdict(reference: WatchReference, reports: readonly WatchR
   const sd = windowSd;
   const center = Math.log(reference.verified.estimate) + change;
   const runtime = { estimate: Math.exp(center), low: Math.exp(center - z * sd), high: Math.exp(center + z * sd) };
-  // Gone only when the whole interval says so: a noisy run never raises the event.
-  const gone = runtime.low > 1 - reference.minEffectPercent / 100;
+  // Gone when the run's interval no longer clears the minimum effect (its high end is past
+  // 1 − the minimum effect: the verification's rule, turned round), and the kept level has risen
+  // beyond the run's noise since the verification (its low end is past the verified ratio), so
+  // that a noisy run of a gain near the minimum effect does not raise the event. Requiring the
+  // whole interval past 1 − the minimum effect instead (or even the estimate) asked the runtime
+  // to come back slower than the baseline the session measured: on a real cluster (±19 % over 4
+  // windows of 5 s) a kept configuration back at the baseline's speed, give or take its drift,
+  // held on (e2e-watch.test.ts, watch.test.ts).
+  const threshold = 1 - reference.minEffectPercent / 100;
+  const gone = runtime.high > threshold && runtime.low > reference.verified.estimate;
   return { state: gone ? 'gone' : 'holding', windows: judged.length, runtime };
 }

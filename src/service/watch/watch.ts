@@ -16,7 +16,7 @@ import type { TuningIterationRecord, TuningSessionRecord, TuningStore } from '..
 import { serviceInterval } from '../tuning/window.ts';
 import type { WatchDue, WatchEvent, WatchRecord, WatchStore } from './store.ts';
 import { WATCH, watchVerdict, type WatchReference, type WatchReport, type WatchVerdict } from './verdict.ts';
-import { compareWorkload, describeWorkloadChange, WORKLOAD, type WorkloadComparison } from './workload.ts';
+import { compareWorkload, describeWorkloadChange, statementTexts, WORKLOAD, type WorkloadComparison } from './workload.ts';
 
 export interface WatchOptions {
   /** A database is judged again this long after its last judgement. */
@@ -29,6 +29,8 @@ export const WATCH_DEFAULTS: WatchOptions = { judgeEverySeconds: 60, workloadPer
 
 /** Reports read at most per judgement (a week of one-minute reports is far beyond a run). */
 const MAX_REPORTS = 5000;
+/** Reports from the kept session's baseline on read for the texts of statements that vanished. */
+const VERIFIED_TEXT_REPORTS = 100;
 
 export interface WatchDeps {
   stores: { watch: WatchStore; tuning: TuningStore };
@@ -66,7 +68,7 @@ function goneMessage(verdict: WatchVerdict, reference: WatchReference): string {
   return (
     `the kept configuration's gain is gone: on the verified query mix it now runs at ${r.estimate.toFixed(3)} of the baseline's runtime ` +
     `(${reference.confidencePercent} % interval ${r.low.toFixed(3)}–${r.high.toFixed(3)}), verified at ${reference.verified.estimate.toFixed(3)}; ` +
-    `the gain no longer clears the minimum effect of ${reference.minEffectPercent} % (gain now ${pct(1 - r.estimate)}). ` +
+    `the interval no longer clears the minimum effect of ${reference.minEffectPercent} % (gain now ${pct(1 - r.estimate)}) and lies above the verified ratio. ` +
     'Start a new session, or revert to the baseline: the service does not revert by itself.'
   );
 }
@@ -107,6 +109,13 @@ export async function judgeKept(deps: WatchDeps, due: WatchDue, options: WatchOp
     const periodStart = now.getTime() - options.workloadPeriodSeconds * 1000;
     const period = reports.filter((r) => r.start >= periodStart).map((r) => r.metrics);
     workload = compareWorkload(shares, period);
+    // A statement that vanished is not in the period's reports: its text is in those the kept
+    // session's baseline was measured on, while the storage still keeps them.
+    const baselineStart = found?.session.baselineWindow?.start;
+    if (workload?.vanished.some((s) => s.key !== '*' && s.text === null) && baselineStart) {
+      const verifiedReports = await deps.stores.watch.watchReports(due.databaseId, baselineStart, VERIFIED_TEXT_REPORTS);
+      workload = compareWorkload(shares, period, statementTexts(verifiedReports.flatMap((r) => (r.metrics ? [r.metrics] : []))));
+    }
     workloadChangedSince = workload?.changed ? (workloadChangedSince ?? now) : null;
   }
 

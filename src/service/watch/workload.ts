@@ -31,18 +31,27 @@ export interface WorkloadComparison {
   reweighted: StatementShift[];
 }
 
-function textsOf(reports: readonly MetricsReport[]): Map<string, string> {
+/** The statements' texts the reports carry (when the agent sends texts), by StatementKey. */
+export function statementTexts(reports: readonly MetricsReport[]): Map<string, string> {
   const texts = new Map<string, string>();
   for (const r of reports) for (const row of r.statements.top) if (isTopLevel(row) && row.text) texts.set(statementKey(row), row.text);
   return texts;
 }
 
-/** The period's mix against the verified one; null when it saw too few calls to judge. */
-export function compareWorkload(verified: CallShares, reports: readonly MetricsReport[]): WorkloadComparison | null {
+/**
+ * The period's mix against the verified one; null when it saw too few calls to judge. A statement
+ * that vanished has no text in the period's reports: `verifiedTexts` (from the reports the
+ * verified mix was measured on) names it.
+ */
+export function compareWorkload(
+  verified: CallShares,
+  reports: readonly MetricsReport[],
+  verifiedTexts: ReadonlyMap<string, string> = new Map(),
+): WorkloadComparison | null {
   const now = callShares(reports);
   if (now.calls < CONTAMINATION.minCalls) return null;
   const distance = mixDistance(now, verified);
-  const texts = textsOf(reports);
+  const texts = new Map([...verifiedTexts, ...statementTexts(reports)]);
   const shifts = [...new Set([...Object.keys(verified.shares), ...Object.keys(now.shares)])].map((key): StatementShift => ({
     key,
     text: texts.get(key) ?? null,
