@@ -180,8 +180,9 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
         500,
       );
       assert.equal(kept.state, 'done', `${kept.message ?? ''}\n${agent?.output().slice(-3000) ?? ''}`);
-      assert.equal(kept.verification?.decision, 'recommend', kept.message ?? '');
-      assert.match(kept.message ?? '', /^the verified configuration/);
+      // Kept as a verified step (the diagnosis, verified as soon as it was seen), or at the end.
+      assert.ok(kept.best, kept.message ?? '');
+      assert.match(kept.message ?? '', /^the verified configuration|^the verified step kept/);
       keptWorkMem = await workMem();
       assert.ok(Number(keptWorkMem) > 5 * 1024, `work_mem kept at ${keptWorkMem} kB`);
       console.log(

@@ -111,6 +111,8 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
     (calls / 60).toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 1 }),
   );
   assert.match((await page.textContent('.tiles')) ?? '', /statements\/s \(pg_stat_statements\)/);
+  // …with its trend over the recent reports, as the other tiles.
+  assert.equal(await page.locator('svg[aria-label^="statements per second (pg_stat_statements)"] polyline').count(), 1);
   assert.equal((await page.textContent('#metric-cache-hit'))?.trim(), '99.31 %');
   assert.equal((await page.textContent('#metric-connections'))?.trim(), '12 / 100');
   assert.equal(await page.locator('#top-statements tbody tr').count(), 25);

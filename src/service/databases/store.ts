@@ -77,6 +77,8 @@ export interface ReportPoint {
   tps: number | null;
   cacheHitRatio: number | null;
   connections: number | null;
+  /** measure/throughput.ts: null for reports from before it was stored. */
+  statementsPerSecond: number | null;
 }
 
 export interface StoredEvent {

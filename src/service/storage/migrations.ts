@@ -284,6 +284,9 @@ ALTER TABLE tuning_sessions ADD COLUMN window_min_seconds integer;
 ALTER TABLE tuning_sessions ADD COLUMN window_now_seconds integer;
 -- Sessions started before the steps verify at the end only (a running one keeps its behaviour).
 ALTER TABLE tuning_sessions ADD COLUMN verify_early boolean NOT NULL DEFAULT false;
+-- The dashboard's throughput sparkline: statements/s from pg_stat_statements, which do not lag
+-- as commits/s do (measure/throughput.ts).
+ALTER TABLE reports ADD COLUMN statements_per_second double precision;
 `,
   },
   {

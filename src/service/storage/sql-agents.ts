@@ -1,6 +1,7 @@
 // The agents' storage: leases, reports, acknowledgements, and the commands handed over. The
 // agent's report is one statement (its place in the lease's sequence, lease renewal, report,
 // events, next command), as it is by far the most frequent request.
+import { statementsPerSecond } from '../../measure/throughput.ts';
 import type { Command, TargetKind } from '../../protocol/v1.ts';
 import type { AckResult, AgentStore, LeasePolicy, ReportResult, StartResult, StopResult } from '../agents/store.ts';
 import { TRIAL_EXPIRED_REASON } from '../databases/store.ts';
@@ -169,8 +170,10 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
             WHERE l.database_id = $1::uuid AND v.verdict <> 'out_of_order'
            RETURNING l.expires_at
          ), report AS (
-           INSERT INTO reports (database_id, lease_id, seq, sent_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections, has_metrics, body)
-           SELECT $1::uuid, $2, $3::bigint, $4::timestamptz, $5::float8, $6::float8, $7::float8, $8::float8, $9::boolean, $10::bytea
+           INSERT INTO reports (database_id, lease_id, seq, sent_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections, has_metrics, body,
+                              statements_per_second)
+           SELECT $1::uuid, $2, $3::bigint, $4::timestamptz, $5::float8, $6::float8, $7::float8, $8::float8, $9::boolean, $10::bytea,
+                  $17::float8
              FROM lease, verdict v WHERE v.verdict = 'new'
            RETURNING id
          ), events AS (
@@ -208,6 +211,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
           policy.minLeaseSeconds,
           EXPIRED_OUTCOME,
           leaseClockNow(policy),
+          report.metrics ? statementsPerSecond(report.metrics) : null,
         ],
         { name: 'record_report' },
       );

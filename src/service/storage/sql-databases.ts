@@ -226,9 +226,10 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
         tps: number | null;
         cache_hit_ratio: number | null;
         connections: number | null;
+        statements_per_second: number | null;
       }>(
-        `SELECT received_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections FROM (
-           SELECT r.id, r.received_at, r.avg_query_runtime_ms, r.tps, r.cache_hit_ratio, r.connections
+        `SELECT received_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections, statements_per_second FROM (
+           SELECT r.id, r.received_at, r.avg_query_runtime_ms, r.tps, r.cache_hit_ratio, r.connections, r.statements_per_second
              FROM reports r JOIN databases d ON d.id = r.database_id
             WHERE r.database_id = $1::uuid AND d.account_id = $2::uuid
             ORDER BY r.id DESC LIMIT $3::int
@@ -241,6 +242,7 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
         tps: r.tps,
         cacheHitRatio: r.cache_hit_ratio,
         connections: r.connections,
+        statementsPerSecond: r.statements_per_second,
       }));
     },
 

@@ -45,7 +45,7 @@ interface FleetRow {
 
 /**
  * The kept configuration of database `d` as the lateral row `k` (id: its session; seq, acked_at,
- * config, verification, min_effect_percent, confidence_percent): the newest keep=true apply of a
+ * config, runtime, throughput, min_effect_percent, confidence_percent): the newest keep=true apply of a
  * session's verified best that the agent acknowledged as applied (a session done, or stopped
  * after the agent received it), as long as no later command undid it: a revert to the baseline (a
  * person's, or a reverted session's) or another kept apply, not refused or failed (one still on
@@ -55,7 +55,12 @@ interface FleetRow {
 export function keptConfiguration(join: 'LEFT JOIN' | 'JOIN'): string {
   return `
   ${join} LATERAL (
-    SELECT s.id, c.seq, c.acked_at, c.body -> 'values' AS config, s.verification, s.min_effect_percent, s.confidence_percent
+    SELECT s.id, c.seq, c.acked_at, c.body -> 'values' AS config, s.min_effect_percent, s.confidence_percent,
+           -- The gain over what the session started from: after kept steps (tuning/steps.ts) the
+           -- product of theirs, in best.runtime; the throughput only when that is the verification's own.
+           COALESCE(s.best -> 'runtime', s.verification -> 'runtime') AS runtime,
+           CASE WHEN s.best -> 'runtime' IS NULL OR s.best -> 'runtime' = s.verification -> 'runtime'
+                THEN s.verification -> 'throughput' END AS throughput
       FROM tuning_sessions s JOIN commands c ON c.id = s.final_command_id AND c.database_id = s.database_id
      WHERE s.database_id = d.id AND s.state IN ('done', 'stopped') AND c.outcome ->> 'status' = 'applied'
      ORDER BY c.seq DESC LIMIT 1
@@ -87,7 +92,7 @@ SELECT d.id, d.name, d.target, d.created_at,
        ls.id AS session_id, ls.state AS session_state, ls.message AS session_message,
        ls.created_at AS session_created_at, ls.updated_at AS session_updated_at, ls.ended_at AS session_ended_at,
        k.id AS kept_session_id, k.acked_at AS kept_at, k.config AS kept_config,
-       k.verification -> 'runtime' AS kept_runtime, k.verification -> 'throughput' AS kept_throughput,
+       k.runtime AS kept_runtime, k.throughput AS kept_throughput,
        k.min_effect_percent AS kept_min_effect_percent, k.confidence_percent AS kept_confidence_percent,
        -- The advice as last computed (advice/refresh.ts), when it still stands (the join's terms).
        a.findings AS advice_findings, a.parameters AS advice_parameters, a.since AS advice_since,

@@ -1000,10 +1000,9 @@ async function finalApplyStep(s: Step): Promise<boolean> {
 async function stepKept(s: Step, step: SessionStep): Promise<boolean> {
   const iterations = await s.tx.iterations();
   await updateStep(s, { outcome: 'kept', keptAfter: iterations.at(-1)?.ordinal ?? 0 });
+  // finalCommandId stays the step's keep: what the session kept, should it end on this step.
   await updateSession(s, {
     state: 'iterating',
-    finalCommandId: null,
-    finalSentAt: null,
     message: `step ${step.n} (iteration ${step.iteration}) is kept: it is the agent's known-good configuration, and the search goes on from it`,
   });
   return true;

@@ -73,7 +73,11 @@ function metricTiles(metrics: MetricsReport | null, series: readonly ReportPoint
       'average query runtime, recent reports',
     )}</div>
   <div class="tile"><div class="label">Throughput</div><div class="value" id="metric-statements-per-second">${formatNumber(metrics ? statementsPerSecond(metrics) : null, 1)}</div>
-    <div class="note">${THROUGHPUT_FIGURE}${d ? `: ${formatNumber(d.calls)} top-level statements in ${formatNumber(metrics?.interval.seconds, 0)} s` : ''}</div></div>
+    <div class="note">${THROUGHPUT_FIGURE}${d ? `: ${formatNumber(d.calls)} top-level statements in ${formatNumber(metrics?.interval.seconds, 0)} s` : ''}</div>
+    ${sparkline(
+      series.map((p) => p.statementsPerSecond),
+      'statements per second (pg_stat_statements), recent reports',
+    )}</div>
   <div class="tile"><div class="label">Commits / s (pg_stat_database)</div><div class="value" id="metric-tps">${formatNumber(d?.tps, 1)}</div>
     <div class="note" title="On PostgreSQL 15 and later a backend publishes its commits when it goes idle: a busy pool's arrive late and in bursts">commits + rollbacks; late under steady load</div>
     ${sparkline(
