@@ -452,6 +452,7 @@ for (const kind of STORAGE_KINDS) {
       for (let seq = 0; seq < 8; seq++) await report(agent, lease.leaseId, seq, { metrics: null });
       const removed = await service.storage.prune({ maxAgeDays: 30, maxReportsPerDatabase: 3, maxEventsPerDatabase: 3 });
       assert.ok(removed.reports >= 5, `removed ${removed.reports}`);
+      assert.equal(removed.analyzed, kind === 'pglite', 'PGlite, without autovacuum, gets its statistics from the retention job');
       const latest = await admin.get<{ report: { seq: number } }>(`/api/manage/databases/${databaseId}/reports/latest`);
       assert.equal(latest.body.report.seq, 7);
       const adminUser = (await service.storage.listUsers()).find((u) => u.username === 'admin')!;

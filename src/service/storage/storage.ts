@@ -29,6 +29,7 @@ export interface Storage
   ping(): Promise<void>;
   /** The figures the Prometheus gauges show (src/service/app/metrics.ts). */
   metricsSnapshot(): Promise<MetricsSnapshot>;
-  prune(policy: RetentionPolicy): Promise<{ reports: number; events: number; loginSessions: number }>;
+  /** Removes old rows; `analyzed`: the statistics were refreshed too (PGlite, which has no autovacuum). */
+  prune(policy: RetentionPolicy): Promise<{ reports: number; events: number; loginSessions: number; analyzed: boolean }>;
   close(): Promise<void>;
 }
