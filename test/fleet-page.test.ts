@@ -32,7 +32,8 @@ const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (url.pathname === '/static/app.css') return void res.writeHead(200, { 'content-type': 'text/css' }).end(APP_CSS);
   if (url.pathname === '/static/app.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(APP_JS);
-  if (url.pathname !== '/fleet') return void res.writeHead(404).end();
+  // The fleet is the home page (/), and /fleet the same.
+  if (url.pathname !== '/' && url.pathname !== '/fleet') return void res.writeHead(404).end();
   const query = fleetQueryFromPage(url.searchParams);
   readFleet({ stores: { fleet: createFleetStore(opened.driver) } }, session.user, query).then(
     (answer) =>

@@ -345,8 +345,8 @@ test("the query: strict for the API, forgiving for the page's GET parameters", (
     q: 'orders',
   });
   assert.deepEqual(fleetQueryFromPage(new URLSearchParams(`q=${'x'.repeat(101)}`)).q, '');
-  assert.equal(fleetHref(query()), '/fleet');
-  assert.equal(fleetHref(query({ state: 'blocked', q: 'a&b' })), '/fleet?state=blocked&q=a%26b');
+  assert.equal(fleetHref(query()), '/');
+  assert.equal(fleetHref(query({ state: 'blocked', q: 'a&b' })), '/?state=blocked&q=a%26b');
 });
 
 test('the page: rows in the order asked, names escaped, filter and sort controls that keep each other', () => {
@@ -375,8 +375,8 @@ test('the page: rows in the order asked, names escaped, filter and sort controls
     ['blocked one', 'blocked'],
   ]);
   // The sort links keep the filter; the form sends the filter as GET parameters.
-  assert.ok(text.includes('href="/fleet?state=attention&amp;q=C&amp;sort=name"'));
-  assert.ok(text.includes('<form class="stack" method="get" action="/fleet" id="fleet-filter">'));
+  assert.ok(text.includes('href="/?state=attention&amp;q=C&amp;sort=name"'));
+  assert.ok(text.includes('<form class="stack" method="get" action="/" id="fleet-filter">'));
   assert.ok(text.includes('value="C"'));
   assert.match(text, /<option value="attention" selected>/);
   assert.ok(!/<script(?! src)/.test(text), 'no inline script (the CSP forbids it)');

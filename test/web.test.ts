@@ -44,6 +44,9 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   await page.fill('input[name=password]', ADMIN_PASSWORD);
   await page.click('button[type=submit]');
   await page.waitForURL(`${service.url}/`);
+  // The home page is the fleet; databases are added from their list.
+  assert.match((await page.textContent('h1')) ?? '', /Fleet/);
+  await page.click('nav a[href="/databases"]');
   assert.match((await page.textContent('h1')) ?? '', /Databases/);
 
   // A hostile name is shown as text, never run.
@@ -154,7 +157,7 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
   assert.match((await page.textContent('#commands')) ?? '', /work_mem = 65536/);
   await page.screenshot({ path: join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
 
-  await page.goto(`${service.url}/`);
+  await page.goto(`${service.url}/databases`);
   assert.match((await page.textContent('table')) ?? '', /connected/);
   await page.screenshot({ path: join(SCREENSHOTS, 'databases.png'), fullPage: true });
   assert.deepEqual(problems, [], 'no script error, CSP violation or dialog');
@@ -176,7 +179,7 @@ test('the admin creates a user, who sees only their own databases', { skip }, as
   await bobPage.fill('input[name=password]', password);
   await bobPage.click('button[type=submit]');
   await bobPage.waitForURL(`${service.url}/`);
-  assert.match((await bobPage.textContent('.card')) ?? '', /No database yet/);
+  assert.match((await bobPage.textContent('#main, main, body')) ?? '', /No database yet: add the first one/);
   assert.equal(await bobPage.$('a[href="/users"]'), null, 'no user admin for a user');
   const response = await bobPage.goto(`${service.url}/users`);
   assert.equal(response?.status(), 403);

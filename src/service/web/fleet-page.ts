@@ -36,7 +36,7 @@ const SORT_LABELS: Record<FleetQuery['sort'], string> = {
 };
 
 /** The fleet page's address for this query; defaults left out, so the plain page is `/`. */
-export function fleetHref(query: FleetQuery, base = '/fleet'): string {
+export function fleetHref(query: FleetQuery, base = '/'): string {
   const params = new URLSearchParams();
   if (query.state !== 'all') params.set('state', query.state);
   if (query.q !== '') params.set('q', query.q);
@@ -126,7 +126,7 @@ export function fleetPage(login: LoginSession, answer: FleetAnswer, query: Fleet
   const sortOptions = FLEET_SORTS.map((s) => html`<option value="${s}" ${query.sort === s ? 'selected' : ''}>${SORT_LABELS[s]}</option>`);
   const table =
     answer.shown.length === 0
-      ? html`<p class="empty">${answer.all.length === 0 ? 'No database yet.' : 'No database matches this filter.'} <a href="/fleet">Show all</a></p>`
+      ? html`<p class="empty">${answer.all.length === 0 ? html`No database yet: <a href="/databases">add the first one</a>.` : html`No database matches this filter. <a href="/">Show all</a>`}</p>`
       : html`<table id="fleet"><thead><tr>
   ${sortHeading(query, 'name', 'Database')}${sortHeading(query, 'attention', 'State')}${sortHeading(query, 'last_report', 'Agent')}
   <th>Session</th><th>Advice</th>${sortHeading(query, 'gain', 'Kept configuration')}
@@ -139,7 +139,7 @@ export function fleetPage(login: LoginSession, answer: FleetAnswer, query: Fleet
 <p class="sub">${answer.all.length} databases; ${attention} need a person. Sorted: ${SORT_LABELS[query.sort].toLowerCase()}.</p>
 <div class="card">
   <p>${chips}</p>
-  <form class="stack" method="get" action="/fleet" id="fleet-filter">
+  <form class="stack" method="get" action="/" id="fleet-filter">
     <div class="row">
       <label>Name contains<input type="text" name="q" maxlength="100" value="${query.q}"></label>
       <label>State<select name="state">${stateOptions}</select></label>
@@ -148,6 +148,7 @@ export function fleetPage(login: LoginSession, answer: FleetAnswer, query: Fleet
     </div>
   </form>
 </div>
-<div class="card">${table}</div>`,
+<div class="card">${table}</div>
+<p><a href="/databases" id="fleet-add">Add a database</a> <span class="muted">(the list of databases, with their agent setup)</span></p>`,
   });
 }

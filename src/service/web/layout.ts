@@ -19,8 +19,8 @@ export function page(frame: PageFrame): Html {
   const { login } = frame;
   const top = login
     ? html`<nav>
-        <a href="/" class="${frame.nav === 'databases' ? 'on' : ''}">Databases</a>
-        <a href="/fleet" class="${frame.nav === 'fleet' ? 'on' : ''}">Fleet</a>
+        <a href="/" class="${frame.nav === 'fleet' ? 'on' : ''}">Fleet</a>
+        <a href="/databases" class="${frame.nav === 'databases' ? 'on' : ''}">Databases</a>
         ${login.user.isAdmin ? html`<a href="/users" class="${frame.nav === 'users' ? 'on' : ''}">Users</a>` : ''}
       </nav>
       <div class="who"><span>${login.user.username}</span>

@@ -20,7 +20,8 @@ const KeyParams = z.object({ databaseId: DatabaseIdSchema, keyId: UuidSchema });
 export function registerDatabaseRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   const { config } = ctx;
 
-  app.get('/', async (request, reply) => {
+  // The home page is the fleet (fleet-routes.ts); the list with the form to add one is here.
+  app.get('/databases', async (request, reply) => {
     const login = loginOf(request);
     return sendPage(reply, databasesPage(login, await queries.listDatabases(ctx, login.user)));
   });

@@ -8,9 +8,12 @@ import { fleetPage } from '../../web/fleet-page.ts';
 import { loginOf, sendPage } from './page.ts';
 
 export function registerFleetRoutes(app: FastifyInstance, ctx: ServiceContext): void {
-  app.get('/fleet', async (request, reply) => {
-    const login = loginOf(request);
-    const query = fleetQueryFromPage((request.query ?? {}) as Record<string, unknown>);
-    return sendPage(reply, fleetPage(login, await readFleet(ctx, login.user, query), query));
-  });
+  // The home page: what needs a person first. /fleet stays for links and bookmarks made before.
+  for (const path of ['/', '/fleet']) {
+    app.get(path, async (request, reply) => {
+      const login = loginOf(request);
+      const query = fleetQueryFromPage((request.query ?? {}) as Record<string, unknown>);
+      return sendPage(reply, fleetPage(login, await readFleet(ctx, login.user, query), query));
+    });
+  }
 }
