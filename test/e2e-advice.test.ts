@@ -12,8 +12,7 @@
 //               of one thing, not a speed.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,15 +21,13 @@ import type { Browser, Page } from 'playwright-core';
 import type { Cluster } from '../src/lab/cluster.ts';
 import { PAGE_BYTES } from '../src/knobs/index.ts';
 import { findPgbench } from '../src/lab/pgbench.ts';
-import { WORKLOADS, startLoad, type RunningLoad } from '../src/lab/workloads.ts';
+import { WORKLOADS } from '../src/lab/workloads.ts';
+import { startE2eLab, type E2eLab } from './helpers/e2e-lab.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { AdviceViewSchema, type AdviceView } from '../src/service/advice/views.ts';
 import { formatNumber } from '../src/service/web/format.ts';
-import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
-import { startAgent, type AgentProcess } from './helpers/agent-process.ts';
 import { SCREENSHOTS, launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
 import type { PersonClient } from './helpers/service.ts';
-import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { until } from './helpers/until.ts';
 import { getTuningSession, isTrialJson, startTuningSession } from './sessions-agent.ts';
 
@@ -45,16 +42,13 @@ interface LatestReport {
 }
 
 describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite storage, Chromium)', { skip: skipWithoutChromium }, () => {
+  let e2e: E2eLab;
   let cluster: Cluster;
-  let lab: AdminService;
   let person: PersonClient;
   let databaseId: string;
-  let agent: AgentProcess | undefined;
-  let load: RunningLoad | undefined;
   let browser: Browser | undefined;
   let page: Page;
   let problems: string[] = [];
-  let dir: string;
   const began = Date.now();
 
   const workMem = async () =>
@@ -65,40 +59,21 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
     );
   const latestReport = async () =>
     (await person.get<{ report: LatestReport | null }>(`/api/manage/databases/${databaseId}/reports/latest`)).body.report;
-  const setReportInterval = async (seconds: number) =>
-    assert.equal(
-      (await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: seconds })).status,
-      200,
-    );
+  const setReportInterval = (seconds: number) => e2e.setReportInterval(seconds);
 
   before(async () => {
-    cluster = await startAgentCluster();
-    await WORKLOADS['work-mem'].setup(cluster);
-    lab = await startAdminService('pglite');
-    person = lab.admin;
-    const created = await person.createDatabase('e2e-advice', 'local');
-    databaseId = created.databaseId;
-    await setReportInterval(1);
-    dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-advice-'));
     // With the statements' texts, so that the advice shows the statement behind it.
-    writeLocalAgentConfig(dir, { cluster, serverUrl: lab.service.url, apiKey: created.apiKey, databaseId, includeQueries: true });
-    agent = startAgent(['--local'], { cwd: dir });
+    e2e = await startE2eLab('e2e-advice', { workloads: [WORKLOADS['work-mem']], includeQueries: true });
+    ({ cluster, person, databaseId } = e2e);
     browser = await launchChromium();
     ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [] }));
-    await logInOnPage(page, lab.service.url);
+    await logInOnPage(page, e2e.lab.service.url);
     console.log(`setup: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   });
 
   after(async () => {
-    await load?.stop();
-    if (agent) {
-      agent.child.kill('SIGTERM');
-      await Promise.race([agent.exited, sleep(15_000)]);
-    }
     await browser?.close();
-    await lab?.close();
-    await cluster?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await e2e?.close();
     console.log(`whole file: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   });
 
@@ -106,7 +81,7 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
     'a spilling workload with no session: the advice names work_mem with its evidence, and a session from it tries it first',
     { timeout: 150_000 },
     async () => {
-      load = await startLoad(cluster, WORKLOADS['work-mem'], { dir, clients: 2 });
+      await e2e.runLoad(WORKLOADS['work-mem']);
       const { advice, item } = await until(
         'advice naming work_mem from the temporary files',
         async () => {
@@ -150,7 +125,7 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
       assert.equal(behind.figure.name, 'temporary bytes per call');
 
       // The dashboard shows the same.
-      await page.goto(`${lab.service.url}/databases/${databaseId}`);
+      await page.goto(`${e2e.lab.service.url}/databases/${databaseId}`);
       const card = page.locator('#advice .advice-item[data-finding="temp-files"]');
       assert.equal(await card.count(), 1);
       assert.match((await card.locator('.advice-change').textContent()) ?? '', /work_mem\s+raise\s+4MB → \d+MB/);
@@ -211,8 +186,7 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
   test("SELECT 1: the dashboard's throughput is within 10 % of pgbench's own tps", { timeout: 120_000 }, async (t) => {
     const pgbench = findPgbench(cluster);
     if (pgbench === undefined) return t.skip('no pgbench on this machine');
-    await load?.stop();
-    load = undefined;
+    await e2e.stopLoad();
     const REPORT_SECONDS = 2;
     const PGBENCH_SECONDS = 20;
     await setReportInterval(REPORT_SECONDS);
@@ -227,7 +201,7 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
       300,
     );
 
-    const script = join(dir, 'select1.sql');
+    const script = join(e2e.dir, 'select1.sql');
     writeFileSync(script, 'SELECT 1;\n');
     const startedAt = Date.now();
     const benchmark = run(pgbench, ['-n', '-f', script, '-c', '4', '-j', '2', '-T', String(PGBENCH_SECONDS), cluster.adminUrl], {
@@ -242,7 +216,7 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
     while (!finished) {
       const before = await latestReport();
       if (before?.metrics && !shown.has(before.id)) {
-        await page.goto(`${lab.service.url}/databases/${databaseId}`);
+        await page.goto(`${e2e.lab.service.url}/databases/${databaseId}`);
         const text = ((await page.textContent('#metric-statements-per-second')) ?? '').trim();
         const afterwards = await latestReport();
         if (afterwards?.id === before.id) shown.set(before.id, { report: before, text });

@@ -8,69 +8,25 @@
 //             gain at all, and after approval the configuration is in pg_settings.
 // No speed is asserted: only what the session concludes and does.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import type { Cluster } from '../src/lab/cluster.ts';
-import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
-import { WORKLOADS, startLoad, type RunningLoad, type Workload } from '../src/lab/workloads.ts';
-import { AGENT_BIN } from './helpers/agent-process.ts';
+import { WORKLOADS } from '../src/lab/workloads.ts';
+import { startE2eLab, type E2eLab } from './helpers/e2e-lab.ts';
 import type { PersonClient } from './helpers/service.ts';
-import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { FULL_SETTINGS, assertSessionShape, getTuningSession, startTuningSession, type SessionJson } from './sessions-agent.ts';
 import { until } from './helpers/until.ts';
 
-function spawnLogged(
-  command: string,
-  args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv },
-): { child: ChildProcess; output: () => string; exited: Promise<number> } {
-  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-  let text = '';
-  child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (text += d.toString()));
-  const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? 1)));
-  return { child, output: () => text, exited };
-}
-
 describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlite storage)', () => {
-  let cluster: Cluster;
-  let lab: AdminService;
+  let e2e: E2eLab;
   let person: PersonClient;
   let databaseId: string;
-  let agent: ReturnType<typeof spawnLogged> | undefined;
-  let load: RunningLoad | undefined;
-  let dir: string;
   const began = Date.now();
 
   const settings = async (names: string[]) =>
     new Map(
-      (await cluster.sql<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [names])).map(
+      (await e2e.cluster.sql<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [names])).map(
         (r) => [r.name, r.setting],
       ),
     );
-
-  /** Runs `workload` and waits for a report that has it in it. */
-  const runLoad = async (workload: Workload) => {
-    await load?.stop();
-    load = await startLoad(cluster, workload, { dir, clients: 2 });
-    const since = Date.now();
-    await until(
-      `a report with the ${workload.name} workload in it`,
-      async () => {
-        const latest = (
-          await person.get<{ report: { receivedAt: string; metrics: { derived: { calls: number } } | null } | null }>(
-            `/api/manage/databases/${databaseId}/reports/latest`,
-          )
-        ).body.report;
-        return latest?.metrics && Date.parse(latest.receivedAt) > since + 1500 && latest.metrics.derived.calls > 0;
-      },
-      60_000,
-    );
-  };
 
   const runSession = async (body: Record<string, unknown>, ends: readonly string[]) => {
     const started = await startTuningSession(person, databaseId, body);
@@ -89,37 +45,19 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
       console.log(
         `  #${it.ordinal} ${it.phase} ${it.kind}${it.round ? ` ${it.round}` : ''} ${it.state} objective ${it.objective?.toFixed(3) ?? '–'} ${it.failure ?? ''}`,
       );
-    assert.notEqual(ended.state, 'failed', `${ended.message ?? ''}\n${agent?.output().slice(-3000) ?? ''}`);
+    assert.notEqual(ended.state, 'failed', `${ended.message ?? ''}\n${e2e.agent.output().slice(-3000)}`);
     return { id: started.id, session: ended, iterations };
   };
 
   before(async () => {
-    cluster = await startAgentCluster();
-    for (const workload of [WORKLOADS['select-1'], WORKLOADS['work-mem']]) await workload.setup(cluster);
-    lab = await startAdminService('pglite');
-    person = lab.admin;
-    const created = await person.createDatabase('e2e-session', 'local');
-    databaseId = created.databaseId;
-    assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
-    dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-session-'));
-    writeLocalAgentConfig(dir, { cluster, serverUrl: lab.service.url, apiKey: created.apiKey, databaseId });
-    agent = spawnLogged(process.execPath, [AGENT_BIN, '--local'], { cwd: dir, env: { PATH: process.env['PATH'] ?? '' } });
+    e2e = await startE2eLab('e2e-session', { workloads: [WORKLOADS['select-1'], WORKLOADS['work-mem']] });
+    ({ person, databaseId } = e2e);
     console.log(`setup: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   });
-
-  after(async () => {
-    await load?.stop();
-    if (agent) {
-      agent.child.kill('SIGTERM');
-      await Promise.race([agent.exited, sleep(15_000)]);
-    }
-    await lab?.close();
-    await cluster?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => e2e?.close());
 
   test('SELECT 1: no significant improvement, nothing kept, the database back on its baseline', { timeout: 300_000 }, async () => {
-    await runLoad(WORKLOADS['select-1']);
+    await e2e.runLoad(WORKLOADS['select-1']);
     const { session, iterations } = await runSession(
       { iterations: 2, windowSeconds: 4, warmupSeconds: 1, seed: 20261122, abRoundsMin: 3, abRoundsMax: 4, requireApproval: false },
       ['done'],
@@ -153,7 +91,7 @@ describe('tuning sessions end to end (real tuner-agent, throwaway cluster, PGlit
     'work_mem: the diagnosis is verified as a step before the search ends, approved and kept, and the search goes on from it',
     { timeout: 300_000 },
     async () => {
-      await runLoad(WORKLOADS['work-mem']);
+      await e2e.runLoad(WORKLOADS['work-mem']);
       const planned = 3;
       const { id, session, iterations } = await runSession(
         { iterations: planned, windowSeconds: 6, warmupSeconds: 1, seed: 20261122, abRoundsMin: 3, abRoundsMax: 5 },

@@ -19,18 +19,11 @@
 // named by its key only.
 // No speed is asserted: only what the watch concludes, and when.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import type { Cluster } from '../src/lab/cluster.ts';
-import { WORKLOADS, startLoad, type RunningLoad, type Workload } from '../src/lab/workloads.ts';
+import { WORKLOADS, type Workload } from '../src/lab/workloads.ts';
+import { startE2eLab, type E2eLab } from './helpers/e2e-lab.ts';
 import { WATCH } from '../src/service/watch/verdict.ts';
-import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
-import { startAgent, type AgentProcess } from './helpers/agent-process.ts';
 import type { PersonClient } from './helpers/service.ts';
-import { startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { until } from './helpers/until.ts';
 import { getTuningSession, startTuningSession } from './sessions-agent.ts';
 
@@ -84,18 +77,14 @@ interface LatestReportJson {
 }
 
 describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite storage)', () => {
-  let cluster: Cluster;
-  let lab: AdminService;
+  let e2e: E2eLab;
   let person: PersonClient;
   let databaseId: string;
-  let agent: AgentProcess | undefined;
-  let load: RunningLoad | undefined;
-  let dir: string;
   let keptWorkMem = '';
   const began = Date.now();
 
   const workMem = async () =>
-    (await cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`))[0]!.setting;
+    (await e2e.cluster.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`))[0]!.setting;
   const fleetEntry = async () => (await person.get<FleetJson>('/api/manage/fleet')).body.databases.find((d) => d.id === databaseId)!;
   const events = async (code: string) =>
     (await person.get<{ events: EventJson[] }>(`/api/manage/databases/${databaseId}/events?limit=500`)).body.events.filter(
@@ -113,49 +102,18 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
     return now.seq - from.seq;
   };
 
-  /** Runs `workload` and waits for a report of it. */
-  const runLoad = async (workload: Workload) => {
-    await load?.stop();
-    load = await startLoad(cluster, workload, { dir, clients: 2 });
-    const since = Date.now();
-    await until(
-      `a report with the ${workload.name} workload in it`,
-      async () => {
-        const latest = await latestReport().catch(() => null);
-        return latest?.metrics && Date.parse(latest.receivedAt) > since + 1500 && latest.metrics.derived.calls > 0;
-      },
-      60_000,
-    );
-  };
-
   before(async () => {
-    cluster = await startAgentCluster();
-    await WORKLOADS['work-mem'].setup(cluster);
-    lab = await startAdminService('pglite', { start: { watch: WATCH_OPTIONS } });
-    person = lab.admin;
-    const created = await person.createDatabase('e2e-watch', 'local');
-    databaseId = created.databaseId;
-    const interval = await person.post(`/api/manage/databases/${databaseId}/report-interval`, {
+    e2e = await startE2eLab('e2e-watch', {
+      workloads: [WORKLOADS['work-mem']],
       reportIntervalSeconds: REPORT_INTERVAL_SECONDS,
+      includeQueries: true,
+      start: { watch: WATCH_OPTIONS },
     });
-    assert.equal(interval.status, 200);
-    dir = mkdtempSync(join(tmpdir(), 'tuner-e2e-watch-'));
-    writeLocalAgentConfig(dir, { cluster, serverUrl: lab.service.url, apiKey: created.apiKey, databaseId, includeQueries: true });
-    agent = startAgent(['--local'], { cwd: dir });
-    await runLoad(WORKLOADS['work-mem']);
+    ({ person, databaseId } = e2e);
+    await e2e.runLoad(WORKLOADS['work-mem']);
     console.log(`setup: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   });
-
-  after(async () => {
-    await load?.stop();
-    if (agent) {
-      agent.child.kill('SIGTERM');
-      await Promise.race([agent.exited, sleep(15_000)]);
-    }
-    await lab?.close();
-    await cluster?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => e2e?.close());
 
   test(
     'kept, holding while the gain holds; work_mem set back outside the tuner: kept_gain_gone within a bounded number of reports',
@@ -179,7 +137,7 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
         300_000,
         500,
       );
-      assert.equal(kept.state, 'done', `${kept.message ?? ''}\n${agent?.output().slice(-3000) ?? ''}`);
+      assert.equal(kept.state, 'done', `${kept.message ?? ''}\n${e2e.agent.output().slice(-3000)}`);
       // Kept as a verified step (the diagnosis, verified as soon as it was seen), or at the end.
       assert.ok(kept.best, kept.message ?? '');
       assert.match(kept.message ?? '', /^the verified configuration|^the verified step kept/);
@@ -212,8 +170,8 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
       // connections (the report is planned at each call).
       const changedFrom = await latestReport();
       const changedAt = Date.now();
-      await cluster.sql(`ALTER SYSTEM SET work_mem = '4MB'`);
-      await cluster.sql('SELECT pg_reload_conf()');
+      await e2e.cluster.sql(`ALTER SYSTEM SET work_mem = '4MB'`);
+      await e2e.cluster.sql('SELECT pg_reload_conf()');
       await until('work_mem back at 4 MB', async () => (await workMem()) === '4096', 10_000);
 
       await until('the watch to say gone', async () => (await fleetEntry()).watch === 'gone', 240_000, 250);
@@ -234,7 +192,7 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
   test('the statements change: workload_changed names the point reads that appeared', { timeout: 180_000 }, async () => {
     assert.ok(keptWorkMem, 'runs after the first test kept a configuration');
     assert.equal((await fleetEntry()).workloadChange, null, 'the mix is still the verified one');
-    await runLoad(POINT_READS);
+    await e2e.runLoad(POINT_READS);
     const changed = await until(
       'workload_changed',
       async () => {

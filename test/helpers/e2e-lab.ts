@@ -1,0 +1,100 @@
+// The end-to-end tests' lab: a throwaway cluster with the lab workloads' tables, the service on
+// PGlite with its admin, one database whose real tuner-agent (--local) reports every few seconds,
+// and a close() that stops the agent and removes the rest. The load is each test's own.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Cluster } from '../../src/lab/cluster.ts';
+import { startLoad, type RunningLoad, type Workload } from '../../src/lab/workloads.ts';
+import { until } from './until.ts';
+import { startAgentCluster, writeLocalAgentConfig } from './agent-cluster.ts';
+import { startAgent, type AgentProcess } from './agent-process.ts';
+import type { PersonClient } from './service.ts';
+import { startAdminService, type AdminService, type AdminServiceOptions } from './service-admin.ts';
+
+export interface E2eLab {
+  cluster: Cluster;
+  lab: AdminService;
+  person: PersonClient;
+  databaseId: string;
+  agent: AgentProcess;
+  /** The agent's folder (agent.yaml), and the load's scripts. */
+  dir: string;
+  /** Runs `workload` (stopping the load before) and waits for a report that has it in it. */
+  runLoad(workload: Workload): Promise<void>;
+  stopLoad(): Promise<void>;
+  /** Sets how often the agent reports (it learns it from its next report's answer). */
+  setReportInterval(seconds: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface E2eLabOptions {
+  /** Whose tables the cluster gets (their setup runs once). */
+  workloads: readonly Workload[];
+  reportIntervalSeconds?: number;
+  /** The agent sends the statements' texts. */
+  includeQueries?: boolean;
+  start?: AdminServiceOptions['start'];
+}
+
+export async function startE2eLab(name: string, options: E2eLabOptions): Promise<E2eLab> {
+  const cluster = await startAgentCluster();
+  const cleanups: Array<() => Promise<void> | void> = [() => cluster.destroy()];
+  const close = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  };
+  try {
+    for (const workload of options.workloads) await workload.setup(cluster);
+    const lab = await startAdminService('pglite', options.start ? { start: options.start } : {});
+    cleanups.push(() => lab.close());
+    const person = lab.admin;
+    const created = await person.createDatabase(name, 'local');
+    const setReportInterval = async (seconds: number) => {
+      const answer = await person.post(`/api/manage/databases/${created.databaseId}/report-interval`, { reportIntervalSeconds: seconds });
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    };
+    await setReportInterval(options.reportIntervalSeconds ?? 1);
+    const dir = mkdtempSync(join(tmpdir(), `tuner-${name}-`));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    writeLocalAgentConfig(dir, {
+      cluster,
+      serverUrl: lab.service.url,
+      apiKey: created.apiKey,
+      databaseId: created.databaseId,
+      ...(options.includeQueries && { includeQueries: true }),
+    });
+    const agent = startAgent(['--local'], { cwd: dir });
+    cleanups.push(async () => {
+      agent.child.kill('SIGTERM');
+      await Promise.race([agent.exited, sleep(15_000)]);
+    });
+    let load: RunningLoad | undefined;
+    cleanups.push(() => load?.stop());
+    const runLoad = async (workload: Workload) => {
+      await load?.stop();
+      load = await startLoad(cluster, workload, { dir, clients: 2 });
+      const since = Date.now();
+      await until(
+        `a report with the ${workload.name} workload in it`,
+        async () => {
+          const answer = await person.get<{ report: { receivedAt: string; metrics: { derived: { calls: number } } | null } | null }>(
+            `/api/manage/databases/${created.databaseId}/reports/latest`,
+          );
+          const latest = answer.body.report;
+          return latest?.metrics && Date.parse(latest.receivedAt) > since + 1500 && latest.metrics.derived.calls > 0;
+        },
+        60_000,
+      );
+    };
+    const stopLoad = async () => {
+      await load?.stop();
+      load = undefined;
+    };
+    return { cluster, lab, person, databaseId: created.databaseId, agent, dir, runLoad, stopLoad, setReportInterval, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
