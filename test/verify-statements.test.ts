@@ -10,6 +10,7 @@ import {
   describeStatementChange,
   roundOrder,
   statementChanges,
+  unsureRegressions,
   verdict,
   type RoundFigures,
   type VerifySettings,
@@ -107,4 +108,20 @@ test('a configuration faster everywhere: no regression', () => {
   assert.equal(v.decision, 'recommend');
   assert.equal(changes.length, 3);
   assert.ok(changes.every((c) => !c.regression));
+});
+
+test('a statement measured much slower whose interval still reaches under ×1.25 is unsure: not a regression, not silent either', () => {
+  const change = (estimate: number, low: number, regression = false) => ({
+    key: `k${estimate}`,
+    share: 0.1,
+    ratio: { estimate, low, high: estimate * 1.5 },
+    rounds: 3,
+    regression,
+  });
+  const changes = [change(1.78, 1.2), change(2.5, 1.6, true), change(1.1, 0.8), { ...change(1.3, 1), ratio: null }];
+  // The trade-off workload's ×1.78 (95 % CI ×1.20 to ×2.64) was kept silently before.
+  assert.deepEqual(
+    unsureRegressions(changes).map((c) => c.key),
+    ['k1.78'],
+  );
 });

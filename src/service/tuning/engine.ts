@@ -31,6 +31,7 @@ import {
   roundOrder,
   statementChanges,
   STATEMENT_REGRESSION,
+  unsureRegressions,
   verdict,
   type StatementChange,
   type RoundFigures,
@@ -844,11 +845,18 @@ async function verifyStep(s: Step): Promise<boolean> {
     );
     return false;
   }
-  if (v.rounds !== verification.rounds || v.decision !== verification.decision) {
-    await updateSession(s, { verification: { ...verification, ...figures(v), decision: v.decision, statements } });
+  // A statement measured much slower whose interval cannot say so yet: more rounds, while there are.
+  const unsure = v.decision === 'recommend' && v.rounds < settings.maxRounds ? unsureRegressions(statements) : [];
+  const decision = unsure.length > 0 ? 'continue' : v.decision;
+  if (v.rounds !== verification.rounds || decision !== verification.decision) {
+    const note =
+      unsure.length > 0
+        ? `the runtime interval clears the minimum effect, but ${unsure.map((c) => `statement ${c.key}`).join(', ')} measured ×${STATEMENT_REGRESSION} or slower without its interval saying so: another round`
+        : figures(v).note;
+    await updateSession(s, { verification: { ...verification, ...figures(v), note, decision, statements } });
     if (isStep) await updateStep(s, { rounds: v.rounds, runtime: v.runtime, throughput: v.throughput, statements });
   }
-  if (v.decision === 'recommend') return recommend(s, v, statements);
+  if (decision === 'recommend') return recommend(s, v, statements);
   if (v.decision === 'no_significant_improvement') {
     const words = `${describeVerdict(v, settings.confidence)}: ${v.why}`;
     if (isStep) return stepNotKept(s, 'not_verified', words, v, statements);
@@ -901,7 +909,8 @@ async function recommend(s: Step, v: Verdict, statements: readonly StatementChan
   const against = keptSteps(session).length > 0 ? ' against the last kept step' : '';
   const summary = `verified${against}: ${describeVerdict(v, confidence)}`;
   const regressions = statements.filter((c) => c.regression);
-  if (!session.requireApproval && regressions.length === 0) {
+  const unsure = unsureRegressions(statements);
+  if (!session.requireApproval && regressions.length === 0 && unsure.length === 0) {
     if (step) await updateStep(s, { outcome: 'applying' });
     await applyBest(s, best, session.createdById, `${what} is ${summary}; `);
     return false;
@@ -920,9 +929,14 @@ async function recommend(s: Step, v: Verdict, statements: readonly StatementChan
     );
     return false;
   }
-  const warning = regressions.length === 0 ? '' : `; but ${slower}`;
+  const maybe =
+    unsure.length === 0
+      ? ''
+      : `it may make ${unsure.length === 1 ? 'a statement' : `${unsure.length} statements`} slower by ${Math.round((STATEMENT_REGRESSION - 1) * 100)} % or more (measured so, not proven at the verification's confidence after ${v.rounds} rounds): ${unsure.map((c) => describeStatementChange(c, confidence)).join('; ')}`;
+  const concerns = [regressions.length === 0 ? '' : slower, maybe].filter(Boolean).join('; and ');
+  const warning = concerns === '' ? '' : `; but ${concerns}`;
   await issueRevert(s, 'known-good', session.createdById);
-  if (step) await updateStep(s, { outcome: 'awaiting_approval', note: regressions.length === 0 ? null : slower });
+  if (step) await updateStep(s, { outcome: 'awaiting_approval', note: concerns === '' ? null : concerns });
   const then = step ? '; the search goes on from it once it is kept' : '';
   await updateSession(s, {
     state: 'awaiting_approval',
