@@ -15,7 +15,8 @@
 //
 //   node bench/tuning.ts            full run (about 20 minutes a workload on 2 cores)
 //   node bench/tuning.ts --short    CI's short mode: tiny budget, proves the harness end to end
-//   --workload NAME                 one workload (work-mem, jit, index-join, read-heavy, tpcc-like, write-heavy, tpcb-like, select-1)
+//   --workload NAME                 one workload (work-mem, jit, index-join, read-heavy, tpcc-like, write-heavy, tpcb-like, select-1;
+//                                   also trade-off, which is not in the full run: it is judged by its statements)
 //   --oracle                        also run the long search and write its best to bench/oracles/
 //   --window S, --warmup S          each measurement's window and warm-up (default 15 s and 4 s)
 //   --rounds N                      interleaved verification rounds (default 4; more narrow the
