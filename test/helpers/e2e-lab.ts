@@ -22,8 +22,8 @@ export interface E2eLab {
   agent: AgentProcess;
   /** The agent's folder (agent.yaml), and the load's scripts. */
   dir: string;
-  /** Runs `workload` (stopping the load before) and waits for a report that has it in it. */
-  runLoad(workload: Workload): Promise<void>;
+  /** Runs `workload` with `clients` (stopping the load before) and waits for a report that has it in it. */
+  runLoad(workload: Workload, clients?: number): Promise<void>;
   stopLoad(): Promise<void>;
   /** Sets how often the agent reports (it learns it from its next report's answer). */
   setReportInterval(seconds: number): Promise<void>;
@@ -72,9 +72,9 @@ export async function startE2eLab(name: string, options: E2eLabOptions): Promise
     });
     let load: RunningLoad | undefined;
     cleanups.push(() => load?.stop());
-    const runLoad = async (workload: Workload) => {
+    const runLoad = async (workload: Workload, clients = 2) => {
       await load?.stop();
-      load = await startLoad(cluster, workload, { dir, clients: 2 });
+      load = await startLoad(cluster, workload, { dir, clients });
       const since = Date.now();
       await until(
         `a report with the ${workload.name} workload in it`,
