@@ -313,7 +313,7 @@ function startForm(input: TuningSessionSectionInput): Html {
   <div class="row">
     <label>Trials<input type="number" name="iterations" min="1" max="${SESSION_LIMITS.maxIterations}" value="${SESSION_DEFAULTS.iterations}"></label>
     <label>Window (s)<span class="hint">Each configuration is measured this long at first</span><input type="number" name="windowSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" value="${SESSION_DEFAULTS.windowSeconds}"></label>
-    <label>Shortest window (s)<span class="hint">Windows shrink to what the measured noise needs, no shorter</span><input type="number" name="windowMinSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" value="${SESSION_DEFAULTS.windowMinSeconds}"></label>
+    <label>Shortest window (s)<span class="hint">Windows shrink to what the measured noise needs, no shorter; empty: ${SESSION_DEFAULTS.windowMinSeconds} s, or the window if shorter</span><input type="number" name="windowMinSeconds" min="${SESSION_LIMITS.minWindowSeconds}" max="${SESSION_LIMITS.maxWindowSeconds}" placeholder="${SESSION_DEFAULTS.windowMinSeconds}"></label>
     <label>Warm-up (s)<span class="hint">After each apply, before measuring</span><input type="number" name="warmupSeconds" min="0" max="${SESSION_LIMITS.maxWarmupSeconds}" value="${SESSION_DEFAULTS.warmupSeconds}"></label>
     <label>Mode<select name="mode"><option value="reload-only">reload-only</option>${restartPossible ? html`<option value="restart">restart (the agent may restart the database)</option>` : ''}</select></label>
   </div>
