@@ -21,7 +21,8 @@
 //   node bench/sessions.ts                          (npm run bench:sessions) one session each of
 //                                                   work-mem, jit, index-join and select-1
 //   --workload NAME[,NAME…]  --sessions N (each)    --window S (12)  --warmup S (3)
-//   --rounds R (the coverage re-measurement's rounds, 4)  --short (CI: one tiny select-1 session)
+//   --rounds R (the coverage re-measurement's rounds, 4)  --seed S (session n's seed is S + n; 4000)
+//   --short (CI: one tiny select-1 session)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +53,7 @@ const { values: flags } = (() => {
         window: { type: 'string' },
         warmup: { type: 'string' },
         rounds: { type: 'string' },
+        seed: { type: 'string' },
       },
     });
   } catch (error) {
@@ -81,6 +83,8 @@ const PLAN = {
   abRoundsMin: SESSION_DEFAULTS.abRoundsMin,
   abRoundsMax: SHORT ? SESSION_DEFAULTS.abRoundsMin : SESSION_DEFAULTS.abRoundsMax,
   remeasureRounds: whole('rounds', flags.rounds, SHORT ? 3 : 4, 2),
+  /** Session n's optimizer seed is seed + n: a run is replayable, and another --seed repeats it with other suggestions. */
+  seed: whole('seed', flags.seed, 4000, 0),
 };
 /** Issue #30's goals, in windows. */
 const GOALS = { firstGain: 8, selectEnd: 20, coverage: 0.9 };
@@ -300,7 +304,7 @@ async function runSession(workload: Workload, n: number): Promise<SessionResult>
         abRoundsMin: PLAN.abRoundsMin,
         abRoundsMax: PLAN.abRoundsMax,
         requireApproval: false,
-        seed: 4000 + n,
+        seed: PLAN.seed + n,
       },
     );
     const path = `/api/manage/databases/${databaseId}/tuning-sessions/${created.id}`;
