@@ -26,6 +26,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
@@ -35,6 +36,7 @@ import { until } from '../src/lab/until.ts';
 import { workloadByName, type Workload } from '../src/lab/workloads.ts';
 import { queryMix, windowStats, type QueryMix } from '../src/measure/objective.ts';
 import { pairedInterval, roundOrder, type Interval } from '../src/measure/verify.ts';
+import type { MetricsReport } from '../src/protocol/report.ts';
 import { SESSION_DEFAULTS } from '../src/service/tuning/params.ts';
 
 /** A bad flag: its message, no stack, exit status 2. */
@@ -219,6 +221,58 @@ async function setConfig(stack: Stack, config: Record<string, number | string>, 
   await stack.cluster.sql('SELECT pg_reload_conf()');
 }
 
+/** The values of `names` in pg_settings' units (the agent's configurations use the same). */
+async function settingsOf(stack: Stack, names: readonly string[]): Promise<Record<string, string>> {
+  const rows = await stack.cluster.sql<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [
+    names,
+  ]);
+  return Object.fromEntries(rows.map((r) => [r.name, r.setting]));
+}
+
+const same = (a: string, b: string) => a === b || (a.trim() !== '' && b.trim() !== '' && Number(a) === Number(b));
+
+/** The knobs of `config` not at what the role wants: the kept values, or the defaults as they were
+ * before the session. */
+async function offBy(
+  stack: Stack,
+  config: Record<string, number | string>,
+  defaults: Record<string, string>,
+  on: boolean,
+): Promise<string[]> {
+  const now = await settingsOf(stack, Object.keys(config));
+  return Object.keys(config).filter((name) => {
+    const want = on ? String(config[name]) : defaults[name];
+    return want !== undefined && now[name] !== undefined && !same(now[name], want);
+  });
+}
+
+/**
+ * Sets a role's configuration and waits until the server has it. Right after a session ends the
+ * agent may still be returning to its known-good configuration (the first run's second work-mem
+ * session measured its first "defaults" window on the kept configuration: the agent's revert came
+ * after our RESET), so it is set again until it holds. Returns the knobs that never showed the value
+ * wanted (a spelling pg_settings does not share), which the caller then ignores.
+ */
+async function ensureConfig(
+  stack: Stack,
+  config: Record<string, number | string>,
+  defaults: Record<string, string>,
+  on: boolean,
+): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    await setConfig(stack, config, on);
+    await sleep(500);
+    const off = await offBy(stack, config, defaults, on);
+    if (off.length === 0) return [];
+    if (attempt === 5) {
+      // Not a change back, then, but a value the server spells otherwise: say so and go on.
+      say(`   warning: ${off.join(', ')} not at the ${on ? 'kept value' : 'default'} as pg_settings shows it; measured as they are`);
+      return off;
+    }
+    await sleep(2000);
+  }
+}
+
 /**
  * The defaults against the kept configuration, apart from the session: the stack's load stopped,
  * then interleaved A/B rounds (roundOrder), each window a pgbench run of the workload after a
@@ -231,6 +285,7 @@ async function remeasure(
   workload: Workload,
   script: string,
   config: Record<string, number | string>,
+  defaults: Record<string, string>,
 ): Promise<{ runtime: Interval; latency: Interval | null }> {
   await stack.load.stop();
   const run = (seconds: number) =>
@@ -252,16 +307,24 @@ async function remeasure(
   for (let r = 1; r <= PLAN.remeasureRounds; r++) {
     const figures: Partial<Record<'baseline' | 'candidate', { runtimeMs: number; latencyMs: number }>> = {};
     for (const role of roundOrder(r)) {
-      await setConfig(stack, config, role === 'candidate');
-      if (PLAN.warmupSeconds > 0) await run(PLAN.warmupSeconds);
-      const collector = createCollector(db, { includeQueries: false });
-      const before = await collector.collect();
-      const result = await run(PLAN.windowSeconds);
-      const report = buildMetricsReport(diffSnapshots(before, await collector.collect()), { includeQueries: false, topN: 500 });
+      let measured: { report: MetricsReport; latencyMs: number } | null = null;
+      // A window during which the configuration changed (the agent, see ensureConfig) is measured again.
+      while (measured === null) {
+        const stuck = await ensureConfig(stack, config, defaults, role === 'candidate');
+        if (PLAN.warmupSeconds > 0) await run(PLAN.warmupSeconds);
+        const collector = createCollector(db, { includeQueries: false });
+        const before = await collector.collect();
+        const result = await run(PLAN.windowSeconds);
+        const report = buildMetricsReport(diffSnapshots(before, await collector.collect()), { includeQueries: false, topN: 500 });
+        const off = (await offBy(stack, config, defaults, role === 'candidate')).filter((name) => !stuck.includes(name));
+        if (off.length === 0) measured = { report, latencyMs: result.latencyMs };
+        else say(`   re-measure round ${r}: ${off.join(', ')} changed during the ${role}'s window; measuring it again`);
+      }
+      const { report, latencyMs } = measured;
       mix ??= queryMix([report]);
       const runtimeMs = windowStats([report], mix).weightedRuntimeMs;
       if (runtimeMs === null) throw new Error('a re-measurement window saw none of the first window’s statements');
-      figures[role] = { runtimeMs, latencyMs: result.latencyMs };
+      figures[role] = { runtimeMs, latencyMs };
     }
     const { baseline, candidate } = figures as Required<typeof figures>;
     runtimes.push(Math.log(candidate.runtimeMs / baseline.runtimeMs));
@@ -291,6 +354,11 @@ async function runSession(workload: Workload, n: number): Promise<SessionResult>
     say(`== ${workload.name}, session ${n}: setting up a throwaway cluster, the service and the agent`);
     stack = await startStack({ workload, work, clients: workload.clients, reportSeconds: 1 });
     const { person, databaseId } = stack;
+    // The defaults, for the coverage re-measurement: every knob the session may change, before it starts.
+    const defaults = await settingsOf(
+      stack,
+      (await stack.cluster.sql<{ name: string }>('SELECT name FROM pg_settings')).map((r) => r.name),
+    );
     const started = Date.now();
     const { session: created } = await person.call<{ session: SessionView }>(
       'POST',
@@ -365,7 +433,7 @@ async function runSession(workload: Workload, n: number): Promise<SessionResult>
       db = await connectDb(stack.cluster.agentUrl);
       const script = join(work, `${workload.name}-remeasure.sql`);
       writeFileSync(script, workload.script);
-      const found = await remeasure(stack, db, workload, script, claim.config);
+      const found = await remeasure(stack, db, workload, script, claim.config, defaults);
       const covered = claim.claimed.low <= found.runtime.estimate && found.runtime.estimate <= claim.claimed.high;
       result.coverage = { claimed: claim.claimed, runtime: found.runtime, latency: found.latency, covered };
     }
