@@ -36,12 +36,14 @@ const WATCH_OPTIONS = { everyMs: 500, judgeEverySeconds: 1, workloadPeriodSecond
 
 /**
  * Reports after the change by which kept_gain_gone must have come: the window the change falls
- * in, WATCH.runWindows windows wholly after it, one more for a window left out (too few calls
- * while the report slows down), each of WINDOW_SECONDS of reports and one to spare (a window
- * closes on the report that ends at or past its length); then the judgement's delay.
+ * in, then up to four runs of WATCH.runWindows windows wholly after it (the first run decides on a
+ * quiet machine, 19-26 reports; with the noise of a loaded one, 0.14-0.47 a window, the interval
+ * may need more: CI once saw 83), one more for a window left out (too few calls while the report
+ * slows down), each of WINDOW_SECONDS of reports and one to spare (a window closes on the report
+ * that ends at or past its length); then the judgement's delay.
  */
 const GONE_WITHIN_REPORTS =
-  (WATCH.runWindows + 2) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1) +
+  (4 * WATCH.runWindows + 2) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1) +
   Math.ceil((WATCH_OPTIONS.judgeEverySeconds + WATCH_OPTIONS.everyMs / 1000) / REPORT_INTERVAL_SECONDS) +
   2;
 

@@ -14,7 +14,7 @@ import {
   type SuggestionKind,
 } from '../../optimizer/index.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
-import { chainAt, currentEpoch, epochOf } from './steps.ts';
+import { chainAt, currentEpoch, epochOf, keptSteps } from './steps.ts';
 import { windowOf } from './window-length.ts';
 
 const TRIAL_KINDS = new Set<TuningIterationRecord['kind']>(['diagnosis', 'heuristic', 'explore', 'remeasure']);
@@ -48,6 +48,20 @@ export function baselinePoints(
     if (epoch !== null && epochOf(session, it.ordinal) !== epoch) continue;
     const p = it.kind === 'baseline' ? pointOf(it) : null;
     if (p) points.push(p);
+  }
+  // The A/B windows that verified the step an epoch starts with measured its known-good already:
+  // without them, its first trials are judged against a single baseline window (spurious second
+  // steps on work-mem, docs/benchmarks.md).
+  const step = epoch !== null && epoch > 0 ? keptSteps(session)[epoch - 1] : undefined;
+  if (step) {
+    const key = configKey(step.config);
+    for (const it of iterations) {
+      const p =
+        it.phase === 'verify' && it.kind === 'candidate' && it.ordinal <= step.keptAfter && configKey(it.config) === key
+          ? pointOf(it)
+          : null;
+      if (p) points.push(p);
+    }
   }
   return points;
 }
