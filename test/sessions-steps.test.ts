@@ -63,11 +63,15 @@ describe('verified steps (PGlite storage, simulated agent)', () => {
     // Windows counted to the first verified gain: the first baseline, the trials up to the step, its A/B rounds.
     const windows = 1 + waiting.iterations.filter((it) => it.state === 'ok').length;
     console.log(`first verified gain after ${windows} windows: ${step.summary}`);
+    // The revert is handed over with the next report (the timer may have moved the session).
+    await agent.report();
     assert.equal(agent.settings.get('work_mem'), '4096', 'back on known-good while awaiting approval');
 
     const approved = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/approve`);
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
-    await agent.runUntil('the step kept', async () => (await stepsOf(databaseId, started.id))[0]?.outcome === 'kept');
+    await agent.runUntil('the step kept', async () => (await stepsOf(databaseId, started.id))[0]?.outcome === 'kept', {
+      timeoutMs: 120_000,
+    });
     assert.ok(Number(agent.knownGood.get('work_mem')) > 4096, 'the step is the agent known-good configuration (keep=true)');
     assert.equal((await sessionOf(databaseId, started.id)).session.state, 'iterating', 'the search goes on');
 
