@@ -28,7 +28,7 @@ import { AdviceViewSchema, type AdviceView } from '../src/service/advice/views.t
 import { formatNumber } from '../src/service/web/format.ts';
 import { SCREENSHOTS, launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
 import type { PersonClient } from './helpers/service.ts';
-import { until } from './helpers/until.ts';
+import { timeoutFor, until } from './helpers/until.ts';
 import { getTuningSession, isTrialJson, startTuningSession } from './sessions-agent.ts';
 
 const run = promisify(execFile);
@@ -79,7 +79,7 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
 
   test(
     'a spilling workload with no session: the advice names work_mem with its evidence, and a session from it tries it first',
-    { timeout: 150_000 },
+    { timeout: timeoutFor([60_000, 90_000, 30_000], 60_000) },
     async () => {
       await e2e.runLoad(WORKLOADS['work-mem']);
       const { advice, item } = await until(

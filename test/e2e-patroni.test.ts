@@ -30,7 +30,7 @@ import {
   type TestService,
 } from './helpers/service.ts';
 import { getTuningSession, isTrialJson, startTuningSession, type IterationJson } from './sessions-agent.ts';
-import { until } from './helpers/until.ts';
+import { timeoutFor, until } from './helpers/until.ts';
 
 type Parameters = Record<string, unknown>;
 
@@ -207,7 +207,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
 
   test(
     'a trial goes through the dynamic configuration onto both members; a switchover mid-trial reverts it everywhere, contaminates its window, and the session goes on',
-    { timeout: 400_000 },
+    { timeout: timeoutFor([180_000, 120_000, 180_000, 60_000, 30_000], 60_000) },
     async () => {
       const since = Date.now();
       startAgentProcess();

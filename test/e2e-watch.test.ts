@@ -24,7 +24,7 @@ import { WORKLOADS, type Workload } from '../src/lab/workloads.ts';
 import { startE2eLab, type E2eLab } from './helpers/e2e-lab.ts';
 import { WATCH } from '../src/service/watch/verdict.ts';
 import type { PersonClient } from './helpers/service.ts';
-import { until } from './helpers/until.ts';
+import { timeoutFor, until } from './helpers/until.ts';
 import { getTuningSession, startTuningSession } from './sessions-agent.ts';
 
 /** The session's windows, and so the watch's (verdict.ts cuts the reports into windows as long as the session's). */
@@ -50,6 +50,9 @@ const GONE_WITHIN_REPORTS =
 /** Reports the watch must go on holding for before the change: a whole run of windows after the
  * first judged holding, each of WINDOW_SECONDS of reports and one to spare. */
 const HOLD_REPORTS = (WATCH.runWindows + 1) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1);
+
+/** The bounds of the first test's waits, one after another (its deadline is their sum). */
+const WAIT_MS = { kept: 300_000, holding: 120_000, held: 180_000, reset: 10_000, gone: 240_000 };
 
 /** work-mem with its report replaced by two point reads it never ran (the cheap statements stay). */
 const POINT_READS: Workload = {
@@ -119,7 +122,7 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
 
   test(
     'kept, holding while the gain holds; work_mem set back outside the tuner: kept_gain_gone within a bounded number of reports',
-    { timeout: 420_000 },
+    { timeout: timeoutFor(Object.values(WAIT_MS)) },
     async () => {
       const started = await startTuningSession(person, databaseId, {
         iterations: 2,
@@ -136,7 +139,7 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
           const { session } = await getTuningSession(person, databaseId, started.id);
           return ['done', 'failed', 'stopped'].includes(session.state) ? session : null;
         },
-        300_000,
+        WAIT_MS.kept,
         500,
       );
       assert.equal(kept.state, 'done', `${kept.message ?? ''}\n${e2e.agent.output().slice(-3000)}`);
@@ -155,8 +158,9 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
 
       // While the gain holds: the watch measures, then holds for a whole run of windows, and
       // raises nothing.
-      await until('the watch to hold', async () => (await fleetEntry()).watch === 'holding', 120_000, 500);
+      await until('the watch to hold', async () => (await fleetEntry()).watch === 'holding', WAIT_MS.holding, 500);
       const holdingFrom = await latestReport();
+      console.log(`holding after ${((Date.now() - began) / 1000).toFixed(1)} s`);
       await until(
         `${HOLD_REPORTS} reports while the gain holds`,
         async () => {
@@ -164,7 +168,7 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
           assert.deepEqual(await events('kept_gain_gone'), [], 'nothing raised while the gain holds');
           return (await reportsSince(holdingFrom)) >= HOLD_REPORTS;
         },
-        180_000,
+        WAIT_MS.held,
         500,
       );
 
@@ -174,13 +178,15 @@ describe('the watch end to end (real tuner-agent, throwaway cluster, PGlite stor
       const changedAt = Date.now();
       await e2e.cluster.sql(`ALTER SYSTEM SET work_mem = '4MB'`);
       await e2e.cluster.sql('SELECT pg_reload_conf()');
-      await until('work_mem back at 4 MB', async () => (await workMem()) === '4096', 10_000);
+      await until('work_mem back at 4 MB', async () => (await workMem()) === '4096', WAIT_MS.reset);
 
-      await until('the watch to say gone', async () => (await fleetEntry()).watch === 'gone', 240_000, 250);
+      await until('the watch to say gone', async () => (await fleetEntry()).watch === 'gone', WAIT_MS.gone, 250);
       const reports = await reportsSince(changedFrom);
       const gone = await events('kept_gain_gone');
       assert.equal(gone.length, 1, 'raised once');
-      console.log(`gone after ${reports} reports (bound ${GONE_WITHIN_REPORTS}): ${gone[0]!.message}`);
+      console.log(
+        `gone after ${reports} reports (bound ${GONE_WITHIN_REPORTS}), ${((Date.now() - changedAt) / 1000).toFixed(1)} s: ${gone[0]!.message}`,
+      );
       assert.ok(Date.parse(gone[0]!.at) >= changedAt, `raised after the change, not before (${gone[0]!.at})`);
       assert.ok(reports <= GONE_WITHIN_REPORTS, `raised ${reports} reports after the change; at most ${GONE_WITHIN_REPORTS} expected`);
       assert.match(gone[0]!.message, /gain is gone.*does not revert by itself/);
