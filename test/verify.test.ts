@@ -270,7 +270,15 @@ test('the paired t interval, the round order and the stopping rule', () => {
     'no_significant_improvement',
     'the minimum effect is out of reach',
   );
-  assert.equal(verdict([round(8), round(11), round(9.5)], SETTINGS, NOISE).decision, 'continue', 'too wide: another round');
+  assert.equal(verdict([round(6), round(10), round(7.5)], SETTINGS, NOISE).decision, 'continue', 'too wide but promising: another round');
+  // Too wide, and its trend leaves the rounds left little chance: a futility stop.
+  const hopeless = verdict([round(8), round(11), round(9.5)], SETTINGS, NOISE);
+  assert.equal(hopeless.decision, 'no_significant_improvement');
+  assert.match(
+    hopeless.why,
+    /^at the trend of its rounds, the 5 rounds left would clear a gain of 5 % with a chance of \d+\.\d %, under 10 %$/,
+  );
+  assert.equal(verdict([round(8), round(11), round(9.5)], SETTINGS, NOISE, { futility: false }).decision, 'continue');
   assert.equal(
     verdict(
       Array.from({ length: 8 }, (_, k) => round(k % 2 ? 8 : 11)),

@@ -8,6 +8,8 @@ declare module 'jstat' {
     normal: {
       /** The quantile of the normal distribution of this mean and standard deviation. */
       inv(p: number, mean: number, sd: number): number;
+      /** P(X ≤ x) for the normal distribution of this mean and standard deviation. */
+      cdf(x: number, mean: number, sd: number): number;
     };
   };
   export default jStat;

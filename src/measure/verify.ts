@@ -74,6 +74,13 @@ export interface Interval {
   high: number;
 }
 
+/** The rounds' mean log ratio, and their standard deviation (0 under two rounds). */
+function meanAndSd(logRatios: readonly number[]): { mean: number; sd: number } {
+  const n = logRatios.length;
+  const mean = logRatios.reduce((a, b) => a + b, 0) / n;
+  return { mean, sd: n < 2 ? 0 : Math.sqrt(logRatios.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1)) };
+}
+
 /**
  * The paired t interval of exp(mean log ratio), the rounds' standard deviation taken no lower
  * than `minSd`; null under two rounds (no spread to judge).
@@ -81,8 +88,8 @@ export interface Interval {
 export function pairedInterval(logRatios: readonly number[], confidence: number, minSd = 0): Interval | null {
   const n = logRatios.length;
   if (n < 2 || logRatios.some((x) => !Number.isFinite(x))) return null;
-  const mean = logRatios.reduce((a, b) => a + b, 0) / n;
-  const sd = Math.max(minSd, Math.sqrt(logRatios.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1)));
+  const { mean, sd: own } = meanAndSd(logRatios);
+  const sd = Math.max(minSd, own);
   const half = jStat.studentt.inv((1 + confidence) / 2, n - 1) * (sd / Math.sqrt(n));
   return { estimate: Math.exp(mean), low: Math.exp(mean - half), high: Math.exp(mean + half) };
 }
@@ -112,15 +119,45 @@ export function mixtureRho(sd: number, rounds: number, alpha: number): number {
 export function sequenceInterval(logRatios: readonly number[], confidence: number, minSd: number, tightestAt: number): Interval | null {
   const n = logRatios.length;
   if (n === 0 || logRatios.some((x) => !Number.isFinite(x)) || (n < 2 && !(minSd > 0))) return null;
-  const mean = logRatios.reduce((a, b) => a + b, 0) / n;
-  const own = n < 2 ? 0 : Math.sqrt(logRatios.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1));
-  const sd = Math.max(minSd, own);
-  if (sd === 0) return { estimate: Math.exp(mean), low: Math.exp(mean), high: Math.exp(mean) };
+  const { mean, sd: own } = meanAndSd(logRatios);
+  const half = sequenceHalfWidth(n, Math.max(minSd, own), confidence, tightestAt);
+  return { estimate: Math.exp(mean), low: Math.exp(mean - half), high: Math.exp(mean + half) };
+}
+
+/** The half-width, in log ratio, of the confidence sequence after `n` rounds of spread `sd`. */
+export function sequenceHalfWidth(n: number, sd: number, confidence: number, tightestAt: number): number {
+  if (sd === 0) return 0;
   const alpha = 1 - confidence;
   const rho = mixtureRho(sd, tightestAt, alpha);
   const v = n * sd * sd;
-  const half = Math.sqrt((v + rho) * Math.log((v + rho) / (rho * alpha * alpha))) / n;
-  return { estimate: Math.exp(mean), low: Math.exp(mean - half), high: Math.exp(mean + half) };
+  return Math.sqrt((v + rho) * Math.log((v + rho) / (rho * alpha * alpha))) / n;
+}
+
+/**
+ * A verification whose rounds so far give it less than this chance of clearing the minimum effect
+ * by its last round stops there, with no significant improvement (a futility stop). It can only
+ * end a verification without a claim, so the error rate of a claim is unchanged; what it costs is
+ * a little power, measured in test/verify-sequential.test.ts. Without it a null effect runs every
+ * round it may: at 12 s windows and 5-16 % noise, select-1's verifications ran all 5 rounds.
+ */
+export const FUTILITY_CHANCE = 0.1;
+
+/**
+ * The chance that the rounds left bring the interval after the last round wholly to a gain of
+ * the minimum effect, if they go on as the rounds so far: each round's log ratio normal with
+ * spread `sd` about a mean known only as well as the rounds so far tell it (the predictive
+ * distribution of the rounds left's mean: N(mean, sd² (1/left + 1/n)); taking the rounds' mean as
+ * the truth would stop too many real gains after 3 rounds), and the last interval as narrow as
+ * `sd` allows.
+ */
+export function chanceToClear(logRatios: readonly number[], settings: VerifySettings, sd: number): number {
+  const [n, last] = [logRatios.length, settings.maxRounds];
+  if (n === 0 || n >= last || !(sd > 0)) return 0;
+  const { mean } = meanAndSd(logRatios);
+  const bar = Math.log(1 - settings.minEffect) - sequenceHalfWidth(last, sd, settings.confidence, settings.minRounds);
+  /** The mean the rounds left need for the mean of all of them to reach the bar. */
+  const needed = (last * bar - n * mean) / (last - n);
+  return jStat.normal.cdf(needed, mean, sd * Math.sqrt(1 / (last - n) + 1 / n));
 }
 
 export type Decision = 'continue' | 'recommend' | 'no_significant_improvement';
@@ -142,8 +179,10 @@ const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => n
 /**
  * After each round: recommend once the whole runtime interval lies at or below 1 − minEffect
  * (unless the whole throughput interval shows a drop of more than MAX_THROUGHPUT_DROP); stop
- * with no significant improvement once it lies wholly above (the minimum effect is out of reach)
- * or the rounds run out; else measure another round. Both intervals are confidence sequences
+ * with no significant improvement once it lies wholly above (the minimum effect is out of reach),
+ * once the rounds' trend gives the rounds left less than FUTILITY_CHANCE of clearing it
+ * (chanceToClear; `options.futility: false` leaves that out, to measure what it costs), or once the
+ * rounds run out; else measure another round. Both intervals are confidence sequences
  * (sequenceInterval), so looking after every round keeps their level. They need `windowNoise`,
  * σ of one window's log runtime as the session measured it on its baseline windows: the spread
  * of a round is taken no lower than √2 σ (for the throughput too: in a closed loop it moves with
@@ -152,13 +191,28 @@ const logRatio = (rounds: readonly RoundFigures[], pick: (w: WindowFigures) => n
  * Single windows are not judged on their throughput here: a window or two of a busy neighbour
  * would sink a good candidate.
  */
-export function verdict(rounds: readonly RoundFigures[], settings: VerifySettings, windowNoise: number | null): Verdict {
+export function verdict(
+  rounds: readonly RoundFigures[],
+  settings: VerifySettings,
+  windowNoise: number | null,
+  options: { futility?: boolean } = {},
+): Verdict {
   const floor = windowNoise === null ? null : Math.SQRT2 * windowNoise;
   const interval = (pick: (w: WindowFigures) => number) =>
     floor === null ? null : sequenceInterval(logRatio(rounds, pick), settings.confidence, floor, settings.minRounds);
   const runtime = interval((w) => w.runtimeMs);
   const throughput = interval((w) => w.throughput);
-  return decide(rounds.length, runtime, throughput, settings, 'the noise of one window is not measured yet');
+  const v = decide(rounds.length, runtime, throughput, settings, 'the noise of one window is not measured yet');
+  if (v.decision !== 'continue' || floor === null || rounds.length < settings.minRounds || options.futility === false) return v;
+  const ratios = logRatio(rounds, (w) => w.runtimeMs);
+  const chance = chanceToClear(ratios, settings, Math.max(floor, meanAndSd(ratios).sd));
+  if (chance >= FUTILITY_CHANCE) return v;
+  const left = settings.maxRounds - rounds.length;
+  return {
+    ...v,
+    decision: 'no_significant_improvement',
+    why: `at the trend of its rounds, the ${left} round${left === 1 ? '' : 's'} left would clear a gain of ${Math.round(settings.minEffect * 1000) / 10} % with a chance of ${(chance * 100).toFixed(1)} %, under ${FUTILITY_CHANCE * 100} %`,
+  };
 }
 
 /**
