@@ -127,13 +127,13 @@ test('the futility stop: over 400 null sessions at a 5 % minimum effect most ver
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const nulls = seeds.map((seed) => session(seed, 1));
   const [withStop, without] = [nulls.map((s) => run(s, true)), nulls.map((s) => run(s, false))];
+  // It can only end a verification without a claim.
+  const claims = (vs: Verdict[]) => vs.filter((v) => v.decision === 'recommend').length;
   const early = withStop.filter((v) => v.rounds === MIN_ROUNDS && /chance of/.test(v.why)).length;
   console.log(
     `null sessions, 3-5 rounds at 5 %: mean rounds ${mean(without.map((v) => v.rounds)).toFixed(2)} without the futility stop, ` +
-      `${mean(withStop.map((v) => v.rounds)).toFixed(2)} with it (${early}/${SESSIONS} stopped for futility at round ${MIN_ROUNDS})`,
+      `${mean(withStop.map((v) => v.rounds)).toFixed(2)} with it (${early}/${SESSIONS} stopped for futility at round ${MIN_ROUNDS}); recommended ${claims(without)} without, ${claims(withStop)} with it`,
   );
-  // It can only end a verification without a claim.
-  const claims = (vs: Verdict[]) => vs.filter((v) => v.decision === 'recommend').length;
   assert.ok(claims(withStop) <= claims(without), `${claims(withStop)} claims with the stop, ${claims(without)} without`);
   assert.ok(claims(withStop) / SESSIONS <= 0.05, `${claims(withStop)} null sessions recommended`);
   assert.ok(early / SESSIONS >= 0.8, `${early} of ${SESSIONS} stopped at round ${MIN_ROUNDS}`);
