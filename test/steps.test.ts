@@ -3,9 +3,9 @@
 // baseline's scale, and the noise of one window pooled within epochs (a step's jump is no noise).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pooledWindowNoise, windowNoise } from '../src/measure/drift.ts';
+import { noiseUpperBound, pooledWindowNoise, pooledWindowNoiseOf, windowNoise } from '../src/measure/drift.ts';
 import { judgeSession } from '../src/service/tuning/history.ts';
-import { ASSUMED_WINDOW_NOISE, chainAt, chainedInterval, epochOf, worthVerifyingNow } from '../src/service/tuning/steps.ts';
+import { ASSUMED_WINDOW_NOISE, chainAt, chainedInterval, epochOf, stepNoise, worthVerifyingNow } from '../src/service/tuning/steps.ts';
 import type { SessionStep, TuningIterationRecord, TuningSessionRecord } from '../src/service/tuning/store.ts';
 
 const SETTINGS = { minRounds: 3, maxRounds: 8, minEffect: 0.05, confidence: 0.95 };
@@ -26,6 +26,23 @@ test('worth verifying now: a 3× win even before the noise is measured; a 1.2× 
     threshold(0.05) > threshold(0.1) && threshold(0.1) > threshold(0.15),
     `${threshold(0.05)} ${threshold(0.1)} ${threshold(0.15)}`,
   );
+});
+
+test('a step is decided on the noise it could still be: a 10 % win is not one on the first three baseline windows, and is on forty', () => {
+  // The chi-square bound at 80 %: about twice σ on 2 differences, a quarter more on 20.
+  assert.ok(Math.abs(noiseUpperBound(0.02, 2, 0.8) / 0.02 - 2.117) < 0.01);
+  assert.ok(Math.abs(noiseUpperBound(0.02, 20, 0.8) / 0.02 - 1.171) < 0.01);
+  assert.ok(noiseUpperBound(0.02, 2, 0.8) > noiseUpperBound(0.02, 5, 0.8));
+  assert.equal(stepNoise(null, 0), null, 'not measured: the assumed noise decides (worthVerifyingNow)');
+  const windows = (n: number) => Array.from({ length: n + 1 }, (_, i) => ({ at: i * 1000, runtimeMs: 10 * (i % 2 ? 1.01 : 0.99) }));
+  const early = pooledWindowNoiseOf([windows(2)])!;
+  const late = pooledWindowNoiseOf([windows(40)])!;
+  assert.deepEqual([early.differences, late.differences], [2, 40]);
+  assert.ok(Math.abs(early.sd - late.sd) < 1e-12, 'the same σ, about 1.4 %');
+  assert.equal(worthVerifyingNow(0.9, early.sd, SETTINGS), true, 'on the measured σ alone it would be a step');
+  assert.equal(worthVerifyingNow(0.9, stepNoise(early.sd, early.differences), SETTINGS), false, 'σ on 2 differences may be twice that');
+  assert.equal(worthVerifyingNow(0.9, stepNoise(late.sd, late.differences), SETTINGS), true, 'on 40 it is known');
+  assert.equal(worthVerifyingNow(0.33, stepNoise(early.sd, early.differences), SETTINGS), true, 'a 3× win goes at once');
 });
 
 test('the noise of one window pooled over epochs: a kept step’s jump adds nothing', () => {

@@ -2,6 +2,7 @@
 // each trial is judged against the baseline windows nearest in time, the drift is estimated from
 // them, and so is the noise of one window, which the optimizer is given as its noise level.
 // Runtimes are compared as ratios, so everything here works on their logarithms. Pure functions.
+import jStat from 'jstat';
 
 /** One baseline window: when (its middle, epoch ms) and its baseline-mix-weighted runtime. */
 export interface BaselinePoint {
@@ -48,6 +49,14 @@ export function windowNoise(baselines: readonly BaselinePoint[]): number | null 
  * answer is √(c / atSeconds). Null with fewer than MIN_BASELINES_FOR_NOISE − 1 differences in all.
  */
 export function pooledWindowNoise(runs: ReadonlyArray<readonly BaselinePoint[]>, atSeconds: number | null = null): number | null {
+  return pooledWindowNoiseOf(runs, atSeconds)?.sd ?? null;
+}
+
+/** pooledWindowNoise, with the number of successive differences it rests on. */
+export function pooledWindowNoiseOf(
+  runs: ReadonlyArray<readonly BaselinePoint[]>,
+  atSeconds: number | null = null,
+): { sd: number; differences: number } | null {
   let sum = 0;
   let differences = 0;
   for (const run of runs) {
@@ -61,7 +70,18 @@ export function pooledWindowNoise(runs: ReadonlyArray<readonly BaselinePoint[]>,
       differences++;
     }
   }
-  return differences < MIN_BASELINES_FOR_NOISE - 1 ? null : Math.sqrt(sum / differences);
+  return differences < MIN_BASELINES_FOR_NOISE - 1 ? null : { sd: Math.sqrt(sum / differences), differences };
+}
+
+/**
+ * The noise σ could still be, at one-sided confidence `level`, when `sd` was measured from
+ * `differences` successive differences: sd · √(k / χ²(1 − level; k)), the chi-square bound of a
+ * variance estimated with k degrees of freedom (successive differences of a slowly drifting series
+ * are nearly independent). Two differences allow a σ 2.1 times the measured one at 80 %; twenty,
+ * 1.25 times.
+ */
+export function noiseUpperBound(sd: number, differences: number, level: number): number {
+  return differences < 1 ? Infinity : sd * Math.sqrt(differences / jStat.chisquare.inv(1 - level, differences));
 }
 
 export interface Drift {

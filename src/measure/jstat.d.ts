@@ -5,6 +5,10 @@ declare module 'jstat' {
       /** The quantile: x with P(T ≤ x) = p, for `dof` degrees of freedom. */
       inv(p: number, dof: number): number;
     };
+    chisquare: {
+      /** The quantile: x with P(X ≤ x) = p, for `dof` degrees of freedom. */
+      inv(p: number, dof: number): number;
+    };
     normal: {
       /** The quantile of the normal distribution of this mean and standard deviation. */
       inv(p: number, mean: number, sd: number): number;

@@ -59,7 +59,7 @@ import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecomm
 import { sessionReportInterval } from './params.ts';
 import { ENVIRONMENT_TRIP, environmentTrips, isEnvironmentBreach, tripAwaitingBaseline } from './trips.ts';
 import { chooseWindowSeconds, smallestVerifiableGain, TARGET_WINDOW_NOISE, windowOf } from './window-length.ts';
-import { chainAt, chainedInterval, currentEpoch, epochOf, keptSteps, pendingStep, worthVerifyingNow } from './steps.ts';
+import { chainAt, chainedInterval, currentEpoch, epochOf, keptSteps, pendingStep, stepNoise, worthVerifyingNow } from './steps.ts';
 import { buildSpace } from './space.ts';
 import { diagnosisSignals } from '../advice/seed.ts';
 import { lowestMemoryShare, selectWindow, serviceInterval, windowClosed, windowFrom, type MeasuredReport } from './window.ts';
@@ -646,7 +646,8 @@ function stepDue(
   // diagnosis) goes on an assumed noise: on select-1 single windows at 0.62 and 0.70 of the
   // baseline were noise, and their steps cost 10 windows each (docs/benchmarks.md).
   if (judgement.noise === null && last.kind !== 'diagnosis') return null;
-  return worthVerifyingNow(objective / chainAt(session, epoch), judgement.noise, verifySettings(session)) ? last : null;
+  const noise = stepNoise(judgement.noise, judgement.noiseDifferences);
+  return worthVerifyingNow(objective / chainAt(session, epoch), noise, verifySettings(session)) ? last : null;
 }
 
 /**

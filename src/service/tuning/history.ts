@@ -3,7 +3,7 @@
 // judged against the baseline windows nearest in time; the optimizer's history is the trials so
 // judged, each with its noise level. Windows that were contaminated, cancelled or are still open
 // count for nothing.
-import { drift, judge, pooledWindowNoise, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
+import { drift, judge, pooledWindowNoiseOf, type BaselinePoint, type Drift, type Judged } from '../../measure/drift.ts';
 import {
   best,
   configKey,
@@ -73,6 +73,8 @@ export interface SessionJudgement {
   drift: Drift | null;
   /** Standard deviation of one window's log runtime, pooled over the epochs; null until enough baseline windows. */
   noise: number | null;
+  /** The successive differences of baseline windows the noise rests on (0 while it is null). */
+  noiseDifferences: number;
   /** Trials' and candidate windows' objectives, by ordinal: against the baseline windows of their
    * epoch, times the epoch's chain (on the first baseline's scale). */
   judged: Map<number, Judged>;
@@ -83,7 +85,8 @@ export interface SessionJudgement {
 export function judgeSession(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): SessionJudgement {
   const epochs = Array.from({ length: currentEpoch(session) + 1 }, (_, e) => baselinePoints(session, iterations, e));
   // The noise of a window as long as the session's windows are now (window-length.ts).
-  const noise = pooledWindowNoise(epochs, windowOf(session));
+  const pooled = pooledWindowNoiseOf(epochs, windowOf(session));
+  const noise = pooled?.sd ?? null;
   const judged = new Map<number, Judged>();
   const baselineRatios = new Map<number, number>();
   const first = session.baseline?.stats.weightedRuntimeMs ?? null;
@@ -99,7 +102,7 @@ export function judgeSession(session: TuningSessionRecord, iterations: readonly 
     if (j) judged.set(it.ordinal, { ...j, objective: j.objective * chainAt(session, epoch) });
   }
   const baselines = epochs.flatMap((points, e) => points.map((p) => ({ ...p, runtimeMs: p.runtimeMs / chainAt(session, e) })));
-  return { baselines, drift: drift(baselines), noise, judged, baselineRatios };
+  return { baselines, drift: drift(baselines), noise, noiseDifferences: pooled?.differences ?? 0, judged, baselineRatios };
 }
 
 /** The suggestion kind of a trial, for the optimizer (remeasure rows are from older sessions). */

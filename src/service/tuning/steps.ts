@@ -12,6 +12,7 @@
 // scale. The noise of one window is pooled over the epochs (drift.ts pooledWindowNoise).
 //
 // Pure functions of the session and its windows.
+import { noiseUpperBound } from '../../measure/drift.ts';
 import { sequenceInterval, type Interval, type VerifySettings } from '../../measure/verify.ts';
 import type { SessionStep, TuningSessionRecord } from './store.ts';
 
@@ -21,6 +22,16 @@ import type { SessionStep, TuningSessionRecord } from './store.ts';
  * once. The assumption only decides when to verify: the verification's own interval uses the
  * noise measured by then (its baseline windows complete the three needed). */
 export const ASSUMED_WINDOW_NOISE = 0.12;
+
+/** Once it is measured, a win is judged as if windows varied as much as the noise could still be at
+ * this one-sided confidence (drift.ts noiseUpperBound): the first estimate rests on two or three
+ * differences of baseline windows, and on select-1 a σ of 2.5 % measured on so few made a single
+ * window at 0.92 a step, 6 windows spent on noise. Twice σ early, a quarter more after 20. */
+export const STEP_NOISE_CONFIDENCE = 0.8;
+
+/** The noise a step is decided on: the measured one's upper bound, or null while it is not measured. */
+export const stepNoise = (noise: number | null, differences: number): number | null =>
+  noise === null ? null : noiseUpperBound(noise, differences, STEP_NOISE_CONFIDENCE);
 
 /** The steps kept, in order (each with the window it became known-good after). */
 export const keptSteps = (session: Pick<TuningSessionRecord, 'steps'>): Array<SessionStep & { keptAfter: number }> =>
