@@ -414,7 +414,12 @@ export function assertSessionShape(
     if (it.state !== 'contaminated') blocks.at(-1)!.push(it);
   }
   let next = 1;
-  for (const block of blocks) {
+  for (const measured of blocks) {
+    // A round measured again after a candidate's trip the environment caused (trips.ts
+    // verificationTrip) has two baseline windows: the one next to its candidate counts.
+    const block = measured.filter(
+      (it, i) => !(it.kind === 'baseline' && measured[i + 1]?.kind === 'baseline' && measured[i + 1]?.round === it.round),
+    );
     block.forEach((it, i) => {
       const round = Math.floor(i / 2) + 1;
       assert.equal(it.round, next + round - 1, summary);

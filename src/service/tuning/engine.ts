@@ -57,7 +57,7 @@ import { constraintBreach, throughput } from './constraints.ts';
 import { configKey } from '../../optimizer/index.ts';
 import { historyOf, isTrial, judgeSession, nothingLeft, searchBest, searchRecommendation, type SessionJudgement } from './history.ts';
 import { sessionReportInterval } from './params.ts';
-import { ENVIRONMENT_TRIP, environmentTrips, isEnvironmentBreach, tripAwaitingBaseline } from './trips.ts';
+import { ENVIRONMENT_TRIP, environmentTrips, isEnvironmentBreach, tripAwaitingBaseline, verificationTrip } from './trips.ts';
 import { chooseWindowSeconds, smallestVerifiableGain, TARGET_WINDOW_NOISE, windowOf } from './window-length.ts';
 import { chainAt, chainedInterval, currentEpoch, epochOf, keptSteps, pendingStep, stepNoise, worthVerifyingNow } from './steps.ts';
 import { buildSpace } from './space.ts';
@@ -801,8 +801,10 @@ async function startVerification(s: Step, iterations: readonly TuningIterationRe
 function roundsOf(iterations: readonly TuningIterationRecord[], first: number): RoundFigures[] {
   const rounds: RoundFigures[] = [];
   for (let r = first; ; r++) {
+    // The last of each: a round measured again after a candidate's trip the environment caused
+    // has a second baseline window, the one next to its candidate's.
     const of = (kind: 'baseline' | 'candidate') =>
-      iterations.find(
+      iterations.findLast(
         (it) => it.phase === 'verify' && it.round === r && it.kind === kind && it.state === 'ok' && it.stats?.weightedRuntimeMs,
       );
     const a = of('baseline');
@@ -839,7 +841,28 @@ async function verifyStep(s: Step): Promise<boolean> {
     (it) => it.phase === 'verify' && (it.round ?? 0) >= first && it.kind === 'candidate' && it.state === 'failed',
   );
   if (failed) {
-    const note = `the candidate failed in A/B round ${failed.round === null ? '?' : failed.round - first + 1}: ${failed.failure ?? 'no reason given'}`;
+    const roundWords = `A/B round ${failed.round === null ? '?' : failed.round - first + 1}`;
+    // A guardrail trip is judged by the baseline window after it, as a trial's is (trips.ts).
+    const trip = verificationTrip(s.session, iterations, failed);
+    if (trip.outcome === 'awaiting')
+      return issueWindow(
+        s,
+        iterations,
+        'baseline',
+        'verify',
+        failed.round,
+        {},
+        `${roundWords}: the baseline (known-good) measured after the candidate tripped a guardrail (${failed.failure ?? 'no reason given'}): if it is just as slow, the environment caused it`,
+      );
+    const environmental = iterations.filter(
+      (it) => it.phase === 'verify' && (it.round ?? 0) >= first && it.failure?.startsWith(ENVIRONMENT_TRIP),
+    ).length;
+    if (trip.outcome === 'environment' && environmental < ENGINE_LIMITS.environmentTrips) {
+      // The round is measured again: its candidate window, next to the baseline window just measured.
+      await s.tx.updateIteration(failed.ordinal, { state: 'contaminated', failure: trip.failure });
+      return true;
+    }
+    const note = `the candidate failed in ${roundWords}: ${failed.failure ?? 'no reason given'}${trip.outcome === 'environment' ? ` (the environment, as the baseline window after it showed, but ${environmental} candidate windows of this verification were already the environment's: too unsettled to verify in)` : ''}`;
     if (isStep) return stepNotKept(s, 'not_verified', note, v, statements);
     await updateSession(s, { verification: { ...verification, ...figures(v), decision: 'no_significant_improvement', note } });
     await endTuningSession(
