@@ -9,8 +9,9 @@
 //   - false claims over select-1 sessions (a session that kept anything): none;
 //   - coverage: after a work-mem session that kept a gain, the defaults and the kept configuration
 //     are re-measured apart from the session, in interleaved A/B rounds (ALTER SYSTEM on the
-//     throwaway cluster, pgbench's own runs with pg_stat_statements read around them); the share
-//     of sessions whose verified interval contains the re-measured runtime ratio: at least 90 %.
+//     throwaway cluster, under the stack's own load with pg_stat_statements read around each
+//     window, as the session measures); the share of sessions whose verified interval contains the
+//     re-measured runtime ratio: at least 90 %.
 // The sessions take the product's defaults (10 trials, 3-5 A/B rounds, 5 % minimum effect at 95 %)
 // except the windows: fixed and short (windowMinSeconds = windowSeconds = --window), since short
 // windows are what make the benchmark affordable; a window counts the same whatever its length,
@@ -25,14 +26,13 @@
 //   --until-first-gain       stop each session once a step is kept (the coverage runs: the
 //                            re-measurement needs only the first verified gain, in a third of the time)
 //   --short (CI: one tiny select-1 session)
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
-import { pgbench } from '../src/lab/pgbench.ts';
 import { startStack, type Stack } from '../src/lab/stack.ts';
 import { until } from '../src/lab/until.ts';
 import { workloadByName, type Workload } from '../src/lab/workloads.ts';
@@ -139,7 +139,7 @@ interface SessionResult {
   kept: boolean;
   wallSeconds: number;
   /** The work-mem re-measurement: the claimed interval (over the defaults) and what was found. */
-  coverage: { claimed: Interval; runtime: Interval; latency: Interval | null; covered: boolean } | null;
+  coverage: { claimed: Interval; runtime: Interval; covered: boolean } | null;
 }
 
 /** Closes the stack of the session running, on SIGINT or SIGTERM: no cluster left behind. */
@@ -278,66 +278,47 @@ async function ensureConfig(
 }
 
 /**
- * The defaults against the kept configuration, apart from the session: the stack's load stopped,
- * then interleaved A/B rounds (roundOrder), each window a pgbench run of the workload after a
- * warm-up run, with pg_stat_statements read around it. The runtime ratio (the session's own
- * objective, on the first window's mix) and pgbench's latency ratio, each a paired interval.
+ * The defaults against the kept configuration, apart from the session: interleaved A/B rounds
+ * (roundOrder) after it ended, under the stack's own load as the session measured it (the same
+ * pgbench, its connections kept), each window pg_stat_statements read around it after a warm-up.
+ * The runtime ratio (the session's own objective, on the first window's mix) as a paired interval.
+ * The first run of this benchmark started a new pgbench for every window instead: new connections
+ * in every window, a workload other than the one the session measured (docs/benchmarks.md).
  */
 async function remeasure(
   stack: Stack,
   db: Db,
-  workload: Workload,
-  script: string,
   config: Record<string, number | string>,
   defaults: Record<string, string>,
-): Promise<{ runtime: Interval; latency: Interval | null }> {
-  await stack.load.stop();
-  const run = (seconds: number) =>
-    pgbench(stack.cluster, [
-      '-n',
-      '-f',
-      script,
-      ...Object.entries(workload.variables ?? {}).flatMap(([name, value]) => ['-D', `${name}=${value}`]),
-      '-T',
-      String(seconds),
-      '-c',
-      String(workload.clients),
-      '-j',
-      String(Math.min(workload.clients, 2)),
-    ]);
+): Promise<{ runtime: Interval }> {
   let mix: QueryMix | null = null;
   const runtimes: number[] = [];
-  const latencies: number[] = [];
   for (let r = 1; r <= PLAN.remeasureRounds; r++) {
-    const figures: Partial<Record<'baseline' | 'candidate', { runtimeMs: number; latencyMs: number }>> = {};
+    const figures: Partial<Record<'baseline' | 'candidate', number>> = {};
     for (const role of roundOrder(r)) {
-      let measured: { report: MetricsReport; latencyMs: number } | null = null;
+      let measured: MetricsReport | null = null;
       // A window during which the configuration changed (the agent, see ensureConfig) is measured again.
       while (measured === null) {
         const stuck = await ensureConfig(stack, config, defaults, role === 'candidate');
-        if (PLAN.warmupSeconds > 0) await run(PLAN.warmupSeconds);
+        await sleep(PLAN.warmupSeconds * 1000);
         const collector = createCollector(db, { includeQueries: false });
         const before = await collector.collect();
-        const result = await run(PLAN.windowSeconds);
+        await sleep(PLAN.windowSeconds * 1000);
         const report = buildMetricsReport(diffSnapshots(before, await collector.collect()), { includeQueries: false, topN: 500 });
         const off = (await offBy(stack, config, defaults, role === 'candidate')).filter((name) => !stuck.includes(name));
-        if (off.length === 0) measured = { report, latencyMs: result.latencyMs };
+        if (off.length === 0) measured = report;
         else say(`   re-measure round ${r}: ${off.join(', ')} changed during the ${role}'s window; measuring it again`);
       }
-      const { report, latencyMs } = measured;
-      mix ??= queryMix([report]);
-      const runtimeMs = windowStats([report], mix).weightedRuntimeMs;
+      mix ??= queryMix([measured]);
+      const runtimeMs = windowStats([measured], mix).weightedRuntimeMs;
       if (runtimeMs === null) throw new Error('a re-measurement window saw none of the first window’s statements');
-      figures[role] = { runtimeMs, latencyMs };
+      figures[role] = runtimeMs;
     }
     const { baseline, candidate } = figures as Required<typeof figures>;
-    runtimes.push(Math.log(candidate.runtimeMs / baseline.runtimeMs));
-    latencies.push(Math.log(candidate.latencyMs / baseline.latencyMs));
-    say(
-      `   re-measure round ${r}: runtime ${fmt(candidate.runtimeMs / baseline.runtimeMs)} × defaults, pgbench latency ${fmt(candidate.latencyMs / baseline.latencyMs)} ×`,
-    );
+    runtimes.push(Math.log(candidate / baseline));
+    say(`   re-measure round ${r}: runtime ${fmt(candidate / baseline)} × defaults`);
   }
-  return { runtime: pairedInterval(runtimes, 0.95)!, latency: pairedInterval(latencies, 0.95) };
+  return { runtime: pairedInterval(runtimes, 0.95)! };
 }
 
 /** One session on a fresh stack: its windows printed as they end, its figures returned. */
@@ -447,11 +428,9 @@ async function runSession(workload: Workload, n: number): Promise<SessionResult>
     if (claim) {
       say(`   re-measuring the defaults against the kept configuration (${JSON.stringify(claim.config)}), ${PLAN.remeasureRounds} rounds`);
       db = await connectDb(stack.cluster.agentUrl);
-      const script = join(work, `${workload.name}-remeasure.sql`);
-      writeFileSync(script, workload.script);
-      const found = await remeasure(stack, db, workload, script, claim.config, defaults);
+      const found = await remeasure(stack, db, claim.config, defaults);
       const covered = claim.claimed.low <= found.runtime.estimate && found.runtime.estimate <= claim.claimed.high;
-      result.coverage = { claimed: claim.claimed, runtime: found.runtime, latency: found.latency, covered };
+      result.coverage = { claimed: claim.claimed, runtime: found.runtime, covered };
     }
     return result;
   } finally {
@@ -468,8 +447,8 @@ function printResult(r: SessionResult): void {
   say(`   end message: ${r.message ?? '—'}`);
   if (r.coverage)
     say(
-      `   coverage: claimed ${interval(r.coverage.claimed)} over the defaults; re-measured runtime ${interval(r.coverage.runtime)}, ` +
-        `pgbench latency ${interval(r.coverage.latency)}: ${r.coverage.covered ? 'covered' : 'NOT covered'}`,
+      `   coverage: claimed ${interval(r.coverage.claimed)} over the defaults; re-measured runtime ${interval(r.coverage.runtime)}: ` +
+        (r.coverage.covered ? 'covered' : 'NOT covered'),
     );
 }
 
