@@ -5,7 +5,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { noiseUpperBound, pooledWindowNoise, pooledWindowNoiseOf, windowNoise } from '../src/measure/drift.ts';
 import { judgeSession } from '../src/service/tuning/history.ts';
-import { ASSUMED_WINDOW_NOISE, chainAt, chainedInterval, epochOf, stepNoise, worthVerifyingNow } from '../src/service/tuning/steps.ts';
+import {
+  ASSUMED_WINDOW_NOISE,
+  chainAt,
+  chainedInterval,
+  epochOf,
+  stepNoise,
+  UNARGUED_NOISE_FACTOR,
+  worthVerifyingNow,
+} from '../src/service/tuning/steps.ts';
 import type { SessionStep, TuningIterationRecord, TuningSessionRecord } from '../src/service/tuning/store.ts';
 
 const SETTINGS = { minRounds: 3, maxRounds: 8, minEffect: 0.05, confidence: 0.95 };
@@ -33,16 +41,33 @@ test('a step is decided on the noise it could still be: a 10 % win is not one on
   assert.ok(Math.abs(noiseUpperBound(0.02, 2, 0.8) / 0.02 - 2.117) < 0.01);
   assert.ok(Math.abs(noiseUpperBound(0.02, 20, 0.8) / 0.02 - 1.171) < 0.01);
   assert.ok(noiseUpperBound(0.02, 2, 0.8) > noiseUpperBound(0.02, 5, 0.8));
-  assert.equal(stepNoise(null, 0), null, 'not measured: the assumed noise decides (worthVerifyingNow)');
   const windows = (n: number) => Array.from({ length: n + 1 }, (_, i) => ({ at: i * 1000, runtimeMs: 10 * (i % 2 ? 1.01 : 0.99) }));
   const early = pooledWindowNoiseOf([windows(2)])!;
   const late = pooledWindowNoiseOf([windows(40)])!;
   assert.deepEqual([early.differences, late.differences], [2, 40]);
   assert.ok(Math.abs(early.sd - late.sd) < 1e-12, 'the same σ, about 1.4 %');
   assert.equal(worthVerifyingNow(0.9, early.sd, SETTINGS), true, 'on the measured σ alone it would be a step');
-  assert.equal(worthVerifyingNow(0.9, stepNoise(early.sd, early.differences), SETTINGS), false, 'σ on 2 differences may be twice that');
-  assert.equal(worthVerifyingNow(0.9, stepNoise(late.sd, late.differences), SETTINGS), true, 'on 40 it is known');
-  assert.equal(worthVerifyingNow(0.33, stepNoise(early.sd, early.differences), SETTINGS), true, 'a 3× win goes at once');
+  assert.equal(
+    worthVerifyingNow(0.9, stepNoise(early.sd, early.differences, 'explore'), SETTINGS),
+    false,
+    'σ on 2 differences may be twice that',
+  );
+  assert.equal(worthVerifyingNow(0.9, stepNoise(late.sd, late.differences, 'explore'), SETTINGS), true, 'on 40 it is known');
+  assert.equal(worthVerifyingNow(0.33, stepNoise(early.sd, early.differences, 'explore'), SETTINGS), true, 'a 3× win goes at once');
+});
+
+test('before the noise is measured: a diagnosis 1.45× faster goes at once, any other trial only when about twice as fast', () => {
+  // The settings the sessions take by default: 3-5 rounds.
+  const settings = { ...SETTINGS, maxRounds: 5 };
+  assert.equal(stepNoise(null, 0, 'diagnosis'), ASSUMED_WINDOW_NOISE);
+  assert.equal(stepNoise(null, 0, 'heuristic'), UNARGUED_NOISE_FACTOR * ASSUMED_WINDOW_NOISE);
+  assert.equal(worthVerifyingNow(0.65, stepNoise(null, 0, 'diagnosis'), settings), true, 'work-mem-like: a diagnosis at 0.65');
+  // Single select-1 windows on a loaded machine (docs/benchmarks.md): no step.
+  for (const noiseWindow of [0.62, 0.7]) assert.equal(worthVerifyingNow(noiseWindow, stepNoise(null, 0, 'explore'), settings), false);
+  // index-join's pgtune trial (random_page_cost 1.1) at 0.41-0.45: a step.
+  for (const pgtune of [0.41, 0.45]) assert.equal(worthVerifyingNow(pgtune, stepNoise(null, 0, 'heuristic'), settings), true);
+  // Once the noise is measured, the kind no longer matters.
+  assert.equal(stepNoise(0.03, 10, 'explore'), stepNoise(0.03, 10, 'diagnosis'));
 });
 
 test('the noise of one window pooled over epochs: a kept step’s jump adds nothing', () => {

@@ -642,11 +642,7 @@ function stepDue(
   if (epoch !== currentEpoch(session)) return null;
   const objective = judgement.judged.get(last.ordinal)?.objective;
   if (objective === undefined) return null;
-  // Before the noise of one window is measured, only a trial the statistics argued for (a
-  // diagnosis) goes on an assumed noise: on select-1 single windows at 0.62 and 0.70 of the
-  // baseline were noise, and their steps cost 10 windows each (docs/benchmarks.md).
-  if (judgement.noise === null && last.kind !== 'diagnosis') return null;
-  const noise = stepNoise(judgement.noise, judgement.noiseDifferences);
+  const noise = stepNoise(judgement.noise, judgement.noiseDifferences, last.kind);
   return worthVerifyingNow(objective / chainAt(session, epoch), noise, verifySettings(session)) ? last : null;
 }
 

@@ -14,7 +14,7 @@
 // Pure functions of the session and its windows.
 import { noiseUpperBound } from '../../measure/drift.ts';
 import { sequenceInterval, type Interval, type VerifySettings } from '../../measure/verify.ts';
-import type { SessionStep, TuningSessionRecord } from './store.ts';
+import type { SessionStep, TuningIterationKind, TuningSessionRecord } from './store.ts';
 
 /** While the noise of one window is not measured yet (fewer than 3 baseline windows, as at the
  * first trial), a win is judged as if windows varied by this much, within the 8-15 % shared
@@ -29,9 +29,19 @@ export const ASSUMED_WINDOW_NOISE = 0.12;
  * window at 0.92 a step, 6 windows spent on noise. Twice σ early, a quarter more after 20. */
 export const STEP_NOISE_CONFIDENCE = 0.8;
 
-/** The noise a step is decided on: the measured one's upper bound, or null while it is not measured. */
-export const stepNoise = (noise: number | null, differences: number): number | null =>
-  noise === null ? null : noiseUpperBound(noise, differences, STEP_NOISE_CONFIDENCE);
+/** While the noise is not measured, a trial the statistics did not argue for (not a diagnosis) is
+ * judged as if windows varied this many times ASSUMED_WINDOW_NOISE: on a loaded machine single
+ * select-1 windows measured 0.62 and 0.70 of the baseline, which the assumed noise would verify
+ * (its bar is 0.70), while index-join's first trial, pgtune's random_page_cost, measured 0.41-0.45
+ * (the bar at twice the noise is 0.52, at 3-5 rounds and a 5 % minimum effect). */
+export const UNARGUED_NOISE_FACTOR = 2;
+
+/** The noise a step on a trial of `kind` is decided on: the measured one's upper bound; before it
+ * is measured, the assumed noise (UNARGUED_NOISE_FACTOR times it for a trial no diagnosis argued for). */
+export const stepNoise = (noise: number | null, differences: number, kind: TuningIterationKind): number =>
+  noise !== null
+    ? noiseUpperBound(noise, differences, STEP_NOISE_CONFIDENCE)
+    : ASSUMED_WINDOW_NOISE * (kind === 'diagnosis' ? 1 : UNARGUED_NOISE_FACTOR);
 
 /** The steps kept, in order (each with the window it became known-good after). */
 export const keptSteps = (session: Pick<TuningSessionRecord, 'steps'>): Array<SessionStep & { keptAfter: number }> =>
