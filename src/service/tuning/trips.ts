@@ -1,11 +1,12 @@
 // A guardrail trip the environment caused is not the configuration's failure (issue #30, part 5).
 // A trial reverted by a guardrail, or failed by a constraint on its window (throughput fell,
 // rollbacks rose), may have met a busy neighbour rather than a bad configuration: a failure
-// excludes its region from the search for good. The same holds for a verification's candidate
-// window a guardrail ended: it would end the verification (verificationTrip). So after such a trip the baseline is measured
+// excludes its region from the search for good. So after such a trip the baseline is measured
 // again at once, and when that window is just as slow, by the constraints against the baseline
 // before the trip or by its runtime against the drift model (src/measure/drift.ts), the trial is
-// marked contaminated instead: the optimizer never sees it, and may try it again later.
+// marked contaminated instead: the optimizer never sees it, and may try it again later. The same
+// holds for a verification's candidate window a guardrail ended, which would end the verification
+// (verificationTrip): contaminated, its round is measured again.
 import { slowerThanDrift, windowNoise } from '../../measure/drift.ts';
 import { ENVIRONMENT_BREACH } from '../../protocol/v1.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
