@@ -6,7 +6,14 @@ import { test } from 'node:test';
 import type { WindowStats } from '../src/measure/objective.ts';
 import { historyOf, judgeSession } from '../src/service/tuning/history.ts';
 import type { TuningIterationKind, TuningIterationRecord, TuningSessionRecord } from '../src/service/tuning/store.ts';
-import { ENVIRONMENT_TRIP, environmentTrips, isTrip, tripAwaitingBaseline } from '../src/service/tuning/trips.ts';
+import {
+  ENVIRONMENT_TRIP,
+  environmentTrips,
+  isTrip,
+  isVerificationTrip,
+  tripAwaitingBaseline,
+  verificationTrip,
+} from '../src/service/tuning/trips.ts';
 
 const T0 = Date.parse('2026-11-25T10:00:00Z');
 const stats = (weightedRuntimeMs: number, callsPerSecond = 100): WindowStats => ({
@@ -113,4 +120,28 @@ test("a baseline as fast as before: the trip stays the configuration's failure",
   const constrained = iteration(5, 'explore', 60, stats(9, 70), 'failed', 'throughput fell by 30.0 % (70.0 statements/s, baseline 100.0)');
   assert.ok(isTrip(constrained));
   assert.deepEqual(environmentTrips(session, [...before.slice(0, 4), constrained, iteration(6, 'baseline', 72, stats(10, 100))]), []);
+});
+
+test("a verification's candidate window a guardrail ended: awaiting the baseline after it, then the environment's or the candidate's; a refused apply is the candidate's at once", () => {
+  const verify = (it: TuningIterationRecord, round: number): TuningIterationRecord => ({ ...it, phase: 'verify', round });
+  const rounds = [
+    ...before.slice(0, 4),
+    verify(iteration(5, 'baseline', 60, stats(10)), 1),
+    verify(iteration(6, 'candidate', 72, null, 'failed', 'guardrail: query runtime 30.1 ms is 3.0× the known-good 10.0 ms'), 1),
+  ];
+  const tripped = rounds[5]!;
+  assert.ok(isVerificationTrip(tripped));
+  assert.equal(isTrip(tripped), false, "a trial's trip is the search's to judge, not this");
+  assert.deepEqual(verificationTrip(session, rounds, tripped), { outcome: 'awaiting' });
+  const slow = verificationTrip(session, [...rounds, verify(iteration(7, 'baseline', 84, stats(14, 95)), 1)], tripped);
+  assert.equal(slow.outcome, 'environment');
+  assert.match(
+    slow.outcome === 'environment' ? slow.failure : '',
+    /^contaminated: the environment, not the configuration: guardrail: .*\(iteration 7\) was just as slow/,
+  );
+  assert.deepEqual(verificationTrip(session, [...rounds, verify(iteration(7, 'baseline', 84, stats(10.1, 100)), 1)], tripped), {
+    outcome: 'configuration',
+  });
+  const refused = verify(iteration(6, 'candidate', 72, null, 'failed', 'refused by the agent: work_mem: 2 GB is above the bound'), 1);
+  assert.deepEqual(verificationTrip(session, [...rounds.slice(0, 5), refused], refused), { outcome: 'configuration' });
 });
