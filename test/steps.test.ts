@@ -37,7 +37,7 @@ test('worth verifying now: a 3× win even before the noise is measured; a 1.2× 
 });
 
 test('a step is decided on the noise it could still be: a 10 % win is not one on the first three baseline windows, and is on forty', () => {
-  // The chi-square bound at 80 %: about twice σ on 2 differences, a quarter more on 20.
+  // The chi-square bound at 80 %: about twice σ on 2 differences, a sixth more on 20.
   assert.ok(Math.abs(noiseUpperBound(0.02, 2, 0.8) / 0.02 - 2.117) < 0.01);
   assert.ok(Math.abs(noiseUpperBound(0.02, 20, 0.8) / 0.02 - 1.171) < 0.01);
   assert.ok(noiseUpperBound(0.02, 2, 0.8) > noiseUpperBound(0.02, 5, 0.8));

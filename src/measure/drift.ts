@@ -78,7 +78,7 @@ export function pooledWindowNoiseOf(
  * `differences` successive differences: sd · √(k / χ²(1 − level; k)), the chi-square bound of a
  * variance estimated with k degrees of freedom (successive differences of a slowly drifting series
  * are nearly independent). Two differences allow a σ 2.1 times the measured one at 80 %; twenty,
- * 1.25 times.
+ * 1.17 times.
  */
 export function noiseUpperBound(sd: number, differences: number, level: number): number {
   return differences < 1 ? Infinity : sd * Math.sqrt(differences / jStat.chisquare.inv(1 - level, differences));

@@ -26,7 +26,7 @@ export const ASSUMED_WINDOW_NOISE = 0.12;
 /** Once it is measured, a win is judged as if windows varied as much as the noise could still be at
  * this one-sided confidence (drift.ts noiseUpperBound): the first estimate rests on two or three
  * differences of baseline windows, and on select-1 a σ of 2.5 % measured on so few made a single
- * window at 0.92 a step, 6 windows spent on noise. Twice σ early, a quarter more after 20. */
+ * window at 0.92 a step, 6 windows spent on noise. Twice σ early, a sixth more after 20. */
 export const STEP_NOISE_CONFIDENCE = 0.8;
 
 /** While the noise is not measured, a trial the statistics did not argue for (not a diagnosis) is
