@@ -36,14 +36,19 @@ const WATCH_OPTIONS = { everyMs: 500, judgeEverySeconds: 1, workloadPeriodSecond
 
 /**
  * Reports after the change by which kept_gain_gone must have come: the window the change falls
- * in, then up to four runs of WATCH.runWindows windows wholly after it (the first run decides on a
- * quiet machine, 19-26 reports; with the noise of a loaded one, 0.14-0.47 a window, the interval
- * may need more: CI once saw 83), one more for a window left out (too few calls while the report
- * slows down), each of WINDOW_SECONDS of reports and one to spare (a window closes on the report
- * that ends at or past its length); then the judgement's delay.
+ * in, then up to GONE_RUNS runs of WATCH.runWindows windows wholly after it, one more for a window
+ * left out (too few calls while the report slows down), each of WINDOW_SECONDS of reports and one
+ * to spare (a window closes on the report that ends at or past its length); then the judgement's
+ * delay. A quiet machine needs one run (19-26 reports). CI needs more: it runs another test file
+ * beside this one, whose load starts and stops. The watch compares the kept level with the
+ * baseline the verification measured, so a neighbour that was busy then and idle now makes the
+ * level read low: one CI run said gone after 113 reports at 0.70 (0.49-1.01) of the baseline, with
+ * one window's noise at 26 %; another took over 200. The watch cannot tell that shift from a gain
+ * that holds (it measures no baseline: it never reverts), so the bound allows for it.
  */
+const GONE_RUNS = 10;
 const GONE_WITHIN_REPORTS =
-  (4 * WATCH.runWindows + 2) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1) +
+  (GONE_RUNS * WATCH.runWindows + 2) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1) +
   Math.ceil((WATCH_OPTIONS.judgeEverySeconds + WATCH_OPTIONS.everyMs / 1000) / REPORT_INTERVAL_SECONDS) +
   2;
 
@@ -52,7 +57,7 @@ const GONE_WITHIN_REPORTS =
 const HOLD_REPORTS = (WATCH.runWindows + 1) * (WINDOW_SECONDS / REPORT_INTERVAL_SECONDS + 1);
 
 /** The bounds of the first test's waits, one after another (its deadline is their sum). */
-const WAIT_MS = { kept: 300_000, holding: 120_000, held: 180_000, reset: 10_000, gone: 240_000 };
+const WAIT_MS = { kept: 300_000, holding: 120_000, held: 180_000, reset: 10_000, gone: 420_000 };
 
 /** work-mem with its report replaced by two point reads it never ran (the cheap statements stay). */
 const POINT_READS: Workload = {

@@ -59,5 +59,8 @@ test('--once prints the report without the secrets', async () => {
   const { code, stdout, stderr } = await run;
   assert.equal(code, 0, stderr);
   assert.ok(stdout.includes(JSON.stringify(RUNNABLE[0]!.redacted)), 'the ALTER USER is in the report, redacted');
-  assert.deepEqual(secretsIn(stdout + stderr), []);
+  // The secrets of the statements this cluster ran. The others never reached it, and one of them
+  // is a CVV of 123, which the report's own figures (a byte count, a runtime) may hold: CI once
+  // failed on it.
+  assert.deepEqual(secretsIn(stdout + stderr, RUNNABLE), []);
 });
