@@ -4,38 +4,20 @@
 // to $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { SCREENSHOTS, launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import type { TestService } from './helpers/service.ts';
-import { startAdminService, type AdminService } from './helpers/service-admin.ts';
+import { test } from 'node:test';
+import { SCREENSHOTS, dashboardInChromium, logInOnPage, skipWithoutChromium } from './helpers/browser.ts';
 import { getTuningSession, isTrialJson, reportingAgent } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
-let lab: AdminService;
-let service: TestService;
-let browser: Browser;
-let page: Page;
-let problems: string[] = [];
-
-before(async () => {
-  if (skip) return;
-  lab = await startAdminService('pglite');
-  ({ service } = lab);
-  browser = await launchChromium();
-  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [] }));
-});
-
-after(async () => {
-  await browser?.close();
-  await lab?.close();
-});
+const web = dashboardInChromium({ storage: 'pglite', page: { expectedStatuses: [] } });
 
 test(
   'the advice names work_mem with its evidence; its button starts a session that tries it first',
   { skip, timeout: 120_000 },
   async () => {
+    const { page, problems, lab } = web;
+    const { service } = lab;
     const { databaseId, agent } = await reportingAgent(lab.admin, service.url, 'spilling-db', { spills: true });
 
     await logInOnPage(page, service.url);

@@ -4,36 +4,20 @@
 // $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { SCREENSHOTS, launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import { startAdminService, type AdminService } from './helpers/service-admin.ts';
+import { test } from 'node:test';
+import { SCREENSHOTS, dashboardInChromium, logInOnPage, skipWithoutChromium } from './helpers/browser.ts';
 import { SimulatedAgent, assertSessionShape, getTuningSession } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
 
-let lab: AdminService;
-let browser: Browser;
-let page: Page;
-let problems: string[] = [];
-
-before(async () => {
-  if (skip) return;
-  lab = await startAdminService();
-  browser = await launchChromium();
-  // The stop and revert buttons ask first; refused actions answer 400 and 409.
-  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 409], dialogs: 'accept' }));
-});
-
-after(async () => {
-  await browser?.close();
-  await lab?.close();
-});
+// The stop and revert buttons ask first; refused actions answer 400 and 409.
+const web = dashboardInChromium({ page: { expectedStatuses: [400, 409], dialogs: 'accept' } });
 
 test(
   'start a session from the dashboard, watch it, approve the best, then start and stop another',
   { skip, timeout: 120_000 },
   async () => {
+    const { page, problems, lab } = web;
     const { service, admin: person } = lab;
     const { databaseId, apiKey } = await person.createDatabase('orders-db');
     const agent = new SimulatedAgent(service.url, databaseId, apiKey);

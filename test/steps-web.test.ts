@@ -6,10 +6,8 @@
 // after it, and the chart marks where. Screenshots go to $TUNER_SCREENSHOT_DIR.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { SCREENSHOTS, launchChromium, logInOnPage, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import { startAdminService, type AdminService } from './helpers/service-admin.ts';
+import { test } from 'node:test';
+import { SCREENSHOTS, dashboardInChromium, logInOnPage, skipWithoutChromium } from './helpers/browser.ts';
 import { SimulatedAgent, getTuningSession, startTuningSession } from './sessions-agent.ts';
 
 const skip = skipWithoutChromium;
@@ -17,27 +15,13 @@ const skip = skipWithoutChromium;
 /** As in sessions-steps.test.ts: the mix runs three times faster once work_mem is above its default. */
 const workMemWins = (settings: ReadonlyMap<string, string>) => (Number(settings.get('work_mem') ?? 4096) > 4096 ? 0.33 : 1);
 
-let lab: AdminService;
-let browser: Browser;
-let page: Page;
-let problems: string[] = [];
+// The stop button asks first.
+const web = dashboardInChromium({ storage: 'pglite', page: { expectedStatuses: [], dialogs: 'accept' } });
 
-before(async () => {
-  if (skip) return;
-  lab = await startAdminService('pglite');
-  browser = await launchChromium();
-  // The stop button asks first.
-  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [], dialogs: 'accept' }));
-});
-
-after(async () => {
-  await browser?.close();
-  await lab?.close();
-});
-
-const text = async (selector: string) => (await page.textContent(selector)) ?? '';
+const text = async (selector: string) => (await web.page.textContent(selector)) ?? '';
 
 test('a verified step on the dashboard: waiting for approval, approved on the page, then kept', { skip, timeout: 240_000 }, async () => {
+  const { page, problems, lab } = web;
   const { service, admin: person } = lab;
   const { databaseId, apiKey } = await person.createDatabase('steps-db', 'local');
   const agent = new SimulatedAgent(service.url, databaseId, apiKey);

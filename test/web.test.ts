@@ -3,38 +3,21 @@
 // Screenshots go to $TUNER_SCREENSHOT_DIR (default: a temp directory) for a look.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import { test } from 'node:test';
 import YAML from 'yaml';
 import { ReportResponseSchema } from '../src/protocol/v1.ts';
-import { SCREENSHOTS, launchChromium, openWatchedPage, skipWithoutChromium } from './helpers/browser.ts';
-import { ADMIN_PASSWORD, AgentClient, type TestService } from './helpers/service.ts';
-import { startAdminService, type AdminService } from './helpers/service-admin.ts';
+import { SCREENSHOTS, dashboardInChromium, skipWithoutChromium } from './helpers/browser.ts';
+import { ADMIN_PASSWORD, AgentClient } from './helpers/service.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
 
 const skip = skipWithoutChromium;
 
-let lab: AdminService;
-let service: TestService;
-let browser: Browser;
-let page: Page;
-let problems: string[] = [];
-
-before(async () => {
-  if (skip) return;
-  lab = await startAdminService('pglite', { fakeDownloads: true });
-  ({ service } = lab);
-  browser = await launchChromium();
-  // Forms posted wrong on purpose answer 400, 401 and 403.
-  ({ page, problems } = await openWatchedPage(browser, { expectedStatuses: [400, 401, 403] }));
-});
-
-after(async () => {
-  await browser?.close();
-  await lab?.close();
-});
+// Forms posted wrong on purpose answer 400, 401 and 403.
+const web = dashboardInChromium({ storage: 'pglite', service: { fakeDownloads: true }, page: { expectedStatuses: [400, 401, 403] } });
 
 test('log in, create a database and a key, copy agent.yaml, see the agent report on the dashboard', { skip }, async () => {
+  const { page, problems, lab } = web;
+  const { service } = lab;
   await page.goto(`${service.url}/`);
   assert.match(page.url(), /\/login$/, 'a page needs a login');
   await page.fill('input[name=username]', 'admin');
@@ -165,6 +148,12 @@ test('log in, create a database and a key, copy agent.yaml, see the agent report
 });
 
 test('the admin creates a user, who sees only their own databases', { skip }, async () => {
+  const {
+    page,
+    problems,
+    browser,
+    lab: { service },
+  } = web;
   await page.goto(`${service.url}/users`);
   await page.fill('input[name=username]', 'bob');
   await page.click('button:has-text("Create user")');

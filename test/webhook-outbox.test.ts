@@ -5,9 +5,7 @@
 // once, and events not delivered when a service stopped (never tried, waiting for a retry, or cut
 // off mid-attempt) sent by the next service on the same storage.
 import assert from 'node:assert/strict';
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -24,66 +22,27 @@ import type { Storage } from '../src/service/storage/storage.ts';
 import { addDatabase } from './helpers/fleet-fixture.ts';
 import { createServiceStore, STORAGE_KINDS, type StorageKind } from './helpers/service.ts';
 import { until } from './helpers/until.ts';
+import {
+  receiverAccepts as accepts,
+  startWebhookReceiver,
+  URL_QUERY_SECRET,
+  type Received,
+  type Script,
+  type WebhookReceiver,
+} from './helpers/webhook-receiver.ts';
 
 const SECRET = 'whsec-outbox-tests-0123456789abcdef-XYZ';
 
-interface Received {
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-
-/** The receiver's answer to the n-th request (1, 2, …) for an event id, per path. */
-type Script = (n: number, res: ServerResponse, eventId: string) => void;
-const scripts = new Map<string, Script>();
-const received = new Map<string, Received[]>();
-let base = '';
-const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const list = received.get(path) ?? [];
-    const got = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-    list.push(got);
-    received.set(path, list);
-    const id = String(req.headers['tuner-event-id']);
-    const n = list.filter((r) => r.headers['tuner-event-id'] === id).length;
-    (scripts.get(path) ?? ((_n, r) => r.writeHead(200).end()))(n, res, id);
-  });
-});
-
-// Longer than any test: the client's idle keep-alive connection is never closed by the server
-// just as the client reuses it (an ECONNRESET that would be retried, but muddles the counts).
-server.keepAliveTimeout = 120_000;
-
+let server: WebhookReceiver;
 before(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startWebhookReceiver();
 });
-after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+after(() => server.close());
 
-function receiver(script: Script): { url: string; requests: (eventId?: string) => Received[] } {
-  const path = `/hook/${randomUUID()}`;
-  scripts.set(path, script);
-  return {
-    url: `${base}${path}?token=query-secret-not-to-log`,
-    requests: (eventId) => (received.get(path) ?? []).filter((r) => eventId === undefined || r.headers['tuner-event-id'] === eventId),
-  };
-}
+/** A path of the receiver's own for one test, answering the n-th request of each event id as `script` says. */
+const receiver = (script: Script) => server.path(script, 'event');
 
-/** docs/notifications.md, "Checking the signature", written apart from the code. */
-function receiverAccepts(r: Received): boolean {
-  const fields = Object.fromEntries(
-    String(r.headers['tuner-signature'] ?? '')
-      .split(',')
-      .map((p) => p.split('=', 2) as [string, string]),
-  );
-  const t = Number(fields['t']);
-  if (!Number.isInteger(t) || Math.abs(Date.now() / 1000 - t) > 300) return false;
-  const expected = createHmac('sha256', SECRET).update(`${fields['t']}.${r.body}`).digest();
-  const given = Buffer.from(fields['v1'] ?? '', 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
+const receiverAccepts = (r: Received) => accepts(r, SECRET);
 
 /** A storage the test can close and open again (a restart), and a second connection to it (a
  * replica) where the storage allows one: PostgreSQL; PGlite has one process by design. */
@@ -184,7 +143,7 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(await storage.enqueueWebhooks([e]), 0);
         assert.deepEqual(await ctx.webhook!.sendDue(), []);
         assert.equal(r.requests(e.eventId).length, 3);
-        assert.ok(!JSON.stringify(logs).includes(SECRET) && !JSON.stringify(logs).includes('query-secret-not-to-log'));
+        assert.ok(!JSON.stringify(logs).includes(SECRET) && !JSON.stringify(logs).includes(URL_QUERY_SECRET));
         // Retention: a delivered event goes with the reports of its age; a pending one stays.
         await ctx.webhook!.close();
         const waiting = outboxEvent();

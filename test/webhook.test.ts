@@ -3,54 +3,33 @@
 // event id however often it is emitted, 4xx other than 429 not retried, and the bounds: it gives
 // up after them and says so. The secret never appears in a log line or an outcome.
 import assert from 'node:assert/strict';
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { WebhookConfigSchema, WebhookNotifier, type WebhookEvent, type WebhookLogEntry } from '../src/service/notify/webhook.ts';
 import { signWebhook, verifyWebhookSignature } from '../src/service/notify/webhook-signature.ts';
+import {
+  receiverAccepts as accepts,
+  startWebhookReceiver,
+  URL_QUERY_SECRET,
+  type Received,
+  type Script,
+  type WebhookReceiver,
+} from './helpers/webhook-receiver.ts';
 
 const SECRET = 'whsec-for-tests-0123456789abcdef-XYZ';
 
-interface Received {
-  headers: IncomingMessage['headers'];
-  body: string;
-  /** When the request arrived (ms). */
-  at: number;
-}
-
-/** The receiver's answer to its n-th request (1, 2, …), per path. */
-type Script = (n: number, res: ServerResponse) => void;
-const scripts = new Map<string, Script>();
-const received = new Map<string, Received[]>();
-let base = '';
-const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const list = received.get(path) ?? [];
-    list.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
-    received.set(path, list);
-    const script = scripts.get(path) ?? ((_n, r) => r.writeHead(200).end());
-    script(list.length, res);
-  });
-});
-
+let server: WebhookReceiver;
 before(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startWebhookReceiver();
 });
-after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+after(() => server.close());
 
-/** A path of the receiver's own for one test, answering as `script` says. */
-function receiver(script: Script): { url: string; requests: () => Received[] } {
-  const path = `/hook/${randomUUID()}`;
-  scripts.set(path, script);
-  return { url: `${base}${path}?token=query-secret-not-to-log`, requests: () => received.get(path) ?? [] };
-}
+/** A path of the receiver's own for one test, answering its n-th request as `script` says. */
+const receiver = (script: Script) => server.path(script);
 
 function event(kind: WebhookEvent['kind'] = 'kept_gain_gone'): WebhookEvent {
   return {
@@ -71,21 +50,12 @@ function notifier(url: string, extra: Partial<Parameters<typeof WebhookConfigSch
   return { n, logs };
 }
 
-/** docs/notifications.md, "Checking the signature", step by step, written apart from the code. */
-function receiverAccepts(r: Received, secret = SECRET): boolean {
-  const header = String(r.headers['tuner-signature'] ?? '');
-  const fields = Object.fromEntries(header.split(',').map((p) => p.split('=', 2) as [string, string]));
-  const t = Number(fields['t']);
-  if (!Number.isInteger(t) || Math.abs(Date.now() / 1000 - t) > 300) return false;
-  const expected = createHmac('sha256', secret).update(`${fields['t']}.${r.body}`).digest();
-  const given = Buffer.from(fields['v1'] ?? '', 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
+const receiverAccepts = (r: Received, secret = SECRET) => accepts(r, secret);
 
 function assertNoSecrets(logs: readonly WebhookLogEntry[], ...outcomes: unknown[]) {
   const text = JSON.stringify([logs, outcomes]);
   assert.ok(!text.includes(SECRET), 'the secret is never logged');
-  assert.ok(!text.includes('query-secret-not-to-log'), "the URL's query is never logged");
+  assert.ok(!text.includes(URL_QUERY_SECRET), "the URL's query is never logged");
 }
 
 test('the body and its signature: the receiver checks it as documented', async () => {
@@ -234,7 +204,7 @@ test('network errors are retried and named by their code; close() cancels what w
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
   const port = (probe.address() as AddressInfo).port;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
-  const { n, logs } = notifier(`http://127.0.0.1:${port}/hook?token=query-secret-not-to-log`, { maxAttempts: 3 });
+  const { n, logs } = notifier(`http://127.0.0.1:${port}/hook?token=${URL_QUERY_SECRET}`, { maxAttempts: 3 });
   const outcome = await n.notify(event());
   assert.ok(outcome.status === 'failed' && outcome.attempts === 3 && /ECONNREFUSED/.test(outcome.reason), JSON.stringify(outcome));
   assert.ok(logs.every((l) => l.receiver === `http://127.0.0.1:${port}/hook`));

@@ -4,8 +4,10 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { ADMIN_PASSWORD } from './service.ts';
+import { startAdminService, type AdminService, type AdminServiceOptions } from './service-admin.ts';
+import { ADMIN_PASSWORD, type StorageKind } from './service.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -64,4 +66,36 @@ export async function logInOnPage(page: Page, serviceUrl: string): Promise<void>
   await page.fill('input[name=password]', ADMIN_PASSWORD);
   await page.click('button[type=submit]');
   await page.waitForURL(`${serviceUrl}/`);
+}
+
+/** The admin service and a watched page in Chromium for one test file (dashboardInChromium). */
+export interface DashboardLab {
+  lab: AdminService;
+  browser: Browser;
+  page: Page;
+  problems: string[];
+}
+
+/**
+ * Starts the admin service (`storage`, `service` options) and a watched page (openWatchedPage's
+ * `page` options) before the file's tests, and closes both after them. The fields are there once
+ * the tests run; nothing starts when Chromium is missing (the tests are skipped).
+ */
+export function dashboardInChromium(options: {
+  storage?: StorageKind;
+  service?: AdminServiceOptions;
+  page: Parameters<typeof openWatchedPage>[1];
+}): DashboardLab {
+  const web = {} as DashboardLab;
+  before(async () => {
+    if (skipWithoutChromium) return;
+    web.lab = await startAdminService(options.storage, options.service);
+    web.browser = await launchChromium();
+    Object.assign(web, await openWatchedPage(web.browser, options.page));
+  });
+  after(async () => {
+    await web.browser?.close();
+    await web.lab?.close();
+  });
+  return web;
 }
