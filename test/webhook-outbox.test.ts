@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { parseServiceArgs } from '../src/service/app/config.ts';
 import { createServiceContext, type ServiceContext } from '../src/service/app/context.ts';
 import type { OutboxEvent } from '../src/service/notify/store.ts';
@@ -24,20 +24,15 @@ import { createServiceStore, STORAGE_KINDS, type StorageKind } from './helpers/s
 import { until } from './helpers/until.ts';
 import {
   receiverAccepts as accepts,
-  startWebhookReceiver,
   URL_QUERY_SECRET,
   type Received,
   type Script,
-  type WebhookReceiver,
+  webhookReceiverForFile,
 } from './helpers/webhook-receiver.ts';
 
 const SECRET = 'whsec-outbox-tests-0123456789abcdef-XYZ';
 
-let server: WebhookReceiver;
-before(async () => {
-  server = await startWebhookReceiver();
-});
-after(() => server.close());
+const server = webhookReceiverForFile();
 
 /** A path of the receiver's own for one test, answering the n-th request of each event id as `script` says. */
 const receiver = (script: Script) => server.path(script, 'event');

@@ -8,25 +8,20 @@ import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { WebhookConfigSchema, WebhookNotifier, type WebhookEvent, type WebhookLogEntry } from '../src/service/notify/webhook.ts';
 import { signWebhook, verifyWebhookSignature } from '../src/service/notify/webhook-signature.ts';
 import {
   receiverAccepts as accepts,
-  startWebhookReceiver,
   URL_QUERY_SECRET,
   type Received,
   type Script,
-  type WebhookReceiver,
+  webhookReceiverForFile,
 } from './helpers/webhook-receiver.ts';
 
 const SECRET = 'whsec-for-tests-0123456789abcdef-XYZ';
 
-let server: WebhookReceiver;
-before(async () => {
-  server = await startWebhookReceiver();
-});
-after(() => server.close());
+const server = webhookReceiverForFile();
 
 /** A path of the receiver's own for one test, answering its n-th request as `script` says. */
 const receiver = (script: Script) => server.path(script);

@@ -4,6 +4,7 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { after, before } from 'node:test';
 
 export interface Received {
   headers: IncomingMessage['headers'];
@@ -62,6 +63,21 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A receiver for one test file: started before its tests, closed after them. */
+export function webhookReceiverForFile(): Pick<WebhookReceiver, 'path'> {
+  let receiver: WebhookReceiver | undefined;
+  before(async () => {
+    receiver = await startWebhookReceiver();
+  });
+  after(() => receiver?.close());
+  return {
+    path(script, countBy) {
+      if (!receiver) throw new Error('the webhook receiver starts before the tests');
+      return receiver.path(script, countBy);
     },
   };
 }
