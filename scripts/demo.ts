@@ -5,10 +5,11 @@
 //     line when a big win starts being verified as a step and when it is verified, kept or not
 //   → its last line: the verified steps kept and the verified gain with their intervals, or "no
 //     significant improvement"
-//   → the dashboard stays up until Ctrl+C; the cluster and the data are removed at the end.
+//   → the dashboard stays up until Ctrl+C; the cluster and the data are removed at the end, and
+//     at any point on Ctrl+C (SIGINT), SIGTERM (`kill`, `timeout`) or SIGHUP (a closed terminal).
 // `--short` (CI): a tiny session, and it exits when done. `--workload select-1|work-mem|tpcb-like`.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startStack, type Stack } from '../src/lab/stack.ts';
@@ -135,20 +136,30 @@ function resultLine(session: SessionView): string {
 const changes = (diff: ChangeView[]) =>
   diff.length === 0 ? 'no change' : diff.map((c) => `${c.name} ${c.baseline}→${c.value}`).join(', ');
 
+/** The first SIGINT, SIGTERM or SIGHUP stops the demo: whatever it is doing (starting the stack,
+ * the session, the dashboard) ends, and the stack and the working directory are removed before
+ * the process exits. Later ones wait for that removal rather than cut it short. */
+const stop = new AbortController();
+/** `by`: the signal that stopped the demo; `finished`: the session's result was printed, so that a
+ * signal after it is the demo's ordinary end (status 0). */
+const state: { by: NodeJS.Signals | null; finished: boolean } = { by: null, finished: false };
+for (const name of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(name, () => {
+    if (state.by) return;
+    state.by = name;
+    say(`== ${name}: stopping; removing the cluster, the service's data and the agent`);
+    stop.abort(new Error(`stopped by ${name}`));
+  });
+}
+// A closed terminal (SIGHUP) or a closed pipe makes writing fail: the removal must go on anyway.
+process.stdout.on('error', () => undefined);
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'tuner-demo-'));
+  say(`== working directory ${work} (removed at the end)`);
   let stack: Stack | undefined;
-  let cleaned = false;
-  const cleanup = async () => {
-    if (cleaned) return;
-    cleaned = true;
-    await stack?.close();
-    rmSync(work, { recursive: true, force: true });
-  };
-  process.once('SIGINT', () => void cleanup().then(() => process.exit(0)));
-
   try {
-    stack = await startStack({ workload: WORKLOAD, work, clients: 2, reportSeconds: PLAN.reportSeconds, say });
+    stack = await startStack({ workload: WORKLOAD, work, clients: 2, reportSeconds: PLAN.reportSeconds, say, signal: stop.signal });
     const { person, databaseId, service, password } = stack;
     say(
       `== a tuning session: ${PLAN.iterations} trials × (${PLAN.warmupSeconds} s warm-up + ${PLAN.windowSeconds} s window), reload-only, then ${PLAN.abRoundsMin}–${PLAN.abRoundsMax} A/B rounds`,
@@ -163,7 +174,8 @@ async function main(): Promise<void> {
       seed: 7,
     });
     const sessionPath = `/api/manage/databases/${databaseId}/tuning-sessions/${started.session.id}`;
-    const printed = new Set<number>();
+    /** Each window's state as last printed: a trip may be judged again (contaminated) after the baseline window that follows it. */
+    const printed = new Map<number, string>();
     /** Each step's outcome as last printed. */
     const stepsShown = new Map<number, string>();
     let finalShown = false;
@@ -178,9 +190,10 @@ async function main(): Promise<void> {
           say(`baseline: weighted query runtime ${stats.weightedRuntimeMs?.toFixed(3) ?? '—'} ms, ${stats.tps.toFixed(0)} transactions/s`);
         }
         for (const it of iterations) {
-          if (printed.has(it.ordinal) || !['ok', 'failed', 'cancelled', 'contaminated'].includes(it.state)) continue;
-          printed.add(it.ordinal);
-          say(`#${String(it.ordinal).padStart(2)} ${windowLine(it, session.steps)}`);
+          if (printed.get(it.ordinal) === it.state || !['ok', 'failed', 'cancelled', 'contaminated'].includes(it.state)) continue;
+          const again = printed.has(it.ordinal) ? ` (judged again: it was ${printed.get(it.ordinal)})` : '';
+          printed.set(it.ordinal, it.state);
+          say(`#${String(it.ordinal).padStart(2)} ${windowLine(it, session.steps)}${again}`);
         }
         for (const step of session.steps) {
           if (stepsShown.get(step.n) === step.outcome) continue;
@@ -203,17 +216,30 @@ async function main(): Promise<void> {
       // A hang's bound: every trial may start a step (its A/B rounds and a baseline window after it), then the final rounds.
       (PLAN.iterations * (2 + 2 * PLAN.abRoundsMax) + 2 * PLAN.abRoundsMax + 4) * (PLAN.windowSeconds + PLAN.warmupSeconds + 30) * 1000,
       1000,
+      stop.signal,
     );
 
     say(`== result: session ${final.state}${final.message ? ` (${final.message})` : ''}`);
     if (final.best) say(`configuration kept: ${changes(final.best.diff)}`);
     say(resultLine(final));
+    state.finished = true;
     if (SHORT) return;
     say(`the dashboard stays up at ${service.url}/ (admin / ${password}); Ctrl+C ends the demo and removes everything`);
-    await new Promise(() => undefined);
+    await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
+  } catch (err) {
+    // Stopped by a signal: what was under way failed with it, and is no failure of the demo.
+    if (!stop.signal.aborted) throw err;
   } finally {
-    await cleanup();
+    try {
+      await stack?.close();
+    } finally {
+      // Retried: a service stopped while it started may still be writing its storage there.
+      rmSync(work, { recursive: true, force: true, maxRetries: 5 });
+    }
   }
 }
 
 await main();
+// Stopped by a signal before its result, the status says which (128 + its number), as if the
+// signal had ended the process.
+if (state.by && !state.finished) process.exit(128 + constants.signals[state.by]);

@@ -4,15 +4,17 @@
 // With `tls`, the cluster accepts TCP connections over TLS only, as the managed clouds do.
 import { execFile, execFileSync } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { findPgBinaries, type BinariesSource } from './postgres-binaries.ts';
+import { freePort } from './ports.ts';
 import type { TestCa } from './tls.ts';
 
 const run = promisify(execFile);
+
+export { freePort };
 
 export const AGENT_USER_PASSWORD_FOR_TESTS = 'agent-pw-7f3a9c1e';
 
@@ -62,20 +64,6 @@ export interface Cluster {
 /** Directory with initdb/pg_ctl: $PG_BIN, else Debian's newest, else an embedded build. */
 export function findPgBinDir(): string {
   return findPgBinaries().binDir;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not get a free port'));
-      });
-    });
-  });
 }
 
 /**

@@ -60,13 +60,31 @@ export interface StackOptions {
   clients: number;
   /** The agent reports this often (short windows need frequent reports). */
   reportSeconds: number;
+  /** The agent asks the planner (postgresql.include_plans), its user granted pg_read_all_data. */
+  includePlans?: boolean;
   /** Called at each step, for people watching. */
   say?: (line: string) => void;
+  /** Stops the start (SIGTERM, Ctrl+C): a step that makes something (the cluster, the load, the
+   * service, the agent) finishes first, then everything made so far is removed and the start
+   * throws the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export async function startStack(options: StackOptions): Promise<Stack> {
   const say = options.say ?? (() => undefined);
-  const { workload, work } = options;
+  const { workload, work, signal } = options;
+  const stopIfAsked = () => signal?.throwIfAborted();
+  /** An in-process step (the service on PGlite takes seconds to start) raced with the stop: left
+   * unfinished, it holds nothing outside this process, which exits after the stop. */
+  const unlessStopped = <T>(step: Promise<T>): Promise<T> => {
+    if (!signal) return step;
+    step.catch(() => undefined);
+    const stopped = new Promise<never>((_resolve, reject) => {
+      if (signal.aborted) reject(signal.reason as Error);
+      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+    });
+    return Promise.race([step, stopped]);
+  };
   const children: ChildProcess[] = [];
   let cluster: Cluster | undefined;
   let service: RunningService | undefined;
@@ -84,6 +102,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   try {
     say(`== a throwaway PostgreSQL cluster under the ${workload.name} workload: ${workload.description}`);
     cluster = await startCluster({ durable: true });
+    stopIfAsked();
     // Before 15 only a superuser may run ALTER SYSTEM; from 15 on, the least-privilege grants.
     if (cluster.major < 15) await cluster.sql('ALTER ROLE agent_user SUPERUSER');
     else
@@ -92,11 +111,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         .filter((l) => l.startsWith('GRANT')))
         await cluster.sql(sql);
     await workload.setup(cluster);
+    // Planning a statement reads what it reads (docs/plans.md).
+    if (options.includePlans) await cluster.sql('GRANT pg_read_all_data TO agent_user');
+    stopIfAsked();
     load = await startLoad(cluster, workload, { dir: work, clients: options.clients });
+    stopIfAsked();
     const osUser = serverOsUser();
     say(
       `   PostgreSQL ${cluster.major} (${cluster.binariesSource === 'embedded' ? 'the embedded build from node_modules' : cluster.binDir})` +
-        `${osUser ? `, run as the OS user ${osUser} since we are root` : ''}; load from ${load.generator}`,
+        `${osUser ? `, run as the OS user ${osUser} since we are root` : ''}, data in ${cluster.dataDir}; load from ${load.generator}`,
     );
 
     say('== the tuning service, embedded storage');
@@ -107,7 +130,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       TUNER_LOG_LEVEL: 'warn',
     });
     if (request.kind !== 'run') throw new Error('the service did not accept its configuration');
-    service = await startService(request.config, { announce: () => undefined, logStream: { write: () => undefined } });
+    service = await unlessStopped(startService(request.config, { announce: () => undefined, logStream: { write: () => undefined } }));
     const person = new Person(service.url);
     person.csrf = (await person.call<{ csrfToken: string }>('POST', '/api/manage/login', { username: 'admin', password })).csrfToken;
     const created = await person.call<{ database: { id: string }; apiKey: string }>('POST', '/api/manage/databases', {
@@ -121,7 +144,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const dir = mkdtempSync(join(work, 'agent-'));
     writeFileSync(
       join(dir, 'agent.yaml'),
-      `postgresql:\n  connection_url: ${cluster.agentUrl}\n  include_queries: true\ntuner:\n  server_url: ${service.url}\n  api_key: ${created.apiKey}\n  database_id: ${databaseId}\n`,
+      `postgresql:\n  connection_url: ${cluster.agentUrl}\n  include_queries: true\n${options.includePlans ? '  include_plans: true\n' : ''}tuner:\n  server_url: ${service.url}\n  api_key: ${created.apiKey}\n  database_id: ${databaseId}\n`,
     );
     const agentLog = join(work, 'agent.log');
     children.push(
@@ -135,6 +158,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           .agent?.connected,
       60_000,
       1000,
+      signal,
     );
     say(`agent connected (its log: ${agentLog})`);
     // A session starts from the agent's reports: wait for one that has the workload in it.
@@ -145,6 +169,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ((await person.call<Latest>('GET', `/api/manage/databases/${databaseId}/reports/latest`)).report?.metrics?.derived.calls ?? 0) > 0,
       60_000,
       1000,
+      signal,
     );
     return { cluster, service, person, databaseId, password, agentLog, load, close };
   } catch (err) {
