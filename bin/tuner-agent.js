@@ -8,7 +8,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.exit(2);
 }
 const { main } = await import('../src/agent/process/cli.ts');
-const { redact } = await import('../src/agent/process/redact.ts');
+const { redact } = await import('../src/agent/base/redact.ts');
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {

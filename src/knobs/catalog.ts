@@ -5,10 +5,9 @@
 // Values are numbers in the pg_settings unit (shared_buffers in 8 kB pages, work_mem in kB,
 // max_wal_size in MB, bgwriter_delay in ms), exactly as pg_settings.setting shows them.
 // Contexts and units are PostgreSQL 15's; a test checks them against a real server.
-import type { ApplyContext, Bounds, Knob, KnobContext, KnobUnit, Machine, NumericKnob, TargetKind, TuningMode } from './types.ts';
-import type { KnobReach } from '../agent/targets/definition.ts';
-import { TARGETS, type TargetRegistry } from '../agent/targets/registry.ts';
-import { bytesPerUnit, formatGiB, GiB, INT_MAX, KiB, MiB } from './units.ts';
+import type { ApplyContext, Bounds, Knob, KnobContext, KnobUnit, Machine, NumericKnob, TuningMode } from './types.ts';
+import type { KnobReach, TargetCapabilities } from '../target/capabilities.ts';
+import { bytesPerUnit, formatBytes, GiB, INT_MAX, KiB, MiB } from './units.ts';
 
 /** `postmaster` settings are read at server start only; every other context takes a reload. */
 export function applyContextOf(context: string): ApplyContext {
@@ -16,8 +15,9 @@ export function applyContextOf(context: string): ApplyContext {
 }
 
 // What a knob acts on; each target's capabilities (src/agent/targets/*/index.ts) choose by it
-// which knobs it tunes: Cloud B the spec's parameters only, Aurora none of the storage ones.
-// `spec`: one of the spec's parameters every managed service lets a user set (MANAGED_B_FLEX_KNOBS).
+// which knobs it tunes: Cloud B the spec's parameters only, Aurora none of the storage ones. The
+// catalog is given a target's capabilities as data; it never looks a target up.
+// `spec`: one of the spec's parameters every managed service lets a user set.
 // `storage`: acts on PostgreSQL's own writing of pages and WAL (checkpoints, background writer,
 // WAL), which Aurora does through its own storage layer. The cloud targets also check the
 // parameter's own modifiability (a parameter group's IsModifiable) at run time.
@@ -35,19 +35,6 @@ const REACH = new Map<string, KnobReach>();
 /** What the knob acts on, as the targets' capabilities choose by it. */
 export function reachOf(knob: Knob): KnobReach {
   return REACH.get(knob.name) ?? { name: knob.name, spec: false, storage: false };
-}
-
-/** Every target kind the agent knows (the registry's). */
-export const TARGET_KINDS: readonly TargetKind[] = Object.freeze(TARGETS.kinds);
-
-/** The kinds of `registry` that tune the knob. */
-function targetsOf(knob: KnobReach, registry: TargetRegistry): TargetKind[] {
-  return registry.kinds.filter((kind) => registry.capabilitiesOf(kind).tunes(knob));
-}
-
-/** Largest shared_buffers as a fraction of memory on `target` (Aurora's has no OS page cache beside it). */
-function sharedBuffersMaxFraction(target: TargetKind): number {
-  return TARGETS.has(target) ? TARGETS.capabilitiesOf(target).sharedBuffersMaxFraction : 0.4;
 }
 
 /** Throws unless the machine description can bound anything. */
@@ -69,7 +56,7 @@ export function assertMachine(machine: Machine): void {
 
 /** "16 GiB RAM and 4 vCPUs" for messages. */
 export function describeMachine(machine: Machine): string {
-  return `${formatGiB(machine.memoryBytes)} RAM and ${machine.vcpus} vCPU${machine.vcpus === 1 ? '' : 's'}`;
+  return `${formatBytes(machine.memoryBytes)} RAM and ${machine.vcpus} vCPU${machine.vcpus === 1 ? '' : 's'}`;
 }
 
 /**
@@ -95,14 +82,13 @@ function maxWalCapBytes(machine: Machine): number {
   return machine.storageBytes === undefined ? byRam : Math.min(byRam, machine.storageBytes / 10);
 }
 
-/** A knob as written below: everything but `apply`, which derives from `context`, and
- * `targets`, which the targets' capabilities decide. */
-type KnobDefinition = Knob extends infer K ? (K extends Knob ? Omit<K, 'apply' | 'targets'> & Reach : never) : never;
+/** A knob as written below: everything but `apply`, which derives from `context`. */
+type KnobDefinition = Knob extends infer K ? (K extends Knob ? Omit<K, 'apply'> & Reach : never) : never;
 
 function define({ spec, storage, ...def }: KnobDefinition): Knob {
   const reach: KnobReach = Object.freeze({ name: def.name, spec, storage });
   REACH.set(def.name, reach);
-  return Object.freeze({ ...def, apply: applyContextOf(def.context), targets: Object.freeze(targetsOf(reach, TARGETS)) });
+  return Object.freeze({ ...def, apply: applyContextOf(def.context) });
 }
 
 const integer = (
@@ -111,7 +97,7 @@ const integer = (
   unit: KnobUnit | null,
   scale: 'log' | 'linear',
   reach: Reach,
-  bounds: (m: Machine, t: TargetKind) => Bounds,
+  bounds: (m: Machine, t: TargetCapabilities) => Bounds,
   summary: string,
 ): Knob => define({ name, type: 'integer', context, unit, scale, ...reach, bounds, summary });
 
@@ -130,7 +116,7 @@ export const KNOBS: readonly Knob[] = Object.freeze([
       // Below 128 MB only on small machines (then 5 % of RAM). Up to 40 % of RAM: beyond that
       // PostgreSQL double-buffers against the OS page cache. Aurora has no OS page cache in the
       // data path and defaults to about 75 % of RAM, so there the range reaches 80 %.
-      memoryBounds('8kB', Math.min(128 * MiB, 0.05 * m.memoryBytes), sharedBuffersMaxFraction(t) * m.memoryBytes, 1073741823),
+      memoryBounds('8kB', Math.min(128 * MiB, 0.05 * m.memoryBytes), t.sharedBuffersMaxFraction * m.memoryBytes, 1073741823),
     'shared buffer cache; the largest single memory setting',
   ),
   integer(
@@ -438,23 +424,6 @@ export const KNOBS: readonly Knob[] = Object.freeze([
   ),
 ]);
 
-/** The spec's reload-only parameters for Cloud B, in its order: the managed-b-flex list is exactly these. */
-export const MANAGED_B_FLEX_KNOBS: readonly string[] = [
-  'work_mem',
-  'random_page_cost',
-  'seq_page_cost',
-  'checkpoint_completion_target',
-  'effective_io_concurrency',
-  'max_parallel_workers_per_gather',
-  'max_parallel_workers',
-  'max_wal_size',
-  'min_wal_size',
-  'bgwriter_lru_maxpages',
-  'bgwriter_delay',
-  'default_statistics_target',
-  'max_parallel_maintenance_workers',
-];
-
 const BY_NAME: ReadonlyMap<string, Knob> = new Map(KNOBS.map((k) => [k.name, k]));
 
 /** The catalog entry for `name` (case-insensitive, as PostgreSQL treats setting names). */
@@ -463,19 +432,18 @@ export function getKnob(name: string): Knob | undefined {
 }
 
 /** On a target the agent never restarts (its capabilities say why), restart mode is reload-only. */
-export function effectiveMode(target: TargetKind, mode: TuningMode, registry: TargetRegistry = TARGETS): TuningMode {
-  return registry.has(target) && registry.capabilitiesOf(target).restart.mode === 'never' ? 'reload-only' : mode;
+export function effectiveMode(target: TargetCapabilities, mode: TuningMode): TuningMode {
+  return target.restart.mode === 'never' ? 'reload-only' : mode;
 }
 
-/** The knobs the agent may change on `target` in `mode`, in catalog order. */
-export function catalogFor(target: TargetKind, mode: TuningMode, registry: TargetRegistry = TARGETS): Knob[] {
-  const m = effectiveMode(target, mode, registry);
-  const tunes = registry.has(target) ? registry.capabilitiesOf(target).tunes : () => false;
-  return KNOBS.filter((k) => tunes(reachOf(k)) && (m === 'restart' || k.apply === 'reload'));
+/** The knobs the agent may change on a target with these capabilities in `mode`, in catalog order. */
+export function catalogFor(target: TargetCapabilities, mode: TuningMode): Knob[] {
+  const m = effectiveMode(target, mode);
+  return KNOBS.filter((k) => target.tunes(reachOf(k)) && (m === 'restart' || k.apply === 'reload'));
 }
 
 /** Bounds of a numeric knob on this machine and target, after checking the machine. */
-export function boundsFor(knob: NumericKnob, machine: Machine, target: TargetKind): Bounds {
+export function boundsFor(knob: NumericKnob, machine: Machine, target: TargetCapabilities): Bounds {
   assertMachine(machine);
   return knob.bounds(machine, target);
 }

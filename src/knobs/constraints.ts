@@ -6,7 +6,7 @@
 // the server already runs with is the operator's; refusing every unrelated change because of it
 // would stop tuning without making anything safer.
 import type { Machine } from './types.ts';
-import { formatGiB, formatQuantity, GiB, KiB, MiB, toBaseQuantity } from './units.ts';
+import { formatBytes, formatQuantity, GiB, KiB, MiB, toBaseQuantity } from './units.ts';
 
 /** A setting's value in its pg_settings unit. */
 export interface Quantity {
@@ -135,7 +135,7 @@ function checkMemoryBudget(input: ConstraintInput): ConstraintViolation[] {
   // Over budget already: a change that lowers (or keeps) the worst case is still a step toward
   // safety, and refusing it would pin the server where it is.
   if (!('missing' in current) && proposed.totalBytes <= current.totalBytes) return [];
-  const share = `${Math.round(MEMORY_BUDGET_SHARE * 100)} % of ${formatGiB(input.machine.memoryBytes)} RAM`;
+  const share = `${Math.round(MEMORY_BUDGET_SHARE * 100)} % of ${formatBytes(input.machine.memoryBytes)} RAM`;
   const now = 'missing' in current ? '' : ` (now ${human(current.totalBytes)})`;
   const given = touched.map((n) => {
     const q = input.proposed.get(n) as Quantity;

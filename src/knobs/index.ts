@@ -3,20 +3,20 @@
 // changed, validate.ts for the gate every change goes through.
 export type * from './types.ts';
 export { TUNING_MODES } from '../protocol/v1.ts';
-export { TARGET_KINDS } from './catalog.ts';
 export {
   applyContextOf,
   assertMachine,
   boundsFor,
   catalogFor,
-  MANAGED_B_FLEX_KNOBS,
   describeMachine,
   effectiveMode,
   getKnob,
   KNOBS,
+  reachOf,
 } from './catalog.ts';
 export { isNeverTouch, NEVER_TOUCH, neverTouchEntry, type NeverTouchCategory, type NeverTouchEntry } from './never-touch.ts';
-export { formatGiB, formatQuantity, GiB, KiB, MiB, PAGE_BYTES, parseQuantity, rint, type ParseResult, type PgBaseUnit } from './units.ts';
+export { isPlannerOnly, PLANNER_ONLY_KNOBS } from './planner.ts';
+export { formatBytes, formatQuantity, GiB, KiB, MiB, PAGE_BYTES, parseQuantity, rint, type ParseResult, type PgBaseUnit } from './units.ts';
 export {
   describeValue,
   formatForAlterSystem,

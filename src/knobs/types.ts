@@ -7,6 +7,12 @@ import type { TargetKind, TuningMode } from '../protocol/v1.ts';
 
 export type { TargetKind, TuningMode };
 
+// The machine is what a target describes (src/target) and what bounds are functions of.
+import type { Machine } from '../target/machine.ts';
+import type { TargetCapabilities } from '../target/capabilities.ts';
+
+export type { Machine };
+
 /** `pg_settings.context` values, loosest first. */
 export type PgContext = 'user' | 'superuser' | 'sighup' | 'superuser-backend' | 'backend' | 'postmaster' | 'internal';
 
@@ -18,21 +24,6 @@ export type ApplyContext = 'reload' | 'restart';
 
 /** Units exactly as `pg_settings.unit` spells them, for the units catalog knobs use. */
 export type KnobUnit = '8kB' | 'kB' | 'MB' | 'ms' | 's';
-
-/** The machine the database runs on; bounds are functions of it. */
-export interface Machine {
-  /** Total RAM of the database host (instance class memory on a managed service). */
-  readonly memoryBytes: number;
-  readonly vcpus: number;
-  /**
-   * Kind of storage, when known. Only `effective_io_concurrency` depends on it: a spinning disk
-   * gains nothing from deep prefetch queues. Unknown means SSD or network block storage, which
-   * is what every managed target provides.
-   */
-  readonly storage?: 'ssd' | 'hdd';
-  /** Size of the data volume, when known: `max_wal_size` stays a small share of it. */
-  readonly storageBytes?: number;
-}
 
 /** Inclusive bounds, in the knob's pg_settings unit. */
 export interface Bounds {
@@ -46,9 +37,6 @@ interface KnobCommon {
   readonly context: KnobContext;
   /** Derived from `context`: `postmaster` needs a restart, every other context a reload. */
   readonly apply: ApplyContext;
-  /** Targets on which the agent may change this knob: those whose capabilities tune it
-   * (each target folder's index.ts), by what the knob reaches (catalog.ts, `reachOf`). */
-  readonly targets: readonly TargetKind[];
   /** What the knob does and why it is worth tuning. */
   readonly summary: string;
 }
@@ -59,8 +47,8 @@ export interface NumericKnob extends KnobCommon {
   readonly unit: KnobUnit | null;
   /** How the optimizer should sample the range: log for sizes and delays, linear otherwise. */
   readonly scale: 'log' | 'linear';
-  /** Range the agent allows on this machine and target, in `unit`. */
-  readonly bounds: (machine: Machine, target: TargetKind) => Bounds;
+  /** Range the agent allows on this machine and target (its capabilities), in `unit`. */
+  readonly bounds: (machine: Machine, target: TargetCapabilities) => Bounds;
 }
 
 export interface BoolKnob extends KnobCommon {

@@ -195,7 +195,15 @@ export function toBaseQuantity(value: number, unit: string | null): number {
   return value * msPerUnit(unit as 'ms' | 's' | 'min');
 }
 
-/** "16 GiB" / "1.5 GiB" for machine descriptions: one decimal at most, none when it is 0. */
-export function formatGiB(bytes: number): string {
-  return `${trimDecimals(bytes / GiB, 1)} GiB`;
+/** Bytes as people read them, in binary units: "16 GiB", "1.5 GiB", "123 MiB" (one decimal under
+ * 10, none when it is 0). The one byte formatter: machine descriptions, bounds, pages. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${trimDecimals(value, Math.abs(value) >= 10 || unit === 0 ? 0 : 1)} ${units[unit]}`;
 }

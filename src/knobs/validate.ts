@@ -3,7 +3,8 @@
 // problem naming the knob, the value given and what is expected. Nothing outside the catalog,
 // never a never-touch setting, never outside the bounds for this machine, never a restart in
 // reload-only mode, never a combination that breaks the cross-knob constraints.
-import { assertMachine, describeMachine, effectiveMode, getKnob, KNOBS, TARGET_KINDS } from './catalog.ts';
+import type { TargetCapabilities } from '../target/capabilities.ts';
+import { assertMachine, describeMachine, effectiveMode, getKnob, KNOBS, reachOf } from './catalog.ts';
 import { checkConstraints, type Quantity } from './constraints.ts';
 import { neverTouchEntry } from './never-touch.ts';
 import type {
@@ -25,7 +26,10 @@ import { describeValue, formatForAlterSystem, parseSetting, parseValue, rowUnit 
 export interface ValidationContext {
   readonly machine: Machine;
   readonly mode: TuningMode;
+  /** The target's kind, as messages name it. */
   readonly target: TargetKind;
+  /** What the target allows (its definition's), given as data: the catalog never looks it up. */
+  readonly capabilities: TargetCapabilities;
   /** Current pg_settings rows by name. */
   readonly settings: PgSettings;
 }
@@ -192,7 +196,8 @@ function rowQuantity(row: PgSettingRow): Quantity | undefined {
 
 function checkContext(ctx: ValidationContext): string | undefined {
   if (ctx === null || typeof ctx !== 'object') return 'no validation context';
-  if (!TARGET_KINDS.includes(ctx.target)) return `unknown target ${String(ctx.target)} (expected ${TARGET_KINDS.join(', ')})`;
+  if (typeof ctx.target !== 'string' || ctx.capabilities === null || typeof ctx.capabilities !== 'object')
+    return `unknown target ${String(ctx.target)} (no capabilities given)`;
   if (!TUNING_MODES.includes(ctx.mode)) return `unknown tuning mode ${String(ctx.mode)} (expected ${TUNING_MODES.join(', ')})`;
   if (ctx.settings === null || typeof ctx.settings !== 'object') return 'no pg_settings rows';
   try {
@@ -261,13 +266,8 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
       );
       continue;
     }
-    if (!knob.targets.includes(ctx.target)) {
-      refuse(
-        'not-on-target',
-        [key],
-        `${stated(knob, given, raw)} refused: ${knob.name} is not tunable on ${ctx.target} (only on ${knob.targets.join(', ')})`,
-        given,
-      );
+    if (!ctx.capabilities.tunes(reachOf(knob))) {
+      refuse('not-on-target', [key], `${stated(knob, given, raw)} refused: ${knob.name} is not tunable on ${ctx.target}`, given);
       continue;
     }
 
@@ -294,7 +294,7 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
       );
       continue;
     }
-    const mode = effectiveMode(ctx.target, ctx.mode);
+    const mode = effectiveMode(ctx.capabilities, ctx.mode);
     if (apply === 'restart' && mode === 'reload-only') {
       const why =
         row.context === knob.context
@@ -323,10 +323,10 @@ export function validateChange(change: Readonly<Record<string, ChangeValue>>, ct
 
     if (knob.type === 'integer' || knob.type === 'real') {
       const v = value as number;
-      const b = knob.bounds(ctx.machine, ctx.target);
+      const b = knob.bounds(ctx.machine, ctx.capabilities);
       const range = `${formatQuantity(b.min, knob.unit)} to ${formatQuantity(b.max, knob.unit)}`;
       const rawRange = knob.unit && knob.unit !== 'ms' && knob.unit !== 's' ? `; in ${knob.unit}: ${b.min} to ${b.max}` : '';
-      const machine = `for a machine with ${describeMachine(ctx.machine)}${ctx.target === 'managed-a-cluster' ? ' on managed-a-cluster' : ''}`;
+      const machine = `for a machine with ${describeMachine(ctx.machine)}${ctx.capabilities.boundsNameTarget ? ` on ${ctx.target}` : ''}`;
       if (v < b.min || v > b.max) {
         const side =
           v < b.min ? `below the minimum ${formatQuantity(b.min, knob.unit)}` : `above the maximum ${formatQuantity(b.max, knob.unit)}`;

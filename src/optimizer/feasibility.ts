@@ -11,7 +11,7 @@ import {
   type ValidationResult,
 } from '../knobs/index.ts';
 import { baseUnitsPer, currentQuantities, toBase } from './quantities.ts';
-import { clipNumber } from './space.ts';
+import { capabilitiesOf, clipNumber } from './space.ts';
 import type { Config, NumericDimension, SearchSpace } from './types.ts';
 
 interface SpaceContext {
@@ -62,7 +62,13 @@ export function isFeasible(space: SearchSpace, config: Readonly<Config>): boolea
 
 /** The agent's own gate, run on a suggestion before it leaves the optimizer. */
 export function validateSuggestion(space: SearchSpace, config: Readonly<Config>): ValidationResult {
-  return validateChange(config, { machine: space.machine, mode: space.mode, target: space.target, settings: space.settings });
+  return validateChange(config, {
+    machine: space.machine,
+    mode: space.mode,
+    target: space.target,
+    capabilities: capabilitiesOf(space),
+    settings: space.settings,
+  });
 }
 
 // ---- repair ----

@@ -14,7 +14,17 @@ export type {
   Suggestion,
   SuggestionKind,
 } from './types.ts';
-export { configKey, createSpace, decode, distance, encode, movedKnobs, type SettingInput, type SpaceInput } from './space.ts';
+export {
+  capabilitiesOf,
+  configKey,
+  createSpace,
+  decode,
+  distance,
+  encode,
+  movedKnobs,
+  type SettingInput,
+  type SpaceInput,
+} from './space.ts';
 export { isFeasible, repair, validateSuggestion, violations } from './feasibility.ts';
 export { pgtune, PGTUNE_CONNECTIONS, type PgtuneInput, type PgtuneSettings, type PgtuneStorage, type PgtuneWorkload } from './pgtune.ts';
 export { heuristicConfig } from './heuristic.ts';

@@ -22,8 +22,9 @@ import {
   type TargetKind,
   type TuningMode,
 } from '../knobs/index.ts';
+import type { TargetCapabilities } from '../target/capabilities.ts';
 import { currentQuantities } from './quantities.ts';
-import type { Config, Dimension, NumericDimension, Point, SearchSpace } from './types.ts';
+import type { Config, Dimension, NumericDimension, Point, SearchSpace, SpaceCapabilities } from './types.ts';
 
 /** A setting as the agent reports it: pg_settings columns, the range columns optional, and why
  * the target will not write it, if it will not. */
@@ -32,6 +33,8 @@ export type SettingInput = Pick<PgSettingRow, 'name' | 'setting' | 'unit' | 'con
 
 export interface SpaceInput {
   readonly target: TargetKind;
+  /** What the target allows (its definition's capabilities), given as data. */
+  readonly capabilities: TargetCapabilities;
   /** Default reload-only: restart-context knobs are tuned only when asked. */
   readonly mode?: TuningMode;
   readonly machine: Machine;
@@ -86,7 +89,7 @@ function dimensionFor(knob: Knob, row: PgSettingRow | undefined, input: SpaceInp
   switch (knob.type) {
     case 'integer':
     case 'real': {
-      const b = boundsFor(knob, input.machine, input.target);
+      const b = boundsFor(knob, input.machine, input.capabilities);
       // validateChange also holds the server's own min_val/max_val.
       const lo = bound(row.min_val);
       const hi = bound(row.max_val);
@@ -132,14 +135,30 @@ function missingContext(dimensions: readonly Dimension[], settings: Record<strin
   return [...missing];
 }
 
+/** The target's capabilities as data the space keeps. */
+function spaceCapabilities(c: TargetCapabilities): SpaceCapabilities {
+  return {
+    restart: c.restart,
+    tunable: catalogFor(c, 'restart').map((k) => k.name),
+    sharedBuffersMaxFraction: c.sharedBuffersMaxFraction,
+    ...(c.boundsNameTarget && { boundsNameTarget: true }),
+  };
+}
+
+/** The capabilities a space keeps, as the knob catalog reads them. */
+export function capabilitiesOf(space: SearchSpace): TargetCapabilities {
+  const { tunable, ...rest } = space.capabilities;
+  return { ...rest, tunes: (knob) => tunable.includes(knob.name) };
+}
+
 /** The search space for a target, mode and machine, given the server's current settings. */
 export function createSpace(input: SpaceInput): SearchSpace {
-  const mode = effectiveMode(input.target, input.mode ?? 'reload-only');
+  const mode = effectiveMode(input.capabilities, input.mode ?? 'reload-only');
   const settings = completeRows(input.settings);
   const dimensions: Dimension[] = [];
   const excluded: Array<{ name: string; reason: string }> = [];
   const unwritable = unwritableOf(input.settings);
-  for (const knob of catalogFor(input.target, mode)) {
+  for (const knob of catalogFor(input.capabilities, mode)) {
     const why = unwritable.get(knob.name);
     const dim = why ?? dimensionFor(knob, settings[knob.name], input, mode);
     if (typeof dim === 'string') excluded.push({ name: knob.name, reason: dim });
@@ -151,7 +170,15 @@ export function createSpace(input: SpaceInput): SearchSpace {
       `the settings lack ${missing.join(', ')}: the agent checks its memory and ordering constraints against them, so they must be reported too`,
     );
   }
-  return { target: input.target, mode, machine: input.machine, dimensions, excluded, settings };
+  return {
+    target: input.target,
+    capabilities: spaceCapabilities(input.capabilities),
+    mode,
+    machine: input.machine,
+    dimensions,
+    excluded,
+    settings,
+  };
 }
 
 // ---- values ----

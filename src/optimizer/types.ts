@@ -2,6 +2,16 @@
 // the history and can rebuild the search space from what the agent reported, and the optimizer
 // keeps no state of its own between calls.
 import type { KnobUnit, KnobValue, Machine, PgSettingRow, TargetKind, TuningMode } from '../knobs/index.ts';
+import type { RestartCapability } from '../target/capabilities.ts';
+
+/** A target's capabilities as plain data (the knobs it tunes by name), so that a space survives a
+ * JSON round trip; `capabilitiesOf` in space.ts makes them capabilities again. */
+export interface SpaceCapabilities {
+  readonly restart: RestartCapability;
+  readonly tunable: readonly string[];
+  readonly sharedBuffersMaxFraction: number;
+  readonly boundsNameTarget?: boolean;
+}
 
 /** Knob → value, in the pg_settings unit (numbers) or as pg_settings spells it ('on', 'lz4'). */
 export type Config = Record<string, KnobValue>;
@@ -55,6 +65,8 @@ export type Dimension = NumericDimension | CategoricalDimension;
 /** The knobs of the target and mode, what they may range over, and the settings around them. */
 export interface SearchSpace {
   readonly target: TargetKind;
+  /** What the target allows, as its definition says (the space is built from it). */
+  readonly capabilities: SpaceCapabilities;
   /** The mode in effect (managed-b-flex is always reload-only). */
   readonly mode: TuningMode;
   readonly machine: Machine;

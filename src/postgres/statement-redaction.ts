@@ -9,8 +9,9 @@
 // statements: a text it normalized has none left and comes out unchanged. A small lexer finds the
 // literals (a regex per statement kind would miss a quoting form): '...' with '' doubled, E'...'
 // with backslash escapes, U&'...', N'...', B'...', X'...', $$...$$ and $tag$...$tag$; quoted
-// identifiers "..." stay, and so do -- and nested /* */ comments unless they look like they hold a
-// secret. Besides literals, the one form that carries a secret without quotes: the values of
+// identifiers "..." stay. Comments (-- and nested /* */) lose their content, whatever it says: a
+// comment is free text, and no filter of its words can tell a secret (`/* pw: S3cret */`,
+// `/* kennwort ... */`, a bare token) from a note. Besides literals, the one form that carries a secret without quotes: the values of
 // `SET name = value` / `TO value` in utility statements (`SET app.api_key = abc123`); and a
 // planned statement without a single $n was stored as typed, so its numbers go as well.
 //
@@ -18,7 +19,7 @@
 // as its statement kind only (`ALTER ROLE`): where the lexer loses track, nothing after it is sure.
 // Pure: the agent redacts where it builds a report, the service again before it stores and shows.
 
-type TokenKind = 'literal' | 'param' | 'word' | 'quoted' | 'number' | 'comment' | 'other';
+export type TokenKind = 'literal' | 'param' | 'word' | 'quoted' | 'number' | 'comment' | 'other';
 
 interface Token {
   kind: TokenKind;
@@ -207,11 +208,19 @@ export function statementKind(text: string): string {
   return kind.join(' ');
 }
 
+/** A text's tokens outside comments, as the redaction reads them (words upper-cased), or null when
+ * it cannot be read with certainty (unterminated, or a backslash whose meaning depends on
+ * standard_conforming_strings): for callers that must tell what a statement does before sending it. */
+export function statementTokens(text: string): { kind: TokenKind; text: string }[] | null {
+  const lexed = lex(text, false);
+  if (!lexed.complete || lexed.ambiguous) return null;
+  return lexed.tokens
+    .filter((t) => t.kind !== 'comment')
+    .map((t) => ({ kind: t.kind, text: t.kind === 'word' ? upper(text, t) : text.slice(t.start, t.end) }));
+}
+
 /** Statements whose `SET name = value` clauses set server parameters (not UPDATE's columns). */
 const SETTING_STATEMENTS = new Set(['SET', 'ALTER', 'CREATE']);
-/** A comment that may hold a secret (a password, a key, a URL with credentials): its body goes. */
-const SECRET_IN_COMMENT = /pass|pwd|secret|token|key|credential|auth|@/i;
-
 /** Indexes of the value tokens of every `SET name = value[, value...]` / `SET name TO value`. */
 function settingValues(text: string, tokens: readonly Token[]): Set<number> {
   const values = new Set<number>();
@@ -256,9 +265,8 @@ function render(text: string, tokens: readonly Token[]): string {
   tokens.forEach((t, k) => {
     let replacement: string | null = null;
     if (t.kind === 'literal' || setValues.has(k) || (numbers && t.kind === 'number')) replacement = `$${next++}`;
-    else if (t.kind === 'comment' && SECRET_IN_COMMENT.test(text.slice(t.start, t.end))) {
-      replacement = text.startsWith('--', t.start) ? '-- …' : '/* … */';
-    }
+    // A comment stays a comment (where it was, so the text reads as before), without its content.
+    else if (t.kind === 'comment') replacement = text.startsWith('--', t.start) ? '--' : '/* */';
     if (replacement === null) return;
     out += text.slice(from, t.start) + replacement;
     from = t.end;
@@ -283,8 +291,9 @@ function mayHoldSecrets(text: string): boolean {
   return (digits && !params) || SETTING_LEAD.test(text);
 }
 
-/** A statement text with every literal (and SET value) replaced by $n, or its kind alone when it
- * cannot be lexed with certainty. Texts PostgreSQL normalized come back unchanged. */
+/** A statement text with every literal (and SET value) replaced by $n and every comment emptied, or
+ * its kind alone when it cannot be lexed with certainty. Texts PostgreSQL normalized (without
+ * comments) come back unchanged. */
 export function redactStatementText(text: string): string {
   if (!mayHoldSecrets(text)) return text;
   const standard = lex(text, false);

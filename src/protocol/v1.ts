@@ -6,6 +6,7 @@
 // be gzip-encoded (`Content-Encoding: gzip`). Every body is validated with these schemas on the
 // side that receives it. Errors are `{ "error": { "code", "message" } }` with a 4xx/5xx status.
 import { z } from 'zod';
+import { PLAN_COMMAND_LIMITS, PlanAnswerSchema, ThresholdParameterSchema } from './plans.ts';
 import { MetricsReportSchema } from './report.ts';
 
 export const PROTOCOL_VERSION = 1;
@@ -49,6 +50,9 @@ export type TargetKind = z.infer<typeof TargetKindSchema>;
 /** reload-only: only settings that take effect on a configuration reload; restart: all. */
 export const TuningModeSchema = z.enum(['reload-only', 'restart']);
 export type TuningMode = z.infer<typeof TuningModeSchema>;
+/** The mode a change may use: restart only when restarts are allowed (postgresql.allow_restart,
+ * narrowed by the command or the target). The one place the two words are chosen between. */
+export const tuningModeOf = (allowRestart: boolean): TuningMode => (allowRestart ? 'restart' : 'reload-only');
 export const TUNING_MODES: readonly TuningMode[] = TuningModeSchema.options;
 
 const shortText = z.string().max(500);
@@ -88,6 +92,8 @@ export const SystemInfoSchema = z.strictObject({
   settings: z.array(SettingSchema).max(200),
   /** Why changes cannot be applied (for example a `default.*` parameter group), or null. */
   applyBlockedReason: shortText.nullable(),
+  /** postgresql.include_plans: the agent answers plan commands (absent from older agents: off). */
+  includePlans: z.boolean().optional(),
   /** The preflight's failed and warned lines when the agent started (the same checks as
    * `tuner-agent --check`); absent from agents older than this field. */
   preflight: z
@@ -145,10 +151,15 @@ export const AgentEventSchema = z.strictObject({
   commandId: id.optional(),
 });
 
+/** How an apply's first error begins when the environment, not the configuration, made it fail
+ * (a Patroni switchover or a member's restart while it was applied): the service measures the
+ * configuration again rather than counting the failure against it. */
+export const ENVIRONMENT_CAUSE = 'environment:';
+
 /** How a `guardrail_breach` event's message begins when the environment, not the trial's
  * configuration, ended the trial (a Patroni failover): the service marks its window contaminated
  * rather than failed, and the trial may be tried again. */
-export const ENVIRONMENT_BREACH = 'guardrail: environment:';
+export const ENVIRONMENT_BREACH = `guardrail: ${ENVIRONMENT_CAUSE}`;
 
 /** A machine-level measurement from the target: the canonical `memory_available_bytes`,
  * `memory_total_bytes` and `cpu_percent` when known (guardrails read these), and the provider's
@@ -193,6 +204,22 @@ export const CommandSchema = z.discriminatedUnion('kind', [
     keep: z.boolean(),
   }),
   z.strictObject({ id, kind: z.literal('revert'), to: z.enum(['baseline', 'known-good']) }),
+  /** Ask the planner, change nothing: the agent plans its heaviest statements under each
+   * candidate's values (SET LOCAL in a read-only transaction it rolls back) and, for each
+   * threshold, finds by bisection the smallest value between low and high that flips a heavy
+   * statement's plan. Answered in the acknowledgement's `plans`; refused when the agent's
+   * postgresql.include_plans is off. */
+  z.strictObject({
+    id,
+    kind: z.literal('plan'),
+    candidates: z
+      .array(z.strictObject({ values: z.record(paramName, z.union([z.string().max(200), z.number()])) }))
+      .max(PLAN_COMMAND_LIMITS.candidates),
+    thresholds: z
+      .array(z.strictObject({ name: ThresholdParameterSchema, low: z.number().nonnegative(), high: z.number().nonnegative() }))
+      .max(PLAN_COMMAND_LIMITS.thresholds)
+      .optional(),
+  }),
 ]);
 /** Every kind of command, read from the schema (for metrics that show each one from the start). */
 export const COMMAND_KINDS: readonly z.infer<typeof CommandSchema>['kind'][] = CommandSchema.options.map(
@@ -227,6 +254,8 @@ export const CommandAckRequestSchema = z.strictObject({
   restarted: z.boolean(),
   /** The previous values were put back after a failure. */
   restored: z.boolean(),
+  /** A plan command's answer (src/protocol/plans.ts: fingerprints and costs, never a literal). */
+  plans: PlanAnswerSchema.optional(),
 });
 
 export const ErrorCodeSchema = z.enum([

@@ -4,13 +4,15 @@
 //   → on any mismatch, put the previous values back and say so.
 import { randomUUID } from 'node:crypto';
 import { validateChange, type TuningMode } from '../../knobs/index.ts';
-import type { AgentConfig } from '../config/load.ts';
+import { tuningModeOf } from '../../protocol/v1.ts';
+import { TARGETS } from '../targets/registry.ts';
+import type { AgentConfig } from '../config/agent-config.ts';
 import type { Db } from '../database/db.ts';
 import { sameOverride, type Journal } from './journal.ts';
-import type { Logger } from '../process/log.ts';
-import { errorMessage } from '../process/log.ts';
-import { readSettings, sameSetting, type Settings } from './settings.ts';
-import type { Overrides, Target } from '../targets/target.ts';
+import type { Logger } from '../base/log.ts';
+import { errorMessage } from '../base/log.ts';
+import { readSettings, sameSetting, type Settings } from '../database/settings.ts';
+import { EnvironmentChangedError, type Override, type Overrides, type Target } from '../../target/target.ts';
 
 export interface ApplyContext {
   db: Db;
@@ -25,11 +27,12 @@ export type ApplyOutcome =
   | { status: 'applied'; id: string; effective: Record<string, string>; restarted: boolean }
   /** Refused by the agent's checks: nothing was changed. */
   | { status: 'refused'; id: string; errors: string[] }
-  /** Something failed on the way; the previous values were put back (`restored`) or could not be. */
-  | { status: 'failed'; id: string; errors: string[]; restored: boolean; effective: Record<string, string> };
+  /** Something failed on the way; the previous values were put back (`restored`) or could not be.
+   * `environment`: the environment made it fail (a failover, a member's restart), not the values. */
+  | { status: 'failed'; id: string; errors: string[]; restored: boolean; effective: Record<string, string>; environment?: boolean };
 
 export function tuningMode(config: AgentConfig): TuningMode {
-  return config.postgresql.allowRestart ? 'restart' : 'reload-only';
+  return tuningModeOf(config.postgresql.allowRestart);
 }
 
 /** Server-wide values that a per-role or per-database SET would hide from the agent's session. */
@@ -73,13 +76,15 @@ function expectedSetting(journal: Journal, name: string, override: Overrides[str
   return current[name]?.reset_val ?? current[name]?.boot_val ?? '';
 }
 
-/** Writes `to`, journaled, and verifies it; on failure puts `from` back. Shared by apply and restore. */
+/** Writes `to`, journaled, and verifies it; on failure puts `from` back. Shared by apply and restore.
+ * `asked`: the pg_settings values the change asked for (an apply's validated values), when known. */
 async function writeVerified(
   ctx: ApplyContext,
   id: string,
   to: Overrides,
   accept: boolean,
   allowRestart = ctx.config.postgresql.allowRestart,
+  asked: Record<string, string> = {},
 ): Promise<ApplyOutcome> {
   const { db, target, journal, log } = ctx;
   const names = Object.keys(to);
@@ -87,11 +92,17 @@ async function writeVerified(
   const from = await target.readOverrides(names);
   const settingsNow = Object.fromEntries(names.map((n) => [n, before[n]?.setting ?? '']));
   journal.beginChange(id, from, to, settingsNow);
-  const expected = Object.fromEntries(names.map((n) => [n, expectedSetting(journal, n, to[n]!, before)]));
+  const expected = Object.fromEntries(names.map((n) => [n, asked[n] ?? expectedSetting(journal, n, to[n]!, before)]));
 
+  // Only what differs from the override layer now is written: a parameter already there is not
+  // written again, unless the server does not run it (it waits for a restart, or the platform
+  // holds it as configured but pending): the write then meets the target's own checks.
+  const runs = (name: string) =>
+    before[name] !== undefined && !before[name].pending_restart && sameSetting(before[name].setting, expected[name]!);
+  const changed: Overrides = Object.fromEntries(Object.entries(to).filter(([name, o]) => !sameOverride(from[name], o) || !runs(name)));
   let problems: string[];
   try {
-    const { restarted } = await target.writeOverrides(to, { allowRestart });
+    const { restarted } = Object.keys(changed).length === 0 ? { restarted: false } : await target.writeOverrides(changed, { allowRestart });
     const check = await readBack(db, expected);
     if (check.problems.length === 0) {
       journal.finishChange(accept);
@@ -104,6 +115,10 @@ async function writeVerified(
     // that went away): where the code was says nothing about what the server now holds.
     problems = [`writing the change failed: ${errorMessage(err)}`];
     log.warn(`change ${id} failed (${errorMessage(err)}): reading back what the server holds`);
+    if (err instanceof EnvironmentChangedError) {
+      const outcome = await undoFailedChange(ctx, id, { from, to, settingsNow }, problems, allowRestart);
+      return outcome.status === 'failed' ? { ...outcome, environment: true } : outcome;
+    }
   }
   return undoFailedChange(ctx, id, { from, to, settingsNow }, problems, allowRestart);
 }
@@ -200,6 +215,35 @@ export interface ApplyOptions {
   allowRestart?: boolean;
 }
 
+/** The known-good override of `name`: the journal's, once the agent has touched it; else what
+ * the layer holds now (nothing the agent did is there). */
+function knownGoodOverride(journal: Journal, name: string, held: Override): Override {
+  return journal.data.knownGood[name] ?? held;
+}
+
+/** The pg_settings value the known-good override gives, when it can be told without writing it. */
+function knownGoodSetting(journal: Journal, name: string, held: Override, settings: Settings): string | undefined {
+  const d = journal.data;
+  const knownGood = knownGoodOverride(journal, name, held);
+  const row = settings[name];
+  if (row && !row.pending_restart && sameOverride(held, knownGood)) return row.setting;
+  if (sameOverride(knownGood, d.baseline[name]) && d.baselineSettings[name] !== undefined) return d.baselineSettings[name];
+  return knownGood.set ? knownGood.value : undefined;
+}
+
+/**
+ * The override that gives `value` for `name`: the known-good one when it gives that value already,
+ * else the value itself. A service's configuration names every knob of its search space, most at
+ * the values the database runs anyway; written as they are, each would become an entry of the
+ * override layer (27 parameters in Patroni's dynamic configuration for a trial that changed one).
+ * So a trial changes only what differs from known-good, and its revert has only that to undo.
+ */
+function overrideFor(journal: Journal, name: string, value: string, held: Override | undefined, settings: Settings): Override {
+  const layer = held ?? { set: false };
+  const knownGood = knownGoodSetting(journal, name, layer, settings);
+  return knownGood !== undefined && sameSetting(value, knownGood) ? knownGoodOverride(journal, name, layer) : { set: true, value };
+}
+
 /** Applies `change` (parameter → value) if, and only if, all of it passes the agent's checks. */
 export async function applyChange(
   ctx: ApplyContext,
@@ -212,8 +256,14 @@ export async function applyChange(
   if (blocked) return { status: 'refused', id, errors: [blocked] };
   const { machine } = await ctx.target.machine();
   const settings = await readSettings(ctx.db);
-  const mode: TuningMode = allowRestart ? 'restart' : 'reload-only';
-  const verdict = validateChange(change, { machine, mode, target: ctx.target.kind, settings });
+  const mode = tuningModeOf(allowRestart);
+  const verdict = validateChange(change, {
+    machine,
+    mode,
+    target: ctx.target.kind,
+    capabilities: TARGETS.capabilitiesOf(ctx.target.kind),
+    settings,
+  });
   if (!verdict.ok) return { status: 'refused', id, errors: verdict.errors };
   // What the management interface will not write here (a cluster-level parameter behind a
   // default.* cluster group, a parameter Cloud B's intelligent tuning owns) is refused before
@@ -222,13 +272,17 @@ export async function applyChange(
   if (unwritable.size > 0) {
     return { status: 'refused', id, errors: [...unwritable].map(([name, why]) => `${name} cannot be changed here: ${why}`) };
   }
-  const to: Overrides = Object.fromEntries(Object.entries(verdict.values).map(([name, v]) => [name, { set: true, value: String(v) }]));
+  const held = await ctx.target.readOverrides(Object.keys(verdict.values));
+  const to: Overrides = Object.fromEntries(
+    Object.entries(verdict.values).map(([name, v]) => [name, overrideFor(ctx.journal, name, String(v), held[name], settings)]),
+  );
   ctx.log.info(
     `applying change ${id}: ${Object.entries(verdict.values)
       .map(([n, v]) => `${n}=${v}`)
       .join(', ')}`,
   );
-  return writeVerified(ctx, id, to, options.accept, allowRestart);
+  const asked = Object.fromEntries(Object.entries(verdict.values).map(([name, v]) => [name, String(v)]));
+  return writeVerified(ctx, id, to, options.accept, allowRestart, asked);
 }
 
 /** Returns the parameters the agent ever changed to the baseline it found, or to the last

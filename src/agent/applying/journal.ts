@@ -10,7 +10,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import type { Overrides } from '../targets/target.ts';
+import type { Overrides } from '../../target/target.ts';
 
 export const JOURNAL_FILE_NAME = 'tuner-agent.journal.json';
 
@@ -153,7 +153,9 @@ export class Journal {
       closeSync(fd);
     }
     renameSync(tmp, this.path);
-    // The rename itself is durable only once the directory is synced.
+    // The rename itself is durable only once the directory is synced. Windows opens no directory
+    // for writing (EPERM): there the rename is as durable as NTFS's journal makes it.
+    if (process.platform === 'win32') return;
     const dirFd = openSync(dirname(this.path), 'r');
     try {
       fsyncSync(dirFd);

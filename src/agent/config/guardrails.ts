@@ -2,7 +2,7 @@
 // still protects the database, and refused when looser than the safe default unless
 // guardrails.allow_looser says so in as many words. A stricter threshold reverts trials sooner;
 // it can cost a tuning session its trials, never the database its safety.
-import { DEFAULT_THRESHOLDS, type GuardThresholds } from '../applying/guardrails.ts';
+import { DEFAULT_THRESHOLDS, type GuardThresholds } from './guard-thresholds.ts';
 import { MiB } from '../../knobs/index.ts';
 
 /** What agent.yaml and the environment gave, in the keys' own units (percent, MB, a factor). */

@@ -2,36 +2,14 @@
 // environment variable, the kind of value, whether it is secret, and which targets need it.
 // Names are spelled exactly as the spec spells them (including its irregular env names);
 // keys the spec does not name are ours and marked `ours` for the docs.
-import type { TargetKind } from '../../knobs/index.ts';
-import { TARGETS } from '../targets/registry.ts';
+import type { AllOrNone, KeySpec } from '../../target/config.ts';
+import type { TargetDefinition } from '../../target/definition.ts';
+import { TARGETS, type TargetRegistry } from '../targets/registry.ts';
 
-export type ValueKind =
-  | 'string'
-  | 'boolean'
-  | 'postgres-url'
-  | 'http-url'
-  /** One or more http(s) URLs without credentials: a YAML list, or comma-separated in the environment. */
-  | 'http-url-list'
-  | 'proxy-url'
-  | 'positive-integer'
-  | 'positive-number';
+export type { AllOrNone, KeySpec, ValueKind } from '../../target/config.ts';
 
-export interface KeySpec {
-  /** agent.yaml section; `null` for environment-only keys. */
-  section: 'postgresql' | 'tuner' | 'guardrails' | (string & {}) | null;
-  key: string;
-  env: string;
-  kind: ValueKind;
-  secret: boolean;
-  /** Targets for which the key must be set. 'service' = needed by commands that talk to the tuning service;
-   * 'any' = every target. (A kind is any string, so `& {}` keeps the two words from being absorbed.) */
-  requiredFor: ReadonlyArray<'service' | 'any' | (TargetKind & {})>;
-  /** Not in the spec: added by us (documented in docs/configuration.md). */
-  ours?: boolean;
-  help: string;
-}
-
-export const KEYS: readonly KeySpec[] = [
+/** The keys every target has, before and after the targets' own. */
+const COMMON_BEFORE: readonly KeySpec[] = [
   {
     section: 'postgresql',
     key: 'connection_url',
@@ -62,6 +40,16 @@ export const KEYS: readonly KeySpec[] = [
   },
   {
     section: 'postgresql',
+    key: 'include_plans',
+    env: 'AGENT_POSTGRESQL_INCLUDE_PLANS',
+    kind: 'boolean',
+    secret: false,
+    requiredFor: [],
+    ours: true,
+    help: "ask the planner for the generic plans of the top statements (EXPLAIN without ANALYZE, in a read-only transaction rolled back); --check then says whether the agent's user can plan them (default false; docs/plans.md)",
+  },
+  {
+    section: 'postgresql',
     key: 'allow_restart',
     env: 'AGENT_POSTGRESQL_ALLOW_RESTART',
     kind: 'boolean',
@@ -70,8 +58,9 @@ export const KEYS: readonly KeySpec[] = [
     ours: true,
     help: 'allow the agent to restart the database to apply restart-only parameters (default false: reload-only)',
   },
-  // Each target's own keys, from its folder's config.ts (through the registry).
-  ...TARGETS.definitions.flatMap((d) => d.config.keys),
+];
+
+const COMMON_AFTER: readonly KeySpec[] = [
   {
     section: 'tuner',
     key: 'server_url',
@@ -202,23 +191,48 @@ export const KEYS: readonly KeySpec[] = [
   },
 ];
 
-/** Keys that mean something only together: one credential in parts. Half of one is a
- * configuration error (exit 2) for the targets that use it, named before anything connects. */
-export interface AllOrNone {
-  keys: readonly string[];
-  targets: readonly TargetKind[];
-  why: string;
-}
-
-export const ALL_OR_NONE: readonly AllOrNone[] = TARGETS.definitions.flatMap((d) => d.config.allOrNone);
-
-export const SECTIONS = [
-  'postgresql',
-  ...new Set(TARGETS.definitions.map((d) => d.config.section).filter((s) => s !== null)),
-  'tuner',
-  'guardrails',
-] as const;
-
 export function keyPath(spec: KeySpec): string {
   return spec.section ? `${spec.section}.${spec.key}` : spec.key;
 }
+
+/** Every key of a registry's targets, with the common ones; a path or an environment variable
+ * named twice is refused here, so that no two keys can be mistaken for each other. */
+export function keysOf(registry: TargetRegistry): readonly KeySpec[] {
+  const keys = [...COMMON_BEFORE, ...registry.definitions.flatMap((d) => d.config.keys), ...COMMON_AFTER];
+  for (const name of ['path', 'env'] as const) {
+    const seen = new Set<string>();
+    for (const spec of keys) {
+      const id = name === 'path' ? keyPath(spec) : spec.env;
+      if (seen.has(id)) throw new Error(`configuration key ${id} is defined twice`);
+      seen.add(id);
+    }
+  }
+  return keys;
+}
+
+/** The agent.yaml sections of a registry's targets, between the common ones. */
+export function sectionsOf(registry: TargetRegistry): readonly string[] {
+  return ['postgresql', ...new Set(registry.definitions.map((d) => d.config.section).filter((s) => s !== null)), 'tuner', 'guardrails'];
+}
+
+/** A group of keys that go together, by their paths, with the definition that owns them. */
+export interface KeyGroup extends AllOrNone {
+  specs: readonly KeySpec[];
+}
+
+export function allOrNoneOf(registry: TargetRegistry): readonly KeyGroup[] {
+  return registry.definitions.flatMap((d: TargetDefinition) =>
+    d.config.allOrNone.map((group) => ({
+      ...group,
+      specs: group.keys.map((key) => {
+        const spec = d.config.keys.find((k) => k.key === key);
+        if (!spec) throw new Error(`allOrNone names ${key}, which is not a key of section ${d.config.section}`);
+        return spec;
+      }),
+    })),
+  );
+}
+
+export const KEYS: readonly KeySpec[] = keysOf(TARGETS);
+export const ALL_OR_NONE: readonly KeyGroup[] = allOrNoneOf(TARGETS);
+export const SECTIONS: readonly string[] = sectionsOf(TARGETS);

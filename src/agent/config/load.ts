@@ -1,55 +1,21 @@
-// Configuration: agent.yaml in the working directory, then the environment (env wins), checked
+// Configuration: agent.yaml (where location.ts finds it), then the environment (env wins), checked
 // against the key table. Every problem is one line naming the key, the value (secrets never
 // shown) and the expected form; all problems are reported at once, not one per run.
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { TargetKind } from '../../knobs/index.ts';
-import { redact, registerConnectionString, registerSecret } from '../process/redact.ts';
-import type { GuardThresholds } from '../applying/guardrails.ts';
+import { redact, registerConnectionString, registerSecret } from '../base/redact.ts';
 import { guardThresholdsFrom } from './guardrails.ts';
-import { ALL_OR_NONE, KEYS, SECTIONS, keyPath, type KeySpec, type ValueKind } from './keys.ts';
+import { compact, type ConfigValue, type SectionValues } from '../../target/config.ts';
+import { TARGETS, type TargetRegistry } from '../targets/registry.ts';
+import type { AgentConfig } from './agent-config.ts';
+import { allOrNoneOf, keyPath, keysOf, sectionsOf, type KeyGroup, type KeySpec, type ValueKind } from './keys.ts';
+import { CONFIG_FILE_NAME, CONFIG_PATH_ENV, describeSource, locateConfig, missingNamedFile } from './location.ts';
 
-export const CONFIG_FILE_NAME = 'agent.yaml';
+export { CONFIG_FILE_NAME };
 
-export interface AgentConfig {
-  postgresql: { connectionUrl: string; extraCaFile?: string; includeQueries: boolean; allowRestart: boolean };
-  local: { restartCommand?: string; memoryMb?: number; vcpus?: number };
-  managedA: { accessKeyId?: string; secretAccessKey?: string; region?: string; databaseIdentifier?: string };
-  managedBFlex: {
-    subscriptionId?: string;
-    resourceGroupName?: string;
-    serverName?: string;
-    resourceManagerEndpoint?: string;
-    managedIdentityClientId?: string;
-    clientId?: string;
-    clientSecret?: string;
-    tenantId?: string;
-  };
-  /** --patroni's keys as given (patroni/config.ts fills in the defaults). */
-  patroni?: {
-    restApiUrls?: string[];
-    username?: string;
-    password?: string;
-    caFile?: string;
-    certFile?: string;
-    keyFile?: string;
-    applyTimeoutSeconds?: number;
-    maxReplicaLagMb?: number;
-  };
-  tuner: {
-    serverUrl?: string;
-    apiKey?: string;
-    databaseId?: string;
-    proxyUrl?: string;
-    caFile?: string;
-    metricsListen?: string;
-    debug: boolean;
-  };
-  /** The guardrails' thresholds: the safe defaults, or stricter ones (looser only if allowed). */
-  guardrails: GuardThresholds;
-}
+export type { AgentConfig };
 
 export interface LoadOptions {
   cwd: string;
@@ -57,14 +23,18 @@ export interface LoadOptions {
   target: TargetKind;
   /** The command talks to the tuning service, so the `tuner` keys are required. */
   needsService: boolean;
-  /** Path of the config file; default `<cwd>/agent.yaml`. */
+  /** --config: the path of the config file (else AGENT_CONFIG, else the search path). */
   file?: string;
+  /** The system-wide file of the search path (default /etc/tuner-agent/agent.yaml). */
+  systemFile?: string;
+  /** The targets whose keys are read (default: the agent's own, TARGETS). */
+  registry?: TargetRegistry;
 }
 
 export interface LoadResult {
   config: AgentConfig;
   warnings: string[];
-  /** Where the configuration came from, for the startup log line. */
+  /** Where the configuration came from, in words: the file read (or none) and the variables. */
   source: string;
 }
 
@@ -77,7 +47,7 @@ export class ConfigError extends Error {
   }
 }
 
-type Value = string | boolean | number | string[];
+type Value = ConfigValue;
 
 const EXPECTED: Record<ValueKind, string> = {
   string: 'a non-empty string',
@@ -170,7 +140,7 @@ function levenshtein(a: string, b: string): number {
 
 /** Reads agent.yaml into plain `section -> key -> value`, reporting syntax and shape problems;
  * null when the file cannot be read or parsed at all. */
-function readFile(path: string, problems: string[], warnings: string[]): Map<string, unknown> | null {
+function readFile(path: string, table: KeyTable, problems: string[], warnings: string[]): Map<string, unknown> | null {
   const values = new Map<string, unknown>();
   let text: string;
   try {
@@ -195,13 +165,13 @@ function readFile(path: string, problems: string[], warnings: string[]): Map<str
   }
   if (doc.contents === null) return values;
   if (!isMap(doc.contents)) {
-    problems.push(`${path}: expected a mapping of sections (${SECTIONS.join(', ')}), got ${typeof doc.toJS()}`);
+    problems.push(`${path}: expected a mapping of sections (${table.sections.join(', ')}), got ${typeof doc.toJS()}`);
     return values;
   }
   for (const sectionPair of doc.contents.items) {
     const section = isScalar(sectionPair.key) ? String(sectionPair.key.value) : String(sectionPair.key);
-    if (!(SECTIONS as readonly string[]).includes(section)) {
-      warnings.push(`${path}: unknown section "${section}" is ignored${suggest(section, SECTIONS)}`);
+    if (!table.sections.includes(section)) {
+      warnings.push(`${path}: unknown section "${section}" is ignored${suggest(section, table.sections)}`);
       continue;
     }
     const body = sectionPair.value;
@@ -210,7 +180,7 @@ function readFile(path: string, problems: string[], warnings: string[]): Map<str
       problems.push(`${path}: section ${section} must be a mapping of keys, e.g. "${section}:\\n  key: value"`);
       continue;
     }
-    const known = KEYS.filter((k) => k.section === section).map((k) => k.key);
+    const known = table.keys.filter((k) => k.section === section).map((k) => k.key);
     for (const pair of body.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
       if (!known.includes(key)) {
@@ -224,28 +194,49 @@ function readFile(path: string, problems: string[], warnings: string[]): Map<str
   return values;
 }
 
+/** The keys, sections and key groups of a registry's targets. */
+interface KeyTable {
+  keys: readonly KeySpec[];
+  sections: readonly string[];
+  groups: readonly KeyGroup[];
+}
+
+const tables = new WeakMap<TargetRegistry, KeyTable>();
+
+function tableOf(registry: TargetRegistry): KeyTable {
+  let table = tables.get(registry);
+  if (!table) {
+    table = { keys: keysOf(registry), sections: sectionsOf(registry), groups: allOrNoneOf(registry) };
+    tables.set(registry, table);
+  }
+  return table;
+}
+
 export function loadConfig(options: LoadOptions): LoadResult {
+  const registry = options.registry ?? TARGETS;
+  const table = tableOf(registry);
   const problems: string[] = [];
   const warnings: string[] = [];
-  const file = options.file ?? join(options.cwd, CONFIG_FILE_NAME);
-  const fileExists = existsSync(file);
-  const envSet = KEYS.filter((k) => options.env[k.env] !== undefined && options.env[k.env] !== '');
+  const location = locateConfig({ cwd: options.cwd, env: options.env, flag: options.file, systemFile: options.systemFile });
+  const fileExists = location.file !== null && existsSync(location.file);
+  const envSet = table.keys.filter((k) => options.env[k.env] !== undefined && options.env[k.env] !== '');
 
+  // A file named on purpose is never silently replaced by another, or by the environment alone.
+  if (location.origin !== 'search' && !fileExists) throw new ConfigError([missingNamedFile(location)]);
   if (!fileExists && envSet.length === 0) {
     throw new ConfigError([
-      `no configuration: ${file} does not exist and no agent environment variable is set; ` +
-        `create ${CONFIG_FILE_NAME} (see docs/configuration.md) or set AGENT_POSTGRESQL_CONNECTION_URL and the other AGENT_* variables`,
+      `no configuration: none of ${location.searched.join(', ')} exists and no agent environment variable is set; ` +
+        `create ${CONFIG_FILE_NAME} (see docs/configuration.md), name one with --config or ${CONFIG_PATH_ENV}, or set AGENT_POSTGRESQL_CONNECTION_URL and the other AGENT_* variables`,
     ]);
   }
-  if (options.file && !fileExists) problems.push(`${file}: no such file`);
 
-  const read = fileExists ? readFile(file, problems, warnings) : new Map<string, unknown>();
+  const read = fileExists ? readFile(location.file!, table, problems, warnings) : new Map<string, unknown>();
   // A file that cannot be read says so; every key it would have set is then unknown, not missing.
   const fileUnreadable = read === null;
   const fromFile = read ?? new Map<string, unknown>();
 
   // Secrets are registered before any message is built, so that none can leak into one.
-  for (const spec of KEYS) {
+  for (const spec of table.keys) {
     for (const raw of [options.env[spec.env], fromFile.get(keyPath(spec))]) {
       if (typeof raw !== 'string') continue;
       if (spec.secret) registerSecret(raw);
@@ -254,18 +245,18 @@ export function loadConfig(options: LoadOptions): LoadResult {
   }
 
   for (const name of Object.keys(options.env)) {
-    if (name.startsWith('AGENT_') && !KEYS.some((k) => k.env === name)) {
+    if (name.startsWith('AGENT_') && name !== CONFIG_PATH_ENV && !table.keys.some((k) => k.env === name)) {
       warnings.push(
         `environment variable ${name} is not an agent setting and is ignored${suggest(
           name,
-          KEYS.map((k) => k.env),
+          table.keys.map((k) => k.env),
         )}`,
       );
     }
   }
 
   const resolved = new Map<string, Value>();
-  for (const spec of KEYS) {
+  for (const spec of table.keys) {
     const envRaw = options.env[spec.env];
     const fromEnvironment = envRaw !== undefined && envRaw !== '';
     const raw: unknown = fromEnvironment ? fromEnv(spec.kind, envRaw) : fromFile.get(keyPath(spec));
@@ -288,10 +279,12 @@ export function loadConfig(options: LoadOptions): LoadResult {
       problems.push(`${where}: ${credentials}, got ${show(spec, raw)}`);
       continue;
     }
-    resolved.set(spec.key, parsed.data);
+    resolved.set(keyPath(spec), parsed.data);
   }
 
-  const num = (key: string) => resolved.get(key) as number | undefined;
+  // Every value by its path (section.key, or the variable of an environment-only key): two
+  // sections' keys of the same name are two values.
+  const num = (key: string) => resolved.get(`guardrails.${key}`) as number | undefined;
   const guard = guardThresholdsFrom({
     ...compact({
       memoryFloorPercent: num('memory_floor_percent'),
@@ -300,79 +293,66 @@ export function loadConfig(options: LoadOptions): LoadResult {
       errorRateIncreasePercent: num('error_rate_increase_percent'),
       connectionSharePercent: num('connection_share_percent'),
     }),
-    allowLooser: (resolved.get('allow_looser') as boolean | undefined) ?? false,
+    allowLooser: (resolved.get('guardrails.allow_looser') as boolean | undefined) ?? false,
   });
   problems.push(...guard.problems);
-  problems.push(...partialCredentials(resolved, options.target));
+  problems.push(...partialCredentials(table.groups, resolved, options.target));
 
   if (problems.length > 0) throw new ConfigError(problems);
 
   const str = (key: string) => resolved.get(key) as string | undefined;
   const bool = (key: string, fallback: boolean) => (resolved.get(key) as boolean | undefined) ?? fallback;
-  const int = (key: string) => resolved.get(key) as number | undefined;
+  const targets: Record<string, unknown> = {};
+  for (const definition of registry.definitions) {
+    const { section, keys } = definition.config;
+    if (section === null) continue;
+    const valueOf = (key: string): unknown => {
+      const spec = keys.find((k) => k.key === key);
+      if (!spec) throw new Error(`section ${section} reads ${key}, which is not one of its keys`);
+      return resolved.get(keyPath(spec));
+    };
+    const values: SectionValues = {
+      string: (key) => valueOf(key) as string | undefined,
+      number: (key) => valueOf(key) as number | undefined,
+      list: (key) => valueOf(key) as string[] | undefined,
+    };
+    targets[section] = definition.config.read(values);
+  }
   const config: AgentConfig = {
     postgresql: {
-      connectionUrl: str('connection_url')!,
-      ...compact({ extraCaFile: str('extra_ca_file') }),
-      includeQueries: bool('include_queries', true),
-      allowRestart: bool('allow_restart', false),
+      connectionUrl: str('postgresql.connection_url')!,
+      ...compact({ extraCaFile: str('postgresql.extra_ca_file') }),
+      includeQueries: bool('postgresql.include_queries', true),
+      includePlans: bool('postgresql.include_plans', false),
+      allowRestart: bool('postgresql.allow_restart', false),
     },
-    local: compact({ restartCommand: str('restart_command'), memoryMb: int('memory_mb'), vcpus: int('vcpus') }),
-    managedA: compact({
-      accessKeyId: str('ACCESS_KEY_ID'),
-      secretAccessKey: str('SECRET_ACCESS_KEY'),
-      region: str('REGION'),
-      databaseIdentifier: str('DATABASE_IDENTIFIER'),
-    }),
-    managedBFlex: compact({
-      subscriptionId: str('subscription_id'),
-      resourceGroupName: str('resource_group_name'),
-      serverName: str('server_name'),
-      resourceManagerEndpoint: str('resource_manager_endpoint'),
-      managedIdentityClientId: str('managed_identity_client_id'),
-      clientId: str('CLOUDB_CLIENT_ID'),
-      clientSecret: str('CLOUDB_CLIENT_SECRET'),
-      tenantId: str('CLOUDB_TENANT_ID'),
-    }),
-    patroni: compact({
-      restApiUrls: resolved.get('rest_api_urls') as string[] | undefined,
-      username: str('username'),
-      password: str('password'),
-      caFile: str('cafile'),
-      certFile: str('certfile'),
-      keyFile: str('keyfile'),
-      applyTimeoutSeconds: int('apply_timeout_seconds'),
-      maxReplicaLagMb: int('max_replica_lag_mb'),
-    }),
     tuner: {
       ...compact({
-        serverUrl: str('server_url'),
-        apiKey: str('api_key'),
-        databaseId: str('database_id'),
-        proxyUrl: str('proxy_url'),
-        caFile: str('ca_file'),
-        metricsListen: str('metrics_listen'),
+        serverUrl: str('tuner.server_url'),
+        apiKey: str('tuner.api_key'),
+        databaseId: str('tuner.database_id'),
+        proxyUrl: str('tuner.proxy_url'),
+        caFile: str('tuner.ca_file'),
+        metricsListen: str('tuner.metrics_listen'),
       }),
-      debug: bool('debug', false),
+      debug: bool('tuner.debug', false),
     },
     guardrails: guard.thresholds,
+    targets,
   };
-  const source = [fileExists ? file : null, envSet.length > 0 ? `${envSet.length} environment variable(s)` : null]
-    .filter(Boolean)
-    .join(' + ');
-  return { config, warnings, source };
+  return { config, warnings, source: describeSource(location, envSet.length) };
 }
 
 /** Half a credential, named by the places it can be set (its values are secrets, never shown). */
-function partialCredentials(resolved: ReadonlyMap<string, Value>, target: TargetKind): string[] {
+function partialCredentials(groups: readonly KeyGroup[], resolved: ReadonlyMap<string, Value>, target: TargetKind): string[] {
   const problems: string[] = [];
-  for (const group of ALL_OR_NONE) {
+  for (const group of groups) {
     if (!group.targets.includes(target)) continue;
-    const specs = group.keys.map((key) => KEYS.find((k) => k.key === key)!);
-    const given = specs.filter((s) => resolved.has(s.key));
+    const specs = group.specs;
+    const given = specs.filter((s) => resolved.has(keyPath(s)));
     if (given.length === 0 || given.length === specs.length) continue;
     const place = (s: KeySpec) => (s.section ? `${keyPath(s)} (${s.env})` : s.env);
-    const missing = specs.filter((s) => !resolved.has(s.key));
+    const missing = specs.filter((s) => !resolved.has(keyPath(s)));
     problems.push(
       `${given.map(place).join(' and ')} ${given.length === 1 ? 'is' : 'are'} set but ${missing.map(place).join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not: ${group.why}`,
     );
@@ -395,9 +375,4 @@ function requiredReason(spec: KeySpec, options: LoadOptions): string {
 function credentialsProblem(url: string): string | null {
   const parsed = new URL(url);
   return parsed.username || parsed.password ? 'must not carry a user name or password (the agent authenticates with tuner.api_key)' : null;
-}
-
-/** Drops undefined members, so optional fields are absent rather than present-but-undefined. */
-function compact<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }

@@ -10,6 +10,9 @@
 // TLS defaults when it names no sslmode.
 import type pg from 'pg';
 import { connectClient, planConnection, type ConnectionContext, type ConnectionSecurity } from '../../postgres/connect.ts';
+import type { Db } from '../../target/database.ts';
+
+export type { Db };
 
 export const AGENT_APPLICATION_NAME = 'tuner-agent';
 /** Begins and ends every statement the agent sends; collectors drop statements whose text starts
@@ -22,18 +25,6 @@ export function markStatement(text: string): string {
   return `${AGENT_QUERY_MARKER} ${text}\n${AGENT_QUERY_MARKER}`;
 }
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
-
-export interface Db {
-  /** Runs one statement (marked, see markStatement) and returns its rows. */
-  query<T extends object = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
-  /** The backend pid of the current session, to leave it out of activity counts. */
-  readonly backendPid: number;
-  /** How the current session is encrypted and verified. */
-  readonly security: ConnectionSecurity;
-  /** Waits until the server accepts a new session (after a restart), up to `timeoutMs`. */
-  waitUntilReachable(timeoutMs: number): Promise<void>;
-  close(): Promise<void>;
-}
 
 export interface DbOptions {
   statementTimeoutMs?: number;

@@ -2,7 +2,7 @@
 // Node single executable application). The same command line as bin/tuner-agent.js, which is
 // the entry point under npx; the binary carries its own Node, so it needs no version check.
 import { main } from './cli.ts';
-import { redact } from './redact.ts';
+import { redact } from '../base/redact.ts';
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -1,29 +1,33 @@
 // tuner-agent's command line: parse, load the configuration, connect, and run one command.
 // Exit codes are part of the interface (docs/cli.md): scripts and supervisors rely on them.
+import { existsSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { TargetKind } from '../../knobs/index.ts';
 import { REPORT_INTERVAL_SECONDS } from '../../protocol/v1.ts';
 import { applyChange, recoverOnStart, restore, tuningMode, type ApplyContext, type ApplyOutcome } from '../applying/apply.ts';
 import { ConfigError, loadConfig, type AgentConfig } from '../config/load.ts';
+import { locateConfig, missingNamedFile } from '../config/location.ts';
 import { connectDb, type Db } from '../database/db.ts';
-import { agentConnectionContext } from '../database/db-tls.ts';
+import { agentConnectionContext } from './db-tls.ts';
 import { InitError, initInstance } from './init.ts';
 import { Journal, JournalError } from '../applying/journal.ts';
-import { redact } from './redact.ts';
-import { createLogger, errorMessage, type Logger } from './log.ts';
+import { redact } from '../base/redact.ts';
+import { createLogger, errorMessage, type Logger } from '../base/log.ts';
 import { runLoop } from './loop.ts';
 import { configureOutbound, OutboundError, routeChecks, type Outbound, type Peer } from '../sending/outbound.ts';
 import { connectionChecks, formatChecks, preflightPassed, runPreflight, serviceChecks } from './preflight.ts';
 import { ServiceRejectedError, createServiceClient } from '../sending/service-client.ts';
 import { collectOnce } from './once.ts';
+import { planChecks } from '../plans/preflight.ts';
+import { probePlans } from '../plans/probe.ts';
 import { ConnectionSettingError, PostgresConnectError, describeSecurity } from '../../postgres/connect.ts';
 import { describeConnection } from '../../postgres/connect.ts';
 // The targets' definitions import their SDKs only when a target is made (registry.ts).
 import { TARGETS, type TargetRegistry } from '../targets/registry.ts';
-import type { Target } from '../targets/target.ts';
+import type { PreflightCheck, Target } from '../../target/target.ts';
 import type { AgentMetricsServer } from './metrics.ts';
-import { AGENT_VERSION } from './version.ts';
+import { AGENT_VERSION } from '../base/version.ts';
 
 export const EXIT = {
   ok: 0,
@@ -53,9 +57,17 @@ export function helpText(registry: TargetRegistry): string {
 
 Usage:
   tuner-agent <target> [command] [options]
-  tuner-agent permissions <target> [--extended]   (--extended: Cloud A's optional actions too)
+  tuner-agent permissions <target> [--extended]
+                                  print the target's permission document alone on stdout (JSON
+                                  or SQL), its notes on stderr; --extended: Cloud A's optional
+                                  actions too
   tuner-agent init DIR <target>   make DIR for one more instance: a copy of this binary and an
                                   agent.yaml to fill in (one directory per database)
+  tuner-agent plans <target> [--set NAME=VALUE]...
+                                  print as JSON the generic plans of the statements carrying the
+                                  time, under the current settings and, with --set, under those
+                                  values, each marked changed or not; plans only, runs nothing,
+                                  changes nothing (docs/plans.md)
 
 Targets (exactly one):
 ${targets}
@@ -69,13 +81,16 @@ Commands (default: run and report to the tuning service):
 
 Options:
   --interval SECONDS    --once: seconds between the two snapshots (default 5)
-  --config PATH         read PATH instead of ./agent.yaml
+  --set NAME=VALUE      plans: a value to plan under, SET LOCAL in a rolled-back transaction
+                        (repeatable; session-settable parameters only)
+  --config PATH         read PATH (else the file AGENT_CONFIG names, else ./agent.yaml,
+                        else /etc/tuner-agent/agent.yaml)
   --metrics-listen HOST:PORT
                         while running, serve Prometheus metrics at http://HOST:PORT/metrics
   --version             print the version
   --help                print this help
 
-Configuration: ./agent.yaml or AGENT_* environment variables (docs/configuration.md).
+Configuration: agent.yaml and AGENT_* environment variables, which win (docs/configuration.md).
 Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 preflight failed,
             4 change refused by the agent's checks (nothing changed), 5 API key or database id
             rejected by the tuning service, 6 another agent already reports for this database.
@@ -95,8 +110,10 @@ class UsageError extends Error {}
 
 interface Invocation {
   target: TargetKind | null;
-  command: 'run' | 'check' | 'once' | 'apply' | 'revert' | 'permissions' | 'init' | 'help' | 'version';
+  command: 'run' | 'check' | 'once' | 'apply' | 'revert' | 'permissions' | 'init' | 'plans' | 'help' | 'version';
   apply: Record<string, string>;
+  /** plans --set: the values to plan under. */
+  set: Record<string, string>;
   intervalSeconds: number;
   configPath: string | undefined;
   /** init: the directory to make. */
@@ -119,6 +136,7 @@ export function parseInvocation(argv: string[], registry: TargetRegistry = TARGE
         check: { type: 'boolean' },
         once: { type: 'boolean' },
         apply: { type: 'string', multiple: true },
+        set: { type: 'string', multiple: true },
         revert: { type: 'boolean' },
         interval: { type: 'string' },
         config: { type: 'string' },
@@ -144,8 +162,9 @@ export function parseInvocation(argv: string[], registry: TargetRegistry = TARGE
     values.revert && 'revert',
     positionals[0] === 'permissions' && 'permissions',
     positionals[0] === 'init' && 'init',
+    positionals[0] === 'plans' && 'plans',
   ].filter((c): c is Invocation['command'] => typeof c === 'string');
-  if (positionals.length > 0 && positionals[0] !== 'permissions' && positionals[0] !== 'init')
+  if (positionals.length > 0 && !['permissions', 'init', 'plans'].includes(positionals[0]!))
     throw new UsageError(`unknown command "${positionals[0]}"; see tuner-agent --help`);
   const arity = positionals[0] === 'init' ? 2 : 1;
   if (positionals.length > arity) throw new UsageError(`unexpected argument "${positionals[arity]}"; see tuner-agent --help`);
@@ -155,14 +174,20 @@ export function parseInvocation(argv: string[], registry: TargetRegistry = TARGE
   const extendable = registry.kinds.filter((kind) => registry.definitionOf(kind).extendedPermissions);
   if (values.extended && (positionals[0] !== 'permissions' || target === null || !extendable.includes(target)))
     throw new UsageError(`--extended goes with permissions ${flagList(extendable)} only; see tuner-agent --help`);
+  if (values.set && positionals[0] !== 'plans') throw new UsageError('--set goes with plans only; see tuner-agent --help');
   const command = values.help ? 'help' : values.version ? 'version' : (commands[0] ?? 'run');
 
-  const apply: Record<string, string> = {};
-  for (const item of values.apply ?? []) {
-    const m = /^([a-z_][a-z0-9_.]*)=(.+)$/i.exec(item.trim());
-    if (!m) throw new UsageError(`--apply ${item}: expected NAME=VALUE, e.g. --apply work_mem=64MB`);
-    apply[m[1]!] = m[2]!;
-  }
+  const assignments = (flag: string, items: readonly string[] = []): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const item of items) {
+      const m = /^([a-z_][a-z0-9_.]*)=(.+)$/i.exec(item.trim());
+      if (!m) throw new UsageError(`--${flag} ${item}: expected NAME=VALUE, e.g. --${flag} work_mem=64MB`);
+      out[m[1]!] = m[2]!;
+    }
+    return out;
+  };
+  const apply = assignments('apply', values.apply);
+  const set = assignments('set', values.set);
   let intervalSeconds = 5;
   if (values.interval !== undefined) {
     intervalSeconds = Number(values.interval);
@@ -178,6 +203,7 @@ export function parseInvocation(argv: string[], registry: TargetRegistry = TARGE
     target,
     command,
     apply,
+    set,
     intervalSeconds,
     configPath: values.config,
     initDir: positionals[0] === 'init' ? positionals[1] : undefined,
@@ -193,23 +219,38 @@ function peersOf(registry: TargetRegistry, kind: TargetKind, config: AgentConfig
   return [...peers, ...registry.definitionOf(kind).peers(kind, config, env)];
 }
 
-/** The permissions document of a target; a cloud's may use the configuration when there is one. */
-function permissionsText(
+/**
+ * `permissions --<kind>`: the target's document alone on stdout, so that `> file` is that file
+ * (JSON that parses, or SQL that psql runs), and its notes on stderr, after it: in a terminal they
+ * follow the document they speak of. A cloud's document may use the configuration when there is
+ * one (placeholders without).
+ */
+async function printPermissions(
+  io: Io,
   registry: TargetRegistry,
-  kind: TargetKind,
+  invocation: Invocation,
   env: NodeJS.ProcessEnv,
   cwd: string,
-  { extended, note }: { extended: boolean; note: (text: string) => void },
-): Promise<string> {
+): Promise<void> {
+  const kind = invocation.target!;
+  // A file named on purpose that is not there is said, as by every other command, rather than
+  // a document with placeholders where the operator expected the file's values.
+  const location = locateConfig({ cwd, env, flag: invocation.configPath });
+  if (location.origin !== 'search' && !existsSync(location.file!)) throw new Error(missingNamedFile(location));
   const config = (): AgentConfig | null => {
     try {
-      return loadConfig({ cwd, env, target: kind, needsService: false }).config;
+      const file = invocation.configPath;
+      return loadConfig({ cwd, env, target: kind, needsService: false, registry, ...(file && { file }) }).config;
     } catch {
-      // Without a configuration the document shows placeholders.
       return null;
     }
   };
-  return registry.definitionOf(kind).permissions({ kind, extended, note, config });
+  const notes: string[] = [];
+  const document = await registry
+    .definitionOf(kind)
+    .permissions({ kind, extended: invocation.extended, note: (text) => notes.push(text), config });
+  io.out(document);
+  for (const text of notes) io.err(text);
 }
 
 function printOutcome(io: Io, outcome: ApplyOutcome, done = 'applied'): number {
@@ -267,7 +308,7 @@ export async function main(
   }
   if (invocation.command === 'permissions') {
     try {
-      io.out(await permissionsText(registry, kind, env, cwd, { extended: invocation.extended, note: io.err }));
+      await printPermissions(io, registry, invocation, env, cwd);
       return EXIT.ok;
     } catch (err) {
       io.err(`tuner-agent: ${errorMessage(err)}\n`);
@@ -276,6 +317,7 @@ export async function main(
   }
 
   let config: AgentConfig;
+  let configSource: string;
   let log: Logger;
   try {
     const loaded = loadConfig({
@@ -283,9 +325,11 @@ export async function main(
       env,
       target: kind,
       needsService: invocation.command === 'run',
+      registry,
       ...(invocation.configPath && { file: invocation.configPath }),
     });
     config = loaded.config;
+    configSource = loaded.source;
     log = createLogger({ debug: config.tuner.debug, write: io.err });
     for (const w of loaded.warnings) log.warn(w);
     log.debug(`configuration from ${loaded.source}`);
@@ -321,11 +365,15 @@ export async function main(
       kind,
       serverUrl && apiKey && databaseId ? createServiceClient({ serverUrl, apiKey, databaseId, dispatcher: outbound.dispatcher }) : null,
     );
-  const checkHeading = (identity: string) => `tuner-agent --${kind} --check: ${identity} (${tuningMode(config)})`;
+  // --check says which file it read: with a search path, the answer is not always obvious.
+  const checkHeading = (identity: string) =>
+    `tuner-agent --${kind} --check: ${identity} (${tuningMode(config)})\nconfiguration: ${configSource}`;
 
   let db: Db;
   try {
-    db = await connectDb(config.postgresql.connectionUrl, { connection: agentConnectionContext(kind, config.postgresql.extraCaFile) });
+    db = await connectDb(config.postgresql.connectionUrl, {
+      connection: await agentConnectionContext(kind, config.postgresql.extraCaFile, registry),
+    });
   } catch (err) {
     if (err instanceof ConnectionSettingError) {
       log.error(err.message);
@@ -352,6 +400,7 @@ export async function main(
     return EXIT.failure;
   }
   log.debug(`connected: ${describeSecurity(db.security)}`);
+  if (invocation.command === 'plans') return printPlans(io, db, config, invocation.set, log);
   let target: Target | undefined;
   try {
     target = await registry.definitionOf(kind).create(kind, { db, config, log, outbound });
@@ -361,6 +410,7 @@ export async function main(
       case 'check': {
         const checks = [
           ...(await runPreflight(db, target, journal)),
+          ...(config.postgresql.includePlans ? await planCheckLines(db, config) : []),
           ...(await checkService()),
           ...routeChecks(outbound, peersOf(registry, kind, config, env)),
         ];
@@ -441,6 +491,37 @@ export async function main(
   } finally {
     await target?.close();
     await db.close();
+  }
+}
+
+/** `plans`: the probe's answer as JSON on stdout; it needs only the database, not the target. */
+async function printPlans(io: Io, db: Db, config: AgentConfig, settings: Record<string, string>, log: Logger): Promise<number> {
+  try {
+    const result = await probePlans(db, { settings, includeTexts: config.postgresql.includeQueries });
+    io.out(`${JSON.stringify(result, null, 2)}\n`);
+    return EXIT.ok;
+  } catch (err) {
+    log.error(`the planner probe failed: ${errorMessage(err)}`);
+    return EXIT.failure;
+  } finally {
+    await db.close();
+  }
+}
+
+/** --check's lines for the planner probe (include_plans); one FAIL line when it cannot run at all. */
+async function planCheckLines(db: Db, config: AgentConfig): Promise<PreflightCheck[]> {
+  try {
+    return await planChecks(db, config.postgresql.includeQueries);
+  } catch (err) {
+    return [
+      {
+        name: 'the planner probe plans the top statements (include_plans)',
+        ok: false,
+        detail: `could not be checked: ${errorMessage(err)}`,
+        fix: "check that pg_stat_statements is readable by the agent's user (pg_monitor)",
+        unchecked: true,
+      },
+    ];
   }
 }
 

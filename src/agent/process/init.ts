@@ -10,6 +10,9 @@ import { CONFIG_FILE_NAME } from '../config/load.ts';
 
 export const BINARY_NAME = 'tuner-agent';
 
+/** The binary's file name on `platform`: Windows runs only what ends in .exe. */
+export const binaryFileName = (platform: NodeJS.Platform): string => (platform === 'win32' ? `${BINARY_NAME}.exe` : BINARY_NAME);
+
 export class InitError extends Error {
   override name = 'InitError';
 }
@@ -27,7 +30,9 @@ export function initInstance(
   cwd: string,
   executable = process.execPath,
   singleFile = isSea(),
+  platform = process.platform,
 ): InitOutcome {
+  const binary = binaryFileName(platform);
   const dir = resolve(cwd, dirArg);
   if (existsSync(dir)) {
     const present = readdirSync(dir);
@@ -39,15 +44,15 @@ export function initInstance(
   }
   mkdirSync(dir, { recursive: true });
   if (singleFile) {
-    copyFileSync(executable, resolve(dir, BINARY_NAME));
-    chmodSync(resolve(dir, BINARY_NAME), 0o755);
+    copyFileSync(executable, resolve(dir, binary));
+    chmodSync(resolve(dir, binary), 0o755);
   }
   // Owner-only: it is where the API key and the database password go.
   writeFileSync(resolve(dir, CONFIG_FILE_NAME), agentYamlTemplate(target), { mode: 0o600, flag: 'wx' });
 
-  const run = singleFile ? `./${BINARY_NAME}` : 'npx tuner-agent';
+  const run = singleFile ? (platform === 'win32' ? `.\\${binary}` : `./${binary}`) : 'npx tuner-agent';
   const text = [
-    `made ${dir}: ${singleFile ? `${BINARY_NAME} and ` : ''}${CONFIG_FILE_NAME}`,
+    `made ${dir}: ${singleFile ? `${binary} and ` : ''}${CONFIG_FILE_NAME}`,
     ...(singleFile
       ? []
       : [

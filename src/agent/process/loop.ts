@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ENVIRONMENT_BREACH,
+  ENVIRONMENT_CAUSE,
   MAX_QUEUED_REPORTS,
   PROTOCOL_VERSION,
   type AgentEvent,
@@ -31,7 +32,7 @@ import {
 } from '../applying/apply.ts';
 import { baselineMixFrom, buildMetricsReport, createCollector, diffSnapshots, type BaselineMix, type Snapshot } from '../collect/index.ts';
 import { createGuard, knownGoodFigures, type Guard, type KnownGoodFigures } from '../applying/guardrails.ts';
-import { errorMessage } from './log.ts';
+import { errorMessage } from '../base/log.ts';
 import type { AgentMetrics } from './metrics.ts';
 import {
   LeaseExpiredError,
@@ -42,8 +43,9 @@ import {
   type ServiceClient,
 } from '../sending/service-client.ts';
 import { catalogSettings, describeSystem } from '../sending/system.ts';
-import type { TargetBreach, TrialWatch } from '../targets/target.ts';
-import { AGENT_VERSION } from './version.ts';
+import type { TargetBreach, TrialWatch } from '../../target/target.ts';
+import { AGENT_VERSION } from '../base/version.ts';
+import { answerPlanCommand, INCLUDE_PLANS_OFF, type PlanCommand } from '../plans/command.ts';
 
 export const LEASE_FILE_NAME = 'tuner-agent.lease.json';
 const MAX_EVENTS = 100;
@@ -51,6 +53,9 @@ const MAX_EVENTS = 100;
 const REMEMBERED_OUTCOMES = 200;
 /** How often guardrails look at the database while a trial configuration is applied. */
 const GUARD_INTERVAL_MS = 5_000;
+/** The first report goes this soon after the start (or the interval, if shorter): the service can
+ * start a tuning session once it has a report with metrics, and the user is waiting for it. */
+const FIRST_REPORT_AFTER_MS = 5_000;
 /** Before any interval has been measured, the guardrails judge what needs no reference. */
 const NO_FIGURES: KnownGoodFigures = { weightedRuntimeMs: null, callsPerSecond: 0, rollbackRate: 0, connectionShare: 0 };
 
@@ -134,6 +139,10 @@ class AgentLoop {
   #trial: Trial | null = null;
   /** A trial was applied at some point in the current interval: its figures are not known-good. */
   #intervalHadTrial = false;
+  /** A command is being carried out (its change may be half-way): the interval is not known-good. */
+  #executing = false;
+  /** When the last report was collected; the next one is due an interval after it. */
+  #collectedAt = 0;
 
   constructor(options: LoopOptions) {
     this.#options = options;
@@ -163,19 +172,21 @@ class AgentLoop {
     this.#preflight = await this.#checkPrerequisites();
     this.#lease = await this.#takeLease();
     this.#previous = await this.#collector.collect().catch(() => null);
-    let nextCollectAt = Date.now() + (this.#lease?.intervalSeconds ?? 0) * 1000;
+    // The first report comes within seconds, not a whole interval after the start.
+    this.#collectedAt = Date.now() - Math.max(0, (this.#lease?.intervalSeconds ?? 0) * 1000 - FIRST_REPORT_AFTER_MS);
     while (this.#lease && !signal.aborted) {
-      const wakeAt = this.#failures === 0 ? nextCollectAt : Math.min(nextCollectAt, this.#nextAttemptAt);
+      const wakeAt = this.#failures === 0 ? this.#nextCollectAt() : Math.min(this.#nextCollectAt(), this.#nextAttemptAt);
       if (!(await this.#watch(wakeAt - Date.now()))) break;
       await this.#returnUnwatchedToKnownGood();
-      if (Date.now() >= nextCollectAt) {
-        const collecting = performance.now();
-        this.#enqueue(await this.#collect());
-        this.#options.metrics?.collected((performance.now() - collecting) / 1000);
-        nextCollectAt = Date.now() + this.#lease.intervalSeconds * 1000;
-      }
+      if (Date.now() >= this.#nextCollectAt()) this.#enqueue(await this.#collect());
       if (this.#failures === 0 || Date.now() >= this.#nextAttemptAt) await this.#deliver();
     }
+  }
+
+  /** An interval after the last collection, with the interval the service gave last: a shorter
+   * one told in the answer to a report counts from that report, not from the one after it. */
+  #nextCollectAt(): number {
+    return this.#collectedAt + (this.#lease?.intervalSeconds ?? 0) * 1000;
   }
 
   /** The same checks as --check, at start: each problem logged, and told to the service with
@@ -269,11 +280,19 @@ class AgentLoop {
     const system = await describeSystem(this.#ctx.db, this.#ctx.target);
     const reasons = [system.applyBlockedReason, this.#blocked].filter((r): r is string => r !== null).join('; ');
     const applyBlockedReason = reasons === '' ? null : reasons.length > 500 ? `${reasons.slice(0, 499)}…` : reasons;
-    return { ...system, applyBlockedReason, preflight: this.#preflight };
+    return { ...system, applyBlockedReason, preflight: this.#preflight, includePlans: this.#ctx.config.postgresql.includePlans };
   }
 
   /** One interval's report; collection failures become events, never a crash. */
   async #collect(): Promise<CollectedReport> {
+    const collecting = performance.now();
+    this.#collectedAt = Date.now();
+    const report = await this.#collectReport();
+    this.#options.metrics?.collected((performance.now() - collecting) / 1000);
+    return report;
+  }
+
+  async #collectReport(): Promise<CollectedReport> {
     const { log, db, target, config } = this.#ctx;
     let metrics: ReportRequest['metrics'] = null;
     let settings: ReportRequest['settings'] = [];
@@ -287,7 +306,7 @@ class AgentLoop {
         const delta = diffSnapshots(this.#previous, current);
         this.#baselineMix ??= baselineMixFrom(delta);
         metrics = buildMetricsReport(delta, { includeQueries: config.postgresql.includeQueries, baselineMix: this.#baselineMix });
-        if (!this.#intervalHadTrial && !this.#trial) this.#knownGood = knownGoodFigures(metrics);
+        if (!this.#intervalHadTrial && !this.#trial && !this.#executing) this.#knownGood = knownGoodFigures(metrics);
       }
       this.#previous = current;
       settings = await catalogSettings(db, target);
@@ -296,7 +315,7 @@ class AgentLoop {
       this.#event('warn', 'collect_failed', `collection failed: ${errorMessage(err)}`);
       log.warn(`collection failed: ${errorMessage(err)}`);
     }
-    this.#intervalHadTrial = this.#trial !== null;
+    this.#intervalHadTrial = this.#trial !== null || this.#executing;
     return { metrics, settings, targetMetrics, events: this.#events.splice(0) };
   }
 
@@ -366,7 +385,9 @@ class AgentLoop {
       if (!command) continue;
       let ack = this.#outcomes.get(command.id);
       if (!ack) {
-        ack = await this.#execute(command);
+        // A plan command changes nothing and is bounded by its budget: carried out on the agent's
+        // session with nothing else on it (no report collected meanwhile inside its transactions).
+        ack = command.kind === 'plan' ? await this.#plan(command) : await this.#reportingWhile(this.#execute(command));
         this.#outcomes.set(command.id, ack);
         if (this.#outcomes.size > REMEMBERED_OUTCOMES) this.#outcomes.delete(this.#outcomes.keys().next().value!);
       }
@@ -374,7 +395,84 @@ class AgentLoop {
     }
   }
 
-  async #execute(command: Command): Promise<Acknowledgement> {
+  /**
+   * Reports on schedule while `work` (a command) runs: an apply may wait minutes for its target
+   * (Patroni applying on every member, a cloud's long operation, a restart), and the lease, the
+   * service's windows and the dashboard all live on reports. The answers' commands are left for
+   * after: the one being carried out comes again until it is acknowledged, and so does any other.
+   */
+  async #reportingWhile<T>(work: Promise<T>): Promise<T> {
+    const { signal } = this.#options;
+    this.#executing = true;
+    const settled = work.then(
+      () => true,
+      () => true,
+    );
+    try {
+      for (;;) {
+        const wait = new AbortController();
+        const stop = () => wait.abort();
+        signal.addEventListener('abort', stop, { once: true });
+        const due = sleep(Math.max(0, this.#nextCollectAt() - Date.now()), false, { signal: wait.signal }).catch(() => false);
+        const done = await Promise.race([settled, due]);
+        wait.abort();
+        signal.removeEventListener('abort', stop);
+        if (done || signal.aborted) return await work;
+        this.#enqueue(await this.#collect());
+        await this.#sendWithoutCommands();
+      }
+    } finally {
+      this.#executing = false;
+    }
+  }
+
+  /** Sends what is queued, oldest first, leaving the answers' commands for later; a failure
+   * leaves the rest queued for the loop, which sorts it out as it always does. */
+  async #sendWithoutCommands(): Promise<void> {
+    const { service } = this.#options;
+    try {
+      while (this.#queue.length > 0 && this.#lease) {
+        const response = await service.report({
+          ...this.#queue[0]!,
+          leaseId: this.#lease.leaseId,
+          seq: this.#seq,
+          sentAt: new Date().toISOString(),
+        });
+        this.#queue.shift();
+        this.#seq++;
+        this.#options.metrics?.reportDelivered();
+        this.#lease.intervalSeconds = response.nextReportInSeconds;
+      }
+    } catch (err) {
+      this.#ctx.log.warn(`a report sent while a command is carried out failed (${errorMessage(err)}); it stays queued`);
+    }
+  }
+
+  /** A plan command: the planner asked, nothing changed (never through apply or the journal). */
+  async #plan(command: PlanCommand): Promise<Acknowledgement> {
+    const { db, target, config, log } = this.#ctx;
+    const none = { effective: {}, restarted: false, restored: false };
+    if (!config.postgresql.includePlans) {
+      log.warn(`command ${command.id} (plan): refused: ${INCLUDE_PLANS_OFF}`);
+      return { ...none, status: 'refused', errors: [INCLUDE_PLANS_OFF] };
+    }
+    try {
+      const { machine } = await target.machine();
+      const plans = await answerPlanCommand(
+        { db, machine, targetKind: target.kind, includeTexts: config.postgresql.includeQueries },
+        command,
+      );
+      log.info(
+        `command ${command.id} (plan): ${plans.candidates.length} candidate(s) and ${plans.thresholds.length} threshold search(es) planned`,
+      );
+      return { ...none, status: 'applied', errors: [], plans };
+    } catch (err) {
+      log.warn(`command ${command.id} (plan): failed: ${errorMessage(err)}`);
+      return { ...none, status: 'failed', errors: [`the planner could not be asked: ${errorMessage(err)}`] };
+    }
+  }
+
+  async #execute(command: Exclude<Command, PlanCommand>): Promise<Acknowledgement> {
     const ctx = this.#ctx;
     if (command.kind === 'apply' && this.#blocked) {
       // A revert is still carried out: it only returns the database to what it was.
@@ -533,8 +631,10 @@ function toAck(outcome: ApplyOutcome | null): Acknowledgement {
       return { ...none, status: 'applied', effective: outcome.effective, restarted: outcome.restarted };
     case 'refused':
       return { ...none, status: 'refused', errors: outcome.errors };
-    case 'failed':
-      return { ...none, status: 'failed', effective: outcome.effective, errors: outcome.errors, restored: outcome.restored };
+    case 'failed': {
+      const errors = outcome.environment ? [`${ENVIRONMENT_CAUSE} ${outcome.errors[0] ?? ''}`, ...outcome.errors.slice(1)] : outcome.errors;
+      return { ...none, status: 'failed', effective: outcome.effective, errors, restored: outcome.restored };
+    }
   }
 }
 

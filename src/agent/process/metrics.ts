@@ -6,7 +6,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { hostAndPort } from '../../protocol/host-port.ts';
 import { COMMAND_OUTCOMES, type CommandAckRequest } from '../../protocol/v1.ts';
 import { sameOverride, type Journal } from '../applying/journal.ts';
-import { AGENT_VERSION } from './version.ts';
+import { AGENT_VERSION } from '../base/version.ts';
 
 type Outcome = CommandAckRequest['status'];
 /** Why the agent returned the database to an earlier configuration. */

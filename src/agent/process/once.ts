@@ -1,11 +1,11 @@
 // --once: two snapshots `intervalSeconds` apart, one report, printed as JSON.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../collect/index.ts';
-import type { AgentConfig } from '../config/load.ts';
+import type { AgentConfig } from '../config/agent-config.ts';
 import type { Db } from '../database/db.ts';
 import { describeSystem } from '../sending/system.ts';
-import type { Target } from '../targets/target.ts';
-import { AGENT_VERSION } from './version.ts';
+import type { Target } from '../../target/target.ts';
+import { AGENT_VERSION } from '../base/version.ts';
 
 export async function collectOnce(db: Db, target: Target, config: AgentConfig, intervalSeconds: number) {
   const includeQueries = config.postgresql.includeQueries;

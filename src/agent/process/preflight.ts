@@ -3,8 +3,8 @@
 import { PROTOCOL_VERSION, type SystemInfo, type TargetKind } from '../../protocol/v1.ts';
 import { PostgresConnectError, describeConnection, describeSecurity } from '../../postgres/connect.ts';
 import type { ConnectStep } from '../../postgres/connect-errors.ts';
-import type { AgentConfig } from '../config/load.ts';
-import { errorMessage } from './log.ts';
+import type { AgentConfig } from '../config/agent-config.ts';
+import { errorMessage } from '../base/log.ts';
 import {
   LeaseExpiredError,
   RequestRefusedError,
@@ -15,7 +15,7 @@ import {
 import type { Db } from '../database/db.ts';
 import type { Journal } from '../applying/journal.ts';
 import { TARGETS } from '../targets/registry.ts';
-import type { PreflightCheck, Target } from '../targets/target.ts';
+import type { PreflightCheck, Target } from '../../target/target.ts';
 
 /** The parts of pg_monitor, each a right the agent uses: settings such as shared_preload_libraries,
  * the statistics of every session and statement, and the functions that scan tables. */

@@ -20,9 +20,12 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Agent as RoutingBase, type AgentConnectOpts } from 'agent-base';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { getProxyForUrl } from 'proxy-from-env';
-import { EnvHttpProxyAgent, type Dispatcher } from 'undici';
-import { redact, registerConnectionString } from '../process/redact.ts';
-import type { PreflightCheck } from '../process/checks.ts';
+import { EnvHttpProxyAgent } from 'undici';
+import { redact, registerConnectionString } from '../base/redact.ts';
+import type { Outbound, Peer } from '../../target/outbound.ts';
+import type { PreflightCheck } from '../../target/preflight.ts';
+
+export type { Outbound, Peer };
 
 /** Link-local metadata endpoints of the clouds: never through a proxy. */
 export const METADATA_HOSTS = ['169.254.169.254', '169.254.170.2', '[fd00:ec2::254]', 'fd00:ec2::254'] as const;
@@ -30,17 +33,6 @@ export const METADATA_HOSTS = ['169.254.169.254', '169.254.170.2', '[fd00:ec2::2
 export interface OutboundSettings {
   proxyUrl?: string;
   caFile?: string;
-}
-
-export interface Outbound {
-  /** The proxy a request to `url` goes through, or undefined for a direct connection. */
-  proxyFor(url: string): string | undefined;
-  /** For people: how the agent reaches `url` (proxy masked, CA named). */
-  describe(url: string): string;
-  /** For the service client's fetch. */
-  readonly dispatcher: Dispatcher;
-  /** For the AWS SDK clients' `requestHandler`. */
-  awsRequestHandler(): NodeHttpHandler;
 }
 
 export class OutboundError extends Error {
@@ -66,6 +58,17 @@ function readCaFile(caFile: string): string[] {
   return certs;
 }
 
+/** A proxy variable every client can read, or an OutboundError naming it (the password masked):
+ * the clients parse it as a URL, and a `@`, `/` or `:` left unencoded in the password ends the
+ * user information, or the host, elsewhere (`http://pu:Hp1/Jo2@Ki3@host:3128`). */
+function refuseMalformedProxy(name: string, value: string): void {
+  if (URL.canParse(value)) return;
+  throw new OutboundError(
+    // No `@` after the URL: the masking would take the rest of the line for its password.
+    `${name} is not a valid proxy URL: percent-encode the user name and password in it (%40 for an at sign, %2F for a slash, %3A for a colon, %23 for a hash): ${redact(value)}`,
+  );
+}
+
 /**
  * Sets the process's outbound routes from `settings` and the environment, which it updates (the
  * Azure SDK and proxy-from-env read process.env). Call once, before any client is made.
@@ -81,7 +84,9 @@ export function configureOutbound(settings: OutboundSettings): Outbound {
   }
   for (const name of ['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY']) {
     const value = envValue(env, name);
-    if (value) registerConnectionString(value);
+    if (!value) continue;
+    registerConnectionString(value);
+    if (!settings.proxyUrl) refuseMalformedProxy(env[name] ? name : name.toLowerCase(), value);
   }
   const noProxy = [...new Set([...(envValue(env, 'NO_PROXY') ?? '').split(/[,\s]+/).filter(Boolean), ...METADATA_HOSTS])].join(',');
   env['NO_PROXY'] = noProxy;
@@ -133,10 +138,6 @@ class RoutingAgent extends RoutingBase {
 }
 
 /** A peer the agent talks to, for the preflight's route lines. */
-export interface Peer {
-  name: string;
-  url: string;
-}
 
 /** One preflight line per peer: how it is reached (proxy, CA); metadata is always direct. */
 export function routeChecks(outbound: Outbound, peers: readonly Peer[]): PreflightCheck[] {

@@ -20,8 +20,9 @@ import {
   type ReportRequest,
   type ReportResponse,
 } from '../../protocol/v1.ts';
-import { redact } from '../process/redact.ts';
-import { AGENT_VERSION } from '../process/version.ts';
+import { redact } from '../base/redact.ts';
+import { proxyRefusal, whyFetchFailed } from './fetch-failure.ts';
+import { AGENT_VERSION } from '../base/version.ts';
 
 const REQUEST_TIMEOUT_MS = 30_000;
 /** The largest answer the agent reads: the protocol's own bound on a body. A longer one (a broken
@@ -87,10 +88,12 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new ServiceUnavailableError(
-        `the tuning service at ${base} cannot be reached: ${redact(cause?.code ?? cause?.message ?? (err as Error).message)}`,
-      );
+      throw new ServiceUnavailableError(`the tuning service at ${base} cannot be reached: ${redact(whyFetchFailed(err))}`);
+    }
+    // A proxy that forwards plain HTTP (no tunnel) answers for itself.
+    if (response.status === 407) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new ServiceUnavailableError(`the tuning service at ${base} cannot be reached: ${proxyRefusal(407)}`);
     }
     const text = await readAnswer(response, path);
     if (response.ok) {

@@ -3,15 +3,16 @@
 import { catalogFor, CONSTRAINT_INPUTS } from '../../knobs/index.ts';
 import type { Setting, SystemInfo } from '../../protocol/v1.ts';
 import type { Db } from '../database/db.ts';
-import { readSettings } from '../applying/settings.ts';
-import type { Target } from '../targets/target.ts';
+import { readSettings } from '../database/settings.ts';
+import type { Target } from '../../target/target.ts';
+import { TARGETS } from '../targets/registry.ts';
 
 /** The catalog's parameters (every mode, so the service sees what restart mode would tune), and
  * the settings its constraints read, which a target may not tune (Cloud B's memory budget reads
  * shared_buffers): the service checks its suggestions against them as the agent will. */
 export async function catalogSettings(db: Db, target: Target): Promise<Setting[]> {
   const settings = await readSettings(db);
-  const knobs = catalogFor(target.kind, 'restart').map((k) => k.name);
+  const knobs = catalogFor(TARGETS.capabilitiesOf(target.kind), 'restart').map((k) => k.name);
   const unwritable = await target.unwritable(knobs);
   return [...new Set([...knobs, ...CONSTRAINT_INPUTS])].flatMap((name) => {
     const row = settings[name];

@@ -1,8 +1,8 @@
 // The preflight's "machine size" line, the same for every target that knows its machine.
-import { MiB } from '../../knobs/units.ts';
-import type { MachineInfo } from './target.ts';
+import { describeMachine } from '../../knobs/index.ts';
+import type { MachineInfo } from '../../target/target.ts';
 
-/** "7936 MB, 2 vCPUs (this host)" */
-export function describeMachine(info: MachineInfo): string {
-  return `${Math.round(info.machine.memoryBytes / MiB)} MB, ${info.machine.vcpus} vCPUs (${info.source})`;
+/** "7.8 GiB RAM and 2 vCPUs (this host)": the catalog's words for a machine, and where they came from. */
+export function describeMachineInfo(info: MachineInfo): string {
+  return `${describeMachine(info.machine)} (${info.source})`;
 }

@@ -1,6 +1,6 @@
 // The local target's agent.yaml keys (section local). memory_mb and vcpus serve the clouds too,
 // for a machine size their APIs cannot tell.
-import type { KeySpec } from '../../config/keys.ts';
+import { compact, targetSection, type KeySpec } from '../../../target/config.ts';
 
 export const localConfigKeys: readonly KeySpec[] = [
   {
@@ -34,3 +34,14 @@ export const localConfigKeys: readonly KeySpec[] = [
     help: "the database host's vCPUs, when the agent does not run on that host (also: a Cloud B SKU the agent does not know, or a Cloud A class with no EC2 instance type)",
   },
 ];
+
+export interface LocalConfig {
+  restartCommand?: string;
+  memoryMb?: number;
+  vcpus?: number;
+}
+
+/** Section local: the machine size serves the other targets too (their machine.ts). */
+export const localConfig = targetSection<LocalConfig>('local', localConfigKeys, [], (v) =>
+  compact({ restartCommand: v.string('restart_command'), memoryMb: v.number('memory_mb'), vcpus: v.number('vcpus') }),
+);

@@ -1,9 +1,9 @@
 // The local target's machine: the database's host is this host (a loopback address or a Unix
 // socket), or agent.yaml says its size (local.memory_mb and local.vcpus).
 import { availableParallelism, totalmem } from 'node:os';
-import type { AgentConfig } from '../../config/load.ts';
-import type { MachineInfo } from '../target.ts';
+import type { MachineInfo } from '../../../target/target.ts';
 import { MiB } from '../../../knobs/units.ts';
+import type { LocalConfig } from './config.ts';
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/;
 
@@ -11,7 +11,7 @@ export function isSameHost(host: string): boolean {
   return LOOPBACK.test(host) || host.startsWith('/');
 }
 
-export function localMachine(local: AgentConfig['local'], host: string): Promise<MachineInfo> {
+export function localMachine(local: LocalConfig, host: string): Promise<MachineInfo> {
   const { memoryMb, vcpus } = local;
   if (memoryMb !== undefined && vcpus !== undefined) {
     return Promise.resolve({

@@ -1,10 +1,11 @@
 // The local target's rights: the least-privilege grants `tuner-agent permissions --local` prints.
 import { catalogFor } from '../../../knobs/index.ts';
+import { SELF_HOSTED_CAPABILITIES } from '../self-hosted.ts';
 
 /** The least-privilege grants for the local target, as SQL a superuser runs once. */
 export function localGrantsSql(user: string): string {
-  const reloadOnly = catalogFor('local', 'reload-only').map((k) => k.name);
-  const restartOnly = catalogFor('local', 'restart')
+  const reloadOnly = catalogFor(SELF_HOSTED_CAPABILITIES, 'reload-only').map((k) => k.name);
+  const restartOnly = catalogFor(SELF_HOSTED_CAPABILITIES, 'restart')
     .map((k) => k.name)
     .filter((n) => !reloadOnly.includes(n));
   return [

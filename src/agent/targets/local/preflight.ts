@@ -1,30 +1,33 @@
 // The local target's preflight: the rights to apply (a superuser, or on PostgreSQL 15+ the grants
 // of `tuner-agent permissions --local`), the machine's size, and the restart command when
 // restarts are allowed.
-import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
-import type { AgentConfig } from '../../config/load.ts';
+import { catalogFor } from '../../../knobs/index.ts';
+import { tuningModeOf } from '../../../protocol/v1.ts';
+import { SELF_HOSTED_CAPABILITIES } from '../self-hosted.ts';
+import type { TargetAgentConfig } from '../../../target/config.ts';
 import type { Db } from '../../database/db.ts';
-import type { MachineInfo, PreflightCheck } from '../target.ts';
+import type { MachineInfo, PreflightCheck } from '../../../target/target.ts';
 import { CAN_READ_FILE_SETTINGS } from './write.ts';
-import { describeMachine } from '../machine-size.ts';
+import { describeMachineInfo } from '../machine-size.ts';
+import { localConfig } from './config.ts';
 
 export interface LocalPreflightDeps {
   db: Db;
-  config: AgentConfig;
+  config: TargetAgentConfig;
   /** The connection's user, when the server does not say. */
   user: string;
   machine: () => Promise<MachineInfo>;
 }
 
 export async function localPreflight({ db, config, user: connectionUser, machine }: LocalPreflightDeps): Promise<PreflightCheck[]> {
-  const mode: TuningMode = config.postgresql.allowRestart ? 'restart' : 'reload-only';
+  const mode = tuningModeOf(config.postgresql.allowRestart);
   const checks: PreflightCheck[] = [];
   const [role] = await db.query<{ user: string; superuser: boolean; version: number }>(
     `SELECT current_user AS user, rolsuper AS superuser, current_setting('server_version_num')::int AS version
        FROM pg_roles WHERE rolname = current_user`,
   );
   const user = role?.user ?? connectionUser;
-  const names = catalogFor('local', mode).map((k) => k.name);
+  const names = catalogFor(SELF_HOSTED_CAPABILITIES, mode).map((k) => k.name);
   if (role?.superuser) {
     checks.push({
       name: 'apply rights (ALTER SYSTEM, pg_reload_conf)',
@@ -73,13 +76,13 @@ export async function localPreflight({ db, config, user: connectionUser, machine
     checks.push({
       name: 'machine size',
       ok: true,
-      detail: describeMachine(info),
+      detail: describeMachineInfo(info),
     });
   } catch (err) {
     checks.push({ name: 'machine size', ok: false, detail: 'unknown', fix: (err as Error).message });
   }
   if (config.postgresql.allowRestart) {
-    const command = config.local.restartCommand;
+    const command = localConfig.of(config).restartCommand;
     checks.push({
       name: 'restart mode: restart command',
       ok: command !== undefined,

@@ -4,10 +4,11 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { isNeverTouch } from '../../../knobs/index.ts';
-import type { AgentConfig } from '../../config/load.ts';
+import type { TargetAgentConfig } from '../../../target/config.ts';
 import type { Db } from '../../database/db.ts';
-import { errorMessage } from '../../process/log.ts';
-import { UndoFailedError, type Overrides, type WriteOptions, type WriteResult } from '../target.ts';
+import { errorMessage } from '../../base/log.ts';
+import { UndoFailedError, type Overrides, type WriteOptions, type WriteResult } from '../../../target/target.ts';
+import { localConfig } from './config.ts';
 
 const run = promisify(execFile);
 const RESTART_TIMEOUT_MS = 300_000;
@@ -18,7 +19,7 @@ export const CAN_READ_FILE_SETTINGS = `SELECT has_function_privilege('pg_show_al
 
 export interface LocalWriteDeps {
   db: Db;
-  config: AgentConfig;
+  config: TargetAgentConfig;
 }
 
 /** A parameter name safe to put in an ALTER SYSTEM statement; a second line of defence behind
@@ -51,7 +52,7 @@ async function reload(db: Db): Promise<void> {
 }
 
 async function restart({ db, config }: LocalWriteDeps): Promise<void> {
-  const command = config.local.restartCommand;
+  const command = localConfig.of(config).restartCommand;
   if (!command) throw new Error('a restart is needed but local.restart_command is not set');
   try {
     await run('/bin/sh', ['-c', command], { timeout: RESTART_TIMEOUT_MS });

@@ -9,9 +9,9 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { PIClient } from '@aws-sdk/client-pi';
 import { RDSClient } from '@aws-sdk/client-rds';
-import type { AgentConfig } from '../../config/load.ts';
-import type { Outbound } from '../../sending/outbound.ts';
+import type { Outbound } from '../../../target/outbound.ts';
 import type { AwsAction } from './permissions.ts';
+import type { ManagedAConfig } from './config.ts';
 
 /** The SDK retries throttling and transient errors itself, with backoff, up to this many tries. */
 const SDK_MAX_ATTEMPTS = 6;
@@ -27,7 +27,7 @@ export interface AwsClients {
   destroy(): void;
 }
 
-export function createAwsClients(settings: AgentConfig['managedA'], outbound?: Outbound): AwsClients {
+export function createAwsClients(settings: ManagedAConfig, outbound?: Outbound): AwsClients {
   const { region, accessKeyId, secretAccessKey } = settings;
   if (!region) {
     throw new Error(

@@ -4,7 +4,7 @@
 // --check knows them and prints one WARN line per refused action; the writes (reset, the
 // cluster group's modify) cannot be tried without a change, so they are learned at the first
 // write that needs them, and the write falls back at once.
-import type { Logger } from '../../process/log.ts';
+import type { Logger } from '../../base/log.ts';
 import { awsCall, isAccessDenied } from './aws.ts';
 import { OPTIONAL_ACTIONS, type OptionalAction } from './permissions.ts';
 

@@ -1,5 +1,5 @@
 // Cloud A's agent.yaml keys (section managed_a), with the spec's spelling.
-import type { KeySpec } from '../../config/keys.ts';
+import { compact, targetSection, type KeySpec } from '../../../target/config.ts';
 
 export const managedAConfigKeys: readonly KeySpec[] = [
   {
@@ -39,3 +39,29 @@ export const managedAConfigKeys: readonly KeySpec[] = [
     help: 'DB instance identifier; for a cluster, the writer instance',
   },
 ];
+
+export interface ManagedAConfig {
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  region?: string;
+  databaseIdentifier?: string;
+}
+
+export const managedAConfig = targetSection<ManagedAConfig>(
+  'managed_a',
+  managedAConfigKeys,
+  [
+    {
+      keys: ['ACCESS_KEY_ID', 'SECRET_ACCESS_KEY'],
+      targets: ['managed-a', 'managed-a-cluster'],
+      why: 'an access key is its id and its secret together: set both, or neither to use the role attached to this host',
+    },
+  ],
+  (v) =>
+    compact({
+      accessKeyId: v.string('ACCESS_KEY_ID'),
+      secretAccessKey: v.string('SECRET_ACCESS_KEY'),
+      region: v.string('REGION'),
+      databaseIdentifier: v.string('DATABASE_IDENTIFIER'),
+    }),
+);

@@ -7,50 +7,13 @@
 //
 // The AWS SDK clients weigh a few hundred milliseconds of start-up, so they are loaded only
 // when a Cloud A target is made, not by every tuner-agent command.
-import type { TargetDefinition } from '../definition.ts';
-import { managedAConfigKeys } from './config.ts';
-
-const MASTER_USER = 'as the master user (it has rds_superuser, which creating the extension needs)';
+import type { TargetDefinition } from '../../../target/definition.ts';
+import { managedAKinds } from './kinds.ts';
+import { managedAConfig } from './config.ts';
 
 export const managedADefinition: TargetDefinition = {
-  kinds: {
-    'managed-a': {
-      label: 'Cloud A managed PostgreSQL instance',
-      help: 'a Cloud A managed PostgreSQL instance (parameter group)',
-      createsExtension: MASTER_USER,
-      capabilities: {
-        restart: { mode: 'allowed' },
-        tunes: () => true,
-        sharedBuffersMaxFraction: 0.4,
-      },
-    },
-    'managed-a-cluster': {
-      label: 'Cloud A managed PostgreSQL cluster (writer instance)',
-      help: 'a Cloud A managed PostgreSQL cluster (its writer instance)',
-      createsExtension: MASTER_USER,
-      capabilities: {
-        restart: { mode: 'allowed' },
-        // Aurora writes pages and WAL through its own storage layer, so the checkpoint,
-        // background writer and WAL settings do not do there what they do in PostgreSQL: they
-        // are left out (to be confirmed against the engine's parameter list; leaving a knob out
-        // is the safe direction). Its shared_buffers may take most of the memory (no double
-        // buffering in the OS page cache).
-        tunes: (knob) => !knob.storage,
-        sharedBuffersMaxFraction: 0.8,
-      },
-    },
-  },
-  config: {
-    section: 'managed_a',
-    keys: managedAConfigKeys,
-    allOrNone: [
-      {
-        keys: ['ACCESS_KEY_ID', 'SECRET_ACCESS_KEY'],
-        targets: ['managed-a', 'managed-a-cluster'],
-        why: 'an access key is its id and its secret together: set both, or neither to use the role attached to this host',
-      },
-    ],
-  },
+  kinds: managedAKinds,
+  config: managedAConfig,
   extendedPermissions: true,
   async create(kind, deps) {
     return (await import('./target.ts')).createManagedATarget({ ...deps, cluster: kind === 'managed-a-cluster' });
@@ -64,7 +27,9 @@ export const managedADefinition: TargetDefinition = {
   },
   peers(_kind, config, env) {
     const rds =
-      env['AWS_ENDPOINT_URL_RDS'] ?? env['AWS_ENDPOINT_URL'] ?? `https://rds.${config.managedA.region ?? 'us-east-1'}.amazonaws.com`;
+      env['AWS_ENDPOINT_URL_RDS'] ??
+      env['AWS_ENDPOINT_URL'] ??
+      `https://rds.${managedAConfig.of(config).region ?? 'us-east-1'}.amazonaws.com`;
     return [
       { name: "Cloud A's RDS API", url: rds },
       { name: 'instance metadata (credentials)', url: 'http://169.254.169.254/' },

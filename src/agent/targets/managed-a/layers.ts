@@ -11,7 +11,7 @@
 import type { Capabilities } from './capabilities.ts';
 import { AURORA_CLUSTER_LEVEL, groupLabel, type GroupRef, type ParameterGroups, type ParameterMeta } from './groups.ts';
 import { isDefaultGroup, type Placement } from './topology.ts';
-import type { Override, Overrides } from '../target.ts';
+import type { Override, Overrides } from '../../../target/target.ts';
 
 export interface Layer {
   group: GroupRef;

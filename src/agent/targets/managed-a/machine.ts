@@ -4,11 +4,11 @@
 // any other by local.memory_mb and local.vcpus when the operator sets them.
 import { DescribeInstanceTypesCommand, type EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
 import type { Machine } from '../../../knobs/index.ts';
-import type { AgentConfig } from '../../config/load.ts';
 import { awsCall, hasCode } from './aws.ts';
 import type { Placement } from './topology.ts';
-import type { MachineInfo } from '../target.ts';
+import type { MachineInfo } from '../../../target/target.ts';
 import { GiB, MiB } from '../../../knobs/units.ts';
+import type { LocalConfig } from '../local/config.ts';
 
 /** An Aurora capacity unit is about 2 GiB of memory with the CPU that goes with it. */
 const GIB_PER_ACU = 2;
@@ -19,11 +19,11 @@ export const SERVERLESS_CLASS = 'db.serverless';
 
 export class MachineSizer {
   readonly #ec2: EC2Client;
-  readonly #fallback: AgentConfig['local'];
+  readonly #fallback: LocalConfig;
   /** EC2 instance types do not change: each is asked for once. */
   readonly #types = new Map<string, Machine | null>();
 
-  constructor(ec2: EC2Client, fallback: AgentConfig['local']) {
+  constructor(ec2: EC2Client, fallback: LocalConfig) {
     this.#ec2 = ec2;
     this.#fallback = fallback;
   }

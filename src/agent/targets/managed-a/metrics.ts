@@ -5,7 +5,7 @@
 import { GetMetricDataCommand, GetMetricStatisticsCommand, type CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { GetResourceMetricsCommand, type PIClient } from '@aws-sdk/client-pi';
 import type { TargetMetric } from '../../../protocol/v1.ts';
-import { errorMessage, type Logger } from '../../process/log.ts';
+import { errorMessage, type Logger } from '../../base/log.ts';
 import { awsCall } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
 import type { InstanceFacts } from './topology.ts';

@@ -5,15 +5,16 @@
 // optional action (beyond the spec's policy) that Cloud A refuses is one WARN line saying what
 // the agent does without it.
 import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
-import { errorMessage } from '../../process/log.ts';
+import { managedAKinds } from './kinds.ts';
+import { errorMessage } from '../../base/log.ts';
 import { errorCodes, hasCode, isAccessDenied } from './aws.ts';
 import { withoutLine, type Capabilities } from './capabilities.ts';
 import { groupLabel, type ParameterGroups } from './groups.ts';
 import { clusterLayerProblem, layersOf, type Layer } from './layers.ts';
 import type { MetricsReader } from './metrics.ts';
 import type { Placement } from './topology.ts';
-import type { MachineInfo, PreflightCheck } from '../target.ts';
-import { describeMachine } from '../machine-size.ts';
+import type { MachineInfo, PreflightCheck } from '../../../target/target.ts';
+import { describeMachineInfo } from '../machine-size.ts';
 
 export const POLICY_FIX =
   'attach the policy printed by tuner-agent permissions --managed-a to the role of this host or to the IAM user whose keys the agent uses';
@@ -94,7 +95,7 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
     }),
   });
 
-  const wanted = catalogFor(d.kind, d.mode).map((k) => k.name);
+  const wanted = catalogFor(managedAKinds[d.kind]!.capabilities, d.mode).map((k) => k.name);
   for (const group of layersOf(placement)) {
     const name = `${groupLabel(group)} is readable`;
     try {
@@ -184,7 +185,7 @@ export async function managedAPreflight(d: PreflightDeps): Promise<PreflightChec
     checks.push({
       name: 'machine size',
       ok: true,
-      detail: describeMachine(info),
+      detail: describeMachineInfo(info),
     });
   } catch (err) {
     checks.push(failed('machine size', err));

@@ -1,8 +1,8 @@
 // The Cloud A target put together: clients made once, the placement (instance, or the cluster's
 // current writer) found again at every call, and the parts that read, write, size and measure.
 import type { TargetKind } from '../../../knobs/index.ts';
-import type { TargetMetric } from '../../../protocol/v1.ts';
-import { errorMessage } from '../../process/log.ts';
+import { tuningModeOf, type TargetMetric } from '../../../protocol/v1.ts';
+import { errorMessage } from '../../base/log.ts';
 import { ParameterApplier } from './write.ts';
 import { createAwsClients } from './aws.ts';
 import { Capabilities } from './capabilities.ts';
@@ -13,7 +13,9 @@ import { MetricsReader } from './metrics.ts';
 import { managedAPreflight } from './preflight.ts';
 import { isDefaultGroup, Topology, type Placement } from './topology.ts';
 import { DEFAULT_TIMINGS, type ManagedATimings } from './wait.ts';
-import type { MachineInfo, Overrides, PreflightCheck, Target, TargetDeps, WriteOptions, WriteResult } from '../target.ts';
+import type { MachineInfo, Overrides, PreflightCheck, Target, TargetDeps, WriteOptions, WriteResult } from '../../../target/target.ts';
+import { managedAConfig } from './config.ts';
+import { localConfig } from '../local/config.ts';
 
 export interface ManagedADeps extends TargetDeps {
   /** --managed-a-cluster: the target is the cluster's writer, found again on every call. */
@@ -48,19 +50,19 @@ export function createManagedATarget(deps: ManagedADeps): Promise<Target> {
 
 function buildTarget({ db, config, log, outbound, cluster, timings: timingOverrides }: ManagedADeps): Target {
   const kind: TargetKind = cluster ? 'managed-a-cluster' : 'managed-a';
-  const identifier = config.managedA.databaseIdentifier;
+  const identifier = managedAConfig.of(config).databaseIdentifier;
   if (!identifier) {
     throw new Error(
       `managed_a.DATABASE_IDENTIFIER is missing (required with --${kind}): set it in agent.yaml or AGENT_MANAGEDA_DATABASE_IDENTIFIER`,
     );
   }
   const timings = { ...DEFAULT_TIMINGS, ...timingOverrides };
-  const clients = createAwsClients(config.managedA, outbound);
+  const clients = createAwsClients(managedAConfig.of(config), outbound);
   log.debug(`Cloud A: region ${clients.region}, credentials from ${clients.credentialSource}`);
   const caps = new Capabilities(log);
   const topology = new Topology({ rds: clients.rds, region: clients.region, identifier, cluster, log, caps, db });
   const groups = new ParameterGroups(clients.rds, timings, caps, db);
-  const sizer = new MachineSizer(clients.ec2, config.local);
+  const sizer = new MachineSizer(clients.ec2, localConfig.of(config));
   const metricsReader = new MetricsReader(clients.cloudwatch, clients.pi, log, caps);
   const applier = new ParameterApplier({ rds: clients.rds, topology, groups, db, log, timings, caps });
 
@@ -174,7 +176,7 @@ function buildTarget({ db, config, log, outbound, cluster, timings: timingOverri
     preflight(): Promise<PreflightCheck[]> {
       return managedAPreflight({
         kind: cluster ? 'managed-a-cluster' : 'managed-a',
-        mode: config.postgresql.allowRestart ? 'restart' : 'reload-only',
+        mode: tuningModeOf(config.postgresql.allowRestart),
         allowRestart: config.postgresql.allowRestart,
         resolve: () => topology.resolve(),
         blockedReason,

@@ -7,7 +7,7 @@
 import { DescribeDBClustersCommand, DescribeDBInstancesCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { z } from 'zod';
 import type { Db } from '../../database/db.ts';
-import type { Logger } from '../../process/log.ts';
+import type { Logger } from '../../base/log.ts';
 import { AwsCallError, awsCall, hasCode, isAccessDenied } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
 import { GiB } from '../../../knobs/units.ts';

@@ -8,8 +8,8 @@
 import { RebootDBInstanceCommand, type RDSClient } from '@aws-sdk/client-rds';
 import { isNeverTouch } from '../../../knobs/index.ts';
 import type { Db } from '../../database/db.ts';
-import { errorMessage, type Logger } from '../../process/log.ts';
-import { sameSetting } from '../../applying/settings.ts';
+import { errorMessage, type Logger } from '../../base/log.ts';
+import { sameSetting } from '../../database/settings.ts';
 import { awsCall } from './aws.ts';
 import type { Capabilities } from './capabilities.ts';
 import {
@@ -28,7 +28,7 @@ import {
 import { layersOf, readLayerValues, route } from './layers.ts';
 import type { Placement, Topology } from './topology.ts';
 import { poll, retryWhileBusy, type ManagedATimings } from './wait.ts';
-import type { Overrides, WriteResult } from '../target.ts';
+import type { Overrides, WriteResult } from '../../../target/target.ts';
 
 export interface ApplierDeps {
   rds: RDSClient;

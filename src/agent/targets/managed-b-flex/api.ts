@@ -6,12 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MonitorClient } from '@azure/arm-monitor';
 import { PostgreSQLManagementFlexibleServerClient } from '@azure/arm-postgresql-flexible';
 import { z } from 'zod';
-import type { AgentConfig } from '../../config/load.ts';
-import type { Logger } from '../../process/log.ts';
-import { AGENT_VERSION } from '../../process/version.ts';
+import type { Logger } from '../../base/log.ts';
+import { AGENT_VERSION } from '../../base/version.ts';
 import { ManagedBFlexError, errorLabel, explainManagedBFlexError, isRetryable, retryAfterMs, type ErrorContext } from './errors.ts';
 import type { ManagedBFlexIdentity, ResourceManager } from './identity.ts';
 import { ACTIONS } from './permissions.ts';
+import type { ManagedBFlexConfig } from './config.ts';
 
 /** A GA api-version of Microsoft.DBforPostgreSQL/flexibleServers, pinned rather than left to the
  * SDK's default so that an SDK update cannot change the wire contract silently. */
@@ -100,7 +100,7 @@ export const WRITE_RETRY: RetryPolicy = { attempts: 8, firstDelayMs: 1_000, maxD
 const WRITE_TIMEOUT_MS = 10 * 60_000;
 
 export interface ManagedBFlexApiDeps {
-  config: AgentConfig['managedBFlex'];
+  config: ManagedBFlexConfig;
   identity: ManagedBFlexIdentity;
   resourceManager: ResourceManager;
   log: Logger;

@@ -1,6 +1,6 @@
 // Cloud B's agent.yaml keys (section managed_b_flex), and the service principal's environment
 // variables for a host without a managed identity.
-import type { KeySpec } from '../../config/keys.ts';
+import { compact, targetSection, type KeySpec } from '../../../target/config.ts';
 
 export const managedBFlexConfigKeys: readonly KeySpec[] = [
   {
@@ -78,3 +78,38 @@ export const managedBFlexConfigKeys: readonly KeySpec[] = [
     help: 'service-principal tenant id (tenant)',
   },
 ];
+
+export interface ManagedBFlexConfig {
+  subscriptionId?: string;
+  resourceGroupName?: string;
+  serverName?: string;
+  resourceManagerEndpoint?: string;
+  managedIdentityClientId?: string;
+  clientId?: string;
+  clientSecret?: string;
+  tenantId?: string;
+}
+
+/** Section managed_b_flex, and the service principal's environment-only variables with it. */
+export const managedBFlexConfig = targetSection<ManagedBFlexConfig>(
+  'managed_b_flex',
+  managedBFlexConfigKeys,
+  [
+    {
+      keys: ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'],
+      targets: ['managed-b-flex'],
+      why: 'a service principal is its appId, password and tenant together: set all three, or none to use the managed identity of this VM',
+    },
+  ],
+  (v) =>
+    compact({
+      subscriptionId: v.string('subscription_id'),
+      resourceGroupName: v.string('resource_group_name'),
+      serverName: v.string('server_name'),
+      resourceManagerEndpoint: v.string('resource_manager_endpoint'),
+      managedIdentityClientId: v.string('managed_identity_client_id'),
+      clientId: v.string('CLOUDB_CLIENT_ID'),
+      clientSecret: v.string('CLOUDB_CLIENT_SECRET'),
+      tenantId: v.string('CLOUDB_TENANT_ID'),
+    }),
+);

@@ -3,7 +3,7 @@
 // ("The long-running operation has failed. ServerBusy. …"), and credential errors; they are read
 // by shape, as data from outside.
 import { z } from 'zod';
-import { redact } from '../../process/redact.ts';
+import { redact } from '../../base/redact.ts';
 
 const ErrorShape = z.object({
   name: z.string().optional(),

@@ -17,7 +17,8 @@ import {
   WorkloadIdentityCredential,
   type TokenCredential,
 } from '@azure/identity';
-import type { AgentConfig } from '../../config/load.ts';
+
+import type { ManagedBFlexConfig } from './config.ts';
 
 export const DEFAULT_RESOURCE_MANAGER_ENDPOINT = 'https://management.azure.com';
 
@@ -37,7 +38,7 @@ export interface ManagedBFlexIdentity {
 }
 
 /** The Resource Manager endpoint from managed_b_flex.resource_manager_endpoint, checked. */
-export function resourceManager(config: AgentConfig['managedBFlex']): ResourceManager {
+export function resourceManager(config: ManagedBFlexConfig): ResourceManager {
   const raw = config.resourceManagerEndpoint ?? DEFAULT_RESOURCE_MANAGER_ENDPOINT;
   const url = new URL(raw);
   if (url.protocol !== 'https:') {
@@ -72,7 +73,7 @@ function trustsAuthorityAsGiven(env: NodeJS.ProcessEnv): boolean {
 const SERVICE_PRINCIPAL_KEYS = ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'] as const;
 
 /** The credential, made once per process and reused by every client. */
-export function createIdentity(config: AgentConfig['managedBFlex'], env: NodeJS.ProcessEnv = process.env): ManagedBFlexIdentity {
+export function createIdentity(config: ManagedBFlexConfig, env: NodeJS.ProcessEnv = process.env): ManagedBFlexIdentity {
   const given = { CLOUDB_CLIENT_ID: config.clientId, CLOUDB_CLIENT_SECRET: config.clientSecret, CLOUDB_TENANT_ID: config.tenantId };
   const missing = SERVICE_PRINCIPAL_KEYS.filter((k) => given[k] === undefined);
   if (missing.length > 0 && missing.length < SERVICE_PRINCIPAL_KEYS.length) {

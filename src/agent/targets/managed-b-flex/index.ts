@@ -14,51 +14,27 @@
 //
 // The Azure SDK weighs about half a second of start-up that --version, --local and the binary
 // should not pay: it is imported only when the target is made.
-import type { TargetDefinition } from '../definition.ts';
-import { managedBFlexConfigKeys } from './config.ts';
+import type { TargetDefinition } from '../../../target/definition.ts';
+import { managedBFlexKinds } from './kinds.ts';
+import { managedBFlexConfig } from './config.ts';
 
 export const managedBFlexDefinition: TargetDefinition = {
-  kinds: {
-    'managed-b-flex': {
-      label: 'Cloud B managed PostgreSQL flexible server',
-      help: 'a Cloud B managed PostgreSQL flexible server',
-      createsExtension:
-        'add pg_stat_statements to the server parameter azure.extensions (the extension allow-list), then as the admin user',
-      capabilities: {
-        restart: {
-          mode: 'never',
-          why: 'the agent does not restart flexible servers',
-          refusal:
-            'postgresql.allow_restart is true, but restart mode is not supported on Cloud B: --managed-b-flex tunes only parameters that take effect on a reload, and never restarts the flexible server; ' +
-            'set postgresql.allow_restart: false in agent.yaml (or AGENT_POSTGRESQL_ALLOW_RESTART=false)',
-        },
-        tunes: (knob) => knob.spec,
-        sharedBuffersMaxFraction: 0.4,
-      },
-    },
-  },
-  config: {
-    section: 'managed_b_flex',
-    keys: managedBFlexConfigKeys,
-    allOrNone: [
-      {
-        keys: ['CLOUDB_CLIENT_ID', 'CLOUDB_CLIENT_SECRET', 'CLOUDB_TENANT_ID'],
-        targets: ['managed-b-flex'],
-        why: 'a service principal is its appId, password and tenant together: set all three, or none to use the managed identity of this VM',
-      },
-    ],
-  },
+  kinds: managedBFlexKinds,
+  config: managedBFlexConfig,
   extendedPermissions: false,
   async create(_kind, deps) {
     return (await import('./target.ts')).createManagedBFlexTarget(deps);
   },
-  /** The custom role as JSON, then the setup steps as `#` lines; the scope comes from the
-   * configuration when there is one (placeholders without). */
-  async permissions({ config }) {
-    return (await import('./permissions.ts')).managedBFlexPermissionsText(config());
+  /** The custom role as JSON (the document), and the setup steps as `#` lines (notes); the scope
+   * comes from the configuration when there is one (placeholders without). */
+  async permissions({ config, note }) {
+    const { managedBFlexRoleJson, managedBFlexSetupSteps } = await import('./permissions.ts');
+    const loaded = config();
+    note(managedBFlexSetupSteps(loaded));
+    return managedBFlexRoleJson(loaded);
   },
   peers: (_kind, config) => [
-    { name: "Cloud B's Resource Manager", url: config.managedBFlex.resourceManagerEndpoint ?? 'https://management.azure.com' },
+    { name: "Cloud B's Resource Manager", url: managedBFlexConfig.of(config).resourceManagerEndpoint ?? 'https://management.azure.com' },
     { name: 'instance metadata (managed identity)', url: 'http://169.254.169.254/' },
   ],
 };

@@ -2,11 +2,11 @@
 // does not know, the operator's figures in agent.yaml (local.memory_mb, local.vcpus), else a
 // deliberately small estimate. Either way the agent says so, because the bounds depend on it.
 import type { Machine } from '../../../knobs/index.ts';
-import type { AgentConfig } from '../../config/load.ts';
 import type { FlexibleServer } from './api.ts';
 import { estimateComputeSize, knownComputeSize } from './skus.ts';
-import type { MachineInfo } from '../target.ts';
-import { formatGiB, GiB, MiB } from '../../../knobs/units.ts';
+import type { MachineInfo } from '../../../target/target.ts';
+import { formatBytes, GiB, MiB } from '../../../knobs/units.ts';
+import type { LocalConfig } from '../local/config.ts';
 
 export interface ServerMachine {
   info: MachineInfo;
@@ -28,7 +28,7 @@ export function describeServer(server: FlexibleServer): string {
   return parts.join(', ');
 }
 
-export function machineOfServer(server: FlexibleServer, local: AgentConfig['local']): ServerMachine {
+export function machineOfServer(server: FlexibleServer, local: LocalConfig): ServerMachine {
   const storage: Pick<Machine, 'storage' | 'storageBytes'> = {
     // Every Cloud B storage type (Premium_LRS, PremiumV2_LRS, UltraSSD_LRS) is SSD.
     storage: 'ssd',
@@ -60,7 +60,7 @@ export function machineOfServer(server: FlexibleServer, local: AgentConfig['loca
       `${unknown}, and its name gives no vCPU count: set local.memory_mb and local.vcpus in agent.yaml (or AGENT_LOCAL_MEMORY_MB and AGENT_LOCAL_VCPUS) to the server's memory and vCPUs`,
     );
   }
-  const figures = `${estimate.vcpus} vCPUs and ${formatGiB(estimate.memoryBytes)}`;
+  const figures = `${estimate.vcpus} vCPUs and ${formatBytes(estimate.memoryBytes)}`;
   return {
     info: {
       machine: { ...estimate, ...storage },

@@ -1,7 +1,9 @@
 // What `tuner-agent permissions --managed-b-flex` prints: the spec's custom role as JSON (the
-// file `az role definition create` takes), then the steps that create and assign it, each line
-// starting with `#`, so that everything before the first `#` line parses as JSON.
-import type { AgentConfig } from '../../config/load.ts';
+// file `az role definition create` takes) on standard output, alone, so that
+// `permissions --managed-b-flex > tuner-agent-role.json` is that file; the steps that create and
+// assign it are notes, `#` lines the CLI writes to standard error.
+import type { TargetAgentConfig } from '../../../target/config.ts';
+import { managedBFlexConfig, type ManagedBFlexConfig } from './config.ts';
 
 /** The role actions each call needs, named in errors when Cloud B refuses one. This module imports
  * no SDK: the service's setup page shows the role too. */
@@ -35,8 +37,8 @@ export interface ManagedBFlexRole {
   AssignableScopes: string[];
 }
 
-export function managedBFlexRole(config: AgentConfig | null): ManagedBFlexRole {
-  const b = config?.managedBFlex;
+/** The role for this server (its section of the configuration), or placeholders without one. */
+export function managedBFlexRole(b: ManagedBFlexConfig | null): ManagedBFlexRole {
   const subscription = b?.subscriptionId ?? '<subscription_id>';
   const resourceGroup = b?.resourceGroupName ?? '<resource_group_name>';
   return {
@@ -50,15 +52,21 @@ export function managedBFlexRole(config: AgentConfig | null): ManagedBFlexRole {
   };
 }
 
-export function managedBFlexPermissionsText(config: AgentConfig | null): string {
-  const role = managedBFlexRole(config);
+/** The document: the custom role as JSON, nothing else. */
+export function managedBFlexRoleJson(config: TargetAgentConfig | null): string {
+  return `${JSON.stringify(managedBFlexRole(config && managedBFlexConfig.of(config)), null, 2)}\n`;
+}
+
+/** The steps that create and assign the role: notes beside the document, never in it. */
+export function managedBFlexSetupSteps(config: TargetAgentConfig | null): string {
+  const role = managedBFlexRole(config && managedBFlexConfig.of(config));
   const scope = role.AssignableScopes[0]!;
-  const rg = config?.managedBFlex.resourceGroupName ?? '<resource_group_name>';
+  const rg = (config && managedBFlexConfig.of(config).resourceGroupName) ?? '<resource_group_name>';
   const steps = [
-    '',
-    '# The custom role above, for the resource group that holds the flexible server. Then:',
+    '# The custom role (printed on standard output), for the resource group that holds the flexible server. Then:',
     '#',
-    '# 1. Save the JSON above as tuner-agent-role.json and create the role:',
+    '# 1. Save the role as tuner-agent-role.json and create it:',
+    '#      tuner-agent permissions --managed-b-flex > tuner-agent-role.json',
     '#      az role definition create --role-definition @tuner-agent-role.json',
     '#',
     '# 2a. On a VM (production): enable its system-assigned managed identity and assign it the role;',
@@ -73,11 +81,11 @@ export function managedBFlexPermissionsText(config: AgentConfig | null): string 
     '#     tenant as CLOUDB_TENANT_ID.',
     '#',
     '# 3. Server parameters, then the extension (as the admin user, in the database of connection_url):',
-    `#      az postgres flexible-server parameter set --resource-group ${rg} --server-name ${config?.managedBFlex.serverName ?? '<server_name>'} --name azure.extensions --value pg_stat_statements`,
-    `#      az postgres flexible-server parameter set --resource-group ${rg} --server-name ${config?.managedBFlex.serverName ?? '<server_name>'} --name pg_stat_statements.track --value top`,
+    `#      az postgres flexible-server parameter set --resource-group ${rg} --server-name ${(config && managedBFlexConfig.of(config).serverName) ?? '<server_name>'} --name azure.extensions --value pg_stat_statements`,
+    `#      az postgres flexible-server parameter set --resource-group ${rg} --server-name ${(config && managedBFlexConfig.of(config).serverName) ?? '<server_name>'} --name pg_stat_statements.track --value top`,
     '#      CREATE EXTENSION IF NOT EXISTS pg_stat_statements;',
     '#     (keep any extensions azure.extensions already lists: its value is the whole list, comma-separated)',
     '',
   ];
-  return `${JSON.stringify(role, null, 2)}\n${steps.join('\n')}`;
+  return steps.join('\n');
 }

@@ -2,9 +2,9 @@
 // identity, the flexible server and its parameters readable, the extension allow-list and
 // pg_stat_statements.track set as the setup says, the tuned parameters changeable without a
 // restart, and Azure Monitor readable. A refused call names the role action it needed.
-import { MANAGED_B_FLEX_KNOBS } from '../../../knobs/index.ts';
-import type { AgentConfig } from '../../config/load.ts';
-import { errorMessage } from '../../process/log.ts';
+import { MANAGED_B_FLEX_KNOBS } from './parameters.ts';
+import type { TargetAgentConfig } from '../../../target/config.ts';
+import { errorMessage } from '../../base/log.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
 import type { ManagedBFlexApi, FlexibleServer, ServerParameter } from './api.ts';
 import { ACTIONS } from './permissions.ts';
@@ -12,8 +12,9 @@ import { ManagedBFlexError } from './errors.ts';
 import { intelligentTuningOf, INTELLIGENT_TUNING, METRIC_TARGETS } from './intelligent-tuning.ts';
 import { describeServer, type ServerMachine } from './machine.ts';
 import { MONITOR_METRICS } from './metrics.ts';
-import type { PreflightCheck } from '../target.ts';
-import { GiB } from '../../../knobs/units.ts';
+import type { PreflightCheck } from '../../../target/target.ts';
+import { describeMachine } from '../../../knobs/index.ts';
+import { managedBFlexConfig, type ManagedBFlexConfig } from './config.ts';
 
 /** The extension allow-list: `cloudb.extensions` in the setup steps, `azure.extensions` on the service. */
 export const EXTENSIONS_PARAMETER = 'azure.extensions';
@@ -29,11 +30,11 @@ function failed(name: string, err: unknown, fallbackFix?: string): PreflightChec
   };
 }
 
-function parameterSetCommand(config: AgentConfig['managedBFlex'], name: string, value: string): string {
+function parameterSetCommand(config: ManagedBFlexConfig, name: string, value: string): string {
   return `az postgres flexible-server parameter set --resource-group ${config.resourceGroupName} --server-name ${config.serverName} --name ${name} --value ${value}`;
 }
 
-function serverChecks(server: FlexibleServer, config: AgentConfig): PreflightCheck[] {
+function serverChecks(server: FlexibleServer, config: TargetAgentConfig): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
   const state = server.state ?? 'unknown';
   checks.push({
@@ -42,7 +43,7 @@ function serverChecks(server: FlexibleServer, config: AgentConfig): PreflightChe
     detail: `state ${state}`,
     ...(state.toLowerCase() !== 'ready' && {
       severity: state.toLowerCase() === 'updating' ? 'warning' : 'error',
-      fix: `start the flexible server ${config.managedBFlex.serverName}, or wait for its current operation to finish`,
+      fix: `start the flexible server ${managedBFlexConfig.of(config).serverName}, or wait for its current operation to finish`,
     }),
   });
   const fqdn = server.fullyQualifiedDomainName?.toLowerCase();
@@ -64,7 +65,7 @@ function serverChecks(server: FlexibleServer, config: AgentConfig): PreflightChe
 function machineCheck(machine: () => ServerMachine): PreflightCheck {
   try {
     const { info, warning } = machine();
-    const figures = `${Math.round(info.machine.memoryBytes / GiB)} GiB, ${info.machine.vcpus} vCPUs`;
+    const figures = describeMachine(info.machine);
     return warning
       ? {
           name: 'machine size',
@@ -79,7 +80,7 @@ function machineCheck(machine: () => ServerMachine): PreflightCheck {
   }
 }
 
-function parameterChecks(params: Map<string, ServerParameter>, config: AgentConfig['managedBFlex']): PreflightCheck[] {
+function parameterChecks(params: Map<string, ServerParameter>, config: ManagedBFlexConfig): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
   const allowList = params.get(EXTENSIONS_PARAMETER)?.value ?? '';
   const allowed = allowList
@@ -131,7 +132,7 @@ function parameterChecks(params: Map<string, ServerParameter>, config: AgentConf
 
 /** Azure's intelligent tuning changes some of the tuned parameters itself: a warning, since the
  * agent then tunes the others (target.ts reports these as unwritable, write.ts refuses them). */
-function intelligentTuningCheck(params: Map<string, ServerParameter>, config: AgentConfig['managedBFlex']): PreflightCheck {
+function intelligentTuningCheck(params: Map<string, ServerParameter>, config: ManagedBFlexConfig): PreflightCheck {
   const tuning = intelligentTuningOf(params);
   const name = `Azure's intelligent tuning leaves the tuned parameters to the agent (server parameter ${INTELLIGENT_TUNING})`;
   if (tuning.parameters.length === 0) {
@@ -153,7 +154,7 @@ function intelligentTuningCheck(params: Map<string, ServerParameter>, config: Ag
 
 export interface PreflightDeps {
   api: ManagedBFlexApi;
-  config: AgentConfig;
+  config: TargetAgentConfig;
   machine: (server: FlexibleServer) => ServerMachine;
 }
 
@@ -173,7 +174,7 @@ export async function managedBFlexPreflight({ api, config, machine }: PreflightD
     checks.push({
       name: `flexible server readable (${ACTIONS.serverRead})`,
       ok: true,
-      detail: `${config.managedBFlex.serverName}: ${describeServer(server)}`,
+      detail: `${managedBFlexConfig.of(config).serverName}: ${describeServer(server)}`,
     });
     checks.push(
       ...serverChecks(server, config),
@@ -190,7 +191,7 @@ export async function managedBFlexPreflight({ api, config, machine }: PreflightD
       ok: true,
       detail: `${params.size} server parameters`,
     });
-    checks.push(...parameterChecks(params, config.managedBFlex));
+    checks.push(...parameterChecks(params, managedBFlexConfig.of(config)));
   } catch (err) {
     checks.push(failed(`server parameters readable (${ACTIONS.configurationsRead})`, err));
   }

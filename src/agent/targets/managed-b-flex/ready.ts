@@ -7,7 +7,7 @@
 // (https://github.com/hashicorp/terraform-provider-azurerm/pull/29221).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../database/db.ts';
-import type { Logger } from '../../process/log.ts';
+import type { Logger } from '../../base/log.ts';
 import type { ManagedBFlexApi } from './api.ts';
 
 /** States an operation passes through: over in seconds (a configuration) to a minute or two (a restart). */

@@ -1,17 +1,19 @@
 // The Cloud B target put together: the API client made once, the server (and so the machine)
 // re-read now and then, and the parts that read, write, size and measure (see index.ts).
 import type { TargetMetric } from '../../../protocol/v1.ts';
-import { errorMessage } from '../../process/log.ts';
+import { errorMessage } from '../../base/log.ts';
 import { ManagedBFlexApi, type FlexibleServer } from './api.ts';
 import { createIdentity, resourceManager } from './identity.ts';
 import { azureTunesReason, intelligentTuningOf } from './intelligent-tuning.ts';
 import { machineOfServer, type ServerMachine } from './machine.ts';
 import { monitorMetrics } from './metrics.ts';
-import { managedBFlexDefinition } from './index.ts';
+import { managedBFlexKinds } from './kinds.ts';
 import { managedBFlexPreflight } from './preflight.ts';
 import { isPassingState, settledState } from './ready.ts';
 import { overrideOf, writeServerParameters } from './write.ts';
-import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from '../target.ts';
+import type { MachineInfo, Overrides, Target, TargetDeps, WriteResult } from '../../../target/target.ts';
+import { managedBFlexConfig } from './config.ts';
+import { localConfig } from '../local/config.ts';
 
 /** The SKU (and so the machine) changes only with a scale operation: re-read now and then. */
 const SERVER_TTL_MS = 5 * 60_000;
@@ -31,9 +33,9 @@ export function createManagedBFlexTarget({ db, config, log }: TargetDeps): Promi
 
 function buildTarget({ db, config, log }: TargetDeps): Target {
   // The CLI refuses this before it connects; a second line for any other caller.
-  const restart = managedBFlexDefinition.kinds['managed-b-flex']!.capabilities.restart;
+  const restart = managedBFlexKinds['managed-b-flex']!.capabilities.restart;
   if (config.postgresql.allowRestart && restart.mode === 'never') throw new Error(restart.refusal);
-  const b = config.managedBFlex;
+  const b = managedBFlexConfig.of(config);
   const missing = (['subscriptionId', 'resourceGroupName', 'serverName'] as const).filter((k) => !b[k]);
   if (missing.length > 0) {
     throw new Error(
@@ -53,7 +55,7 @@ function buildTarget({ db, config, log }: TargetDeps): Target {
 
   const warned = new Set<string>();
   const machineOf = (s: FlexibleServer): ServerMachine => {
-    const result = machineOfServer(s, config.local);
+    const result = machineOfServer(s, localConfig.of(config));
     if (result.warning && !warned.has(result.warning)) {
       warned.add(result.warning);
       log.warn(result.warning);

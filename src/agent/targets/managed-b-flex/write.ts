@@ -7,20 +7,20 @@
 // without a value) and the Terraform provider (on destroy) both write the parameter's
 // `defaultValue` with source `user-override`, the CLI noting that writing `system-default` runs
 // into a service bug and that the service reports `system-default` again by itself. Same here.
-import { setTimeout as sleep } from 'node:timers/promises';
-import { MANAGED_B_FLEX_KNOBS, isNeverTouch } from '../../../knobs/index.ts';
+import { isNeverTouch } from '../../../knobs/index.ts';
+import { MANAGED_B_FLEX_KNOBS } from './parameters.ts';
 import type { Db } from '../../database/db.ts';
-import type { Logger } from '../../process/log.ts';
-import { errorMessage } from '../../process/log.ts';
-import { sameSetting } from '../../applying/settings.ts';
+import type { Logger } from '../../base/log.ts';
+import { errorMessage } from '../../base/log.ts';
+import { sameSetting } from '../../database/settings.ts';
+import { untilVisible } from '../until-visible.ts';
 import { USER_OVERRIDE, type ManagedBFlexApi, type ServerParameter } from './api.ts';
 import { allowedValueProblem } from '../allowed-values.ts';
 import { ManagedBFlexError } from './errors.ts';
 import { intelligentTuningOf, INTELLIGENT_TUNING, METRIC_TARGETS } from './intelligent-tuning.ts';
-import { UndoFailedError, type Override, type Overrides } from '../target.ts';
+import { UndoFailedError, type Override, type Overrides } from '../../../target/target.ts';
 
 /** How long the agent's own session may take to see what Cloud B reports as applied. */
-const VISIBLE_TIMEOUT_MS = 15_000;
 
 export function isUserOverride(p: ServerParameter): boolean {
   return (p.source ?? '').toLowerCase() === USER_OVERRIDE;
@@ -174,35 +174,6 @@ export async function writeServerParameters({ api, db, log }: WriteDeps, overrid
     db,
     Object.fromEntries(written.map((n) => [n, results.get(n)?.value ?? desiredOf(n, overrides[n]!, params.get(n)!).value])),
     log,
+    'Cloud B',
   );
-}
-
-/** Cloud B applies a dynamic parameter with a configuration reload of its own; the agent's
- * session sees it once its backend has taken that reload. Waits for that (bounded): the
- * read-back above the target then judges what it sees. A session lost meanwhile (a restart
- * someone else made while the agent waited out the busy server) is opened again. */
-async function untilVisible(db: Db, expected: Record<string, string>, log: Logger): Promise<void> {
-  const names = Object.keys(expected);
-  if (names.length === 0) return;
-  const deadline = Date.now() + VISIBLE_TIMEOUT_MS;
-  for (;;) {
-    let rows: { name: string; setting: string }[];
-    try {
-      rows = await db.query<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [names]);
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      log.debug(`Cloud B: pg_settings not readable yet (${errorMessage(err)}): waiting for the server to take a session`);
-      await db.waitUntilReachable(Math.max(1_000, deadline - Date.now()));
-      continue;
-    }
-    const lagging = rows.filter((r) => !sameSetting(r.setting, expected[r.name] ?? r.setting)).map((r) => r.name);
-    if (lagging.length === 0) return;
-    if (Date.now() > deadline) {
-      log.warn(
-        `Cloud B reports ${lagging.join(', ')} as applied, but the server does not show ${lagging.length === 1 ? 'it' : 'them'} yet after ${VISIBLE_TIMEOUT_MS / 1000} s`,
-      );
-      return;
-    }
-    await sleep(200);
-  }
 }

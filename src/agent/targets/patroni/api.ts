@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, fetch, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { PatroniConfig } from './config.ts';
+import { whyFetchFailed } from '../../sending/fetch-failure.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 /** POST /restart answers once the server is back (Patroni waits for it), which can take a while. */
@@ -125,8 +126,7 @@ export class PatroniApi {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new PatroniApiError(`${method} ${root}${path}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, 0);
+      throw new PatroniApiError(`${method} ${root}${path}: ${whyFetchFailed(err)}`, 0);
     }
     const text = await res.text();
     let parsed: unknown = text;
@@ -214,6 +214,16 @@ export class PatroniApi {
     if (res.status !== 200) {
       const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body);
       throw new PatroniApiError(`POST ${root}/restart: HTTP ${res.status} ${text.slice(0, 200)}`, res.status);
+    }
+  }
+
+  /** POST /reload on one member: Patroni rewrites its postgresql.conf from the configuration it
+   * holds and reloads PostgreSQL in its next loop (it answers 202 at once). */
+  async reloadMember(root: string): Promise<void> {
+    const res = await this.request(root, 'POST', '/reload', {});
+    if (res.status !== 200 && res.status !== 202) {
+      const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body);
+      throw new PatroniApiError(`POST ${root}/reload: HTTP ${res.status} ${text.slice(0, 200)}`, res.status);
     }
   }
 

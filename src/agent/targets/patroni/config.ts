@@ -1,9 +1,9 @@
 // The Patroni target's agent.yaml keys (section patroni, AGENT_PATRONI_* variables), loaded and
 // checked with every other key by src/agent/config/load.ts. The TLS keys take Patroni's own
-// spellings (restapi.cafile, certfile, keyfile); load.ts resolves keys by name, so a name must not
-// repeat another section's (tuner.ca_file).
-import type { AgentConfig } from '../../config/load.ts';
-import type { AllOrNone, KeySpec } from '../../config/keys.ts';
+// spellings (restapi.cafile, certfile, keyfile); the loader reads each key by its section, so a
+// name may repeat another section's (tuner.ca_file).
+import type { TargetAgentConfig } from '../../../target/config.ts';
+import { compact, targetSection, type AllOrNone, type KeySpec } from '../../../target/config.ts';
 
 export const PATRONI_KEYS: readonly KeySpec[] = [
   {
@@ -101,6 +101,31 @@ export const PATRONI_ALL_OR_NONE: readonly AllOrNone[] = [
 export const DEFAULT_APPLY_TIMEOUT_SECONDS = 120;
 export const DEFAULT_MAX_REPLICA_LAG_MB = 64;
 
+/** --patroni's keys as given (patroniConfigOf fills in the defaults). */
+export interface PatroniKeys {
+  restApiUrls?: string[];
+  username?: string;
+  password?: string;
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  applyTimeoutSeconds?: number;
+  maxReplicaLagMb?: number;
+}
+
+export const patroniSection = targetSection<PatroniKeys>('patroni', PATRONI_KEYS, PATRONI_ALL_OR_NONE, (v) =>
+  compact({
+    restApiUrls: v.list('rest_api_urls'),
+    username: v.string('username'),
+    password: v.string('password'),
+    caFile: v.string('cafile'),
+    certFile: v.string('certfile'),
+    keyFile: v.string('keyfile'),
+    applyTimeoutSeconds: v.number('apply_timeout_seconds'),
+    maxReplicaLagMb: v.number('max_replica_lag_mb'),
+  }),
+);
+
 export interface PatroniConfig {
   restApiUrls: string[];
   username?: string;
@@ -114,8 +139,8 @@ export interface PatroniConfig {
 
 /** The target's settings from the loaded configuration, defaults filled in (rest_api_urls is
  * required with --patroni, so the loader has refused a configuration without it). */
-export function patroniConfigOf(config: AgentConfig): PatroniConfig {
-  const { restApiUrls, applyTimeoutSeconds, maxReplicaLagMb, ...rest } = config.patroni ?? {};
+export function patroniConfigOf(config: TargetAgentConfig): PatroniConfig {
+  const { restApiUrls, applyTimeoutSeconds, maxReplicaLagMb, ...rest } = patroniSection.of(config);
   if (!restApiUrls) throw new Error('patroni.rest_api_urls is not set (required with --patroni)');
   return {
     restApiUrls,

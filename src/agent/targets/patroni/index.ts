@@ -6,9 +6,10 @@
 //   failover     topology.ts   (leader and timeline, replica lag, a member that disagrees)
 //   machine      machine.ts    metrics  metrics.ts   preflight  preflight.ts
 //   permissions  permissions.ts          `--local` on a member: detect.ts
-import type { TargetDefinition } from '../definition.ts';
+import type { TargetDefinition } from '../../../target/definition.ts';
 import { SELF_HOSTED_CAPABILITIES } from '../self-hosted.ts';
-import { PATRONI_ALL_OR_NONE, PATRONI_KEYS } from './config.ts';
+import { patroniSection } from './config.ts';
+import { patroniSetup } from './setup.ts';
 
 export const patroniDefinition: TargetDefinition = {
   kinds: {
@@ -20,16 +21,20 @@ export const patroniDefinition: TargetDefinition = {
       // restart the members through Patroni's API (POST /restart, replicas first, then the
       // leader), never with pg_ctl.
       capabilities: SELF_HOSTED_CAPABILITIES,
+      setup: patroniSetup,
     },
   },
-  config: { section: 'patroni', keys: PATRONI_KEYS, allOrNone: PATRONI_ALL_OR_NONE },
+  config: patroniSection,
   extendedPermissions: false,
   async create(_kind, deps) {
     const [{ createPatroniTarget }, { patroniConfigOf }] = await Promise.all([import('./target.ts'), import('./config.ts')]);
     return createPatroniTarget({ db: deps.db, config: deps.config, patroni: patroniConfigOf(deps.config) });
   },
-  async permissions() {
-    return (await import('./permissions.ts')).patroniPermissionsText('agent_user');
+  /** The grants (the document, SQL) and the REST API's credentials (notes). */
+  async permissions({ note }) {
+    const { patroniGrantsSql, patroniRestApiNotes } = await import('./permissions.ts');
+    note(patroniRestApiNotes());
+    return patroniGrantsSql('agent_user');
   },
-  peers: (_kind, config) => (config.patroni?.restApiUrls ?? []).map((url) => ({ name: "Patroni's REST API", url })),
+  peers: (_kind, config) => (patroniSection.of(config).restApiUrls ?? []).map((url) => ({ name: "Patroni's REST API", url })),
 };

@@ -2,16 +2,17 @@
 // (every member is assumed the size of the leader, as Patroni's failover assumes too), else this
 // host when the leader is on it, else unknown (the agent then asks for the keys).
 import { availableParallelism, totalmem } from 'node:os';
-import type { AgentConfig } from '../../config/load.ts';
-import { errorMessage } from '../../process/log.ts';
-import type { MachineInfo, PreflightCheck } from '../target.ts';
-import { describeMachine } from '../machine-size.ts';
+import type { TargetAgentConfig } from '../../../target/config.ts';
+import { errorMessage } from '../../base/log.ts';
+import type { MachineInfo, PreflightCheck } from '../../../target/target.ts';
+import { describeMachineInfo } from '../machine-size.ts';
 import { MiB } from '../../../knobs/units.ts';
+import { localConfig } from '../local/config.ts';
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/;
 
-export function patroniMachine(config: Pick<AgentConfig, 'local'>, leaderHost: string | undefined): MachineInfo {
-  const { memoryMb, vcpus } = config.local;
+export function patroniMachine(config: Pick<TargetAgentConfig, 'targets'>, leaderHost: string | undefined): MachineInfo {
+  const { memoryMb, vcpus } = localConfig.of(config);
   if (memoryMb !== undefined && vcpus !== undefined) {
     return { machine: { memoryBytes: memoryMb * MiB, vcpus }, source: 'agent.yaml local.memory_mb and local.vcpus' };
   }
@@ -24,12 +25,12 @@ export function patroniMachine(config: Pick<AgentConfig, 'local'>, leaderHost: s
 }
 
 /** --check's line for the machine's size: where it comes from, or which keys to set. */
-export function machineSizeCheck(config: Pick<AgentConfig, 'local'>, leaderHost: string | undefined): PreflightCheck {
+export function machineSizeCheck(config: Pick<TargetAgentConfig, 'targets'>, leaderHost: string | undefined): PreflightCheck {
   let info: MachineInfo;
   try {
     info = patroniMachine(config, leaderHost);
   } catch (err) {
     return { name: 'machine size', ok: false, detail: 'unknown', fix: errorMessage(err) };
   }
-  return { name: 'machine size', ok: true, detail: describeMachine(info) };
+  return { name: 'machine size', ok: true, detail: describeMachineInfo(info) };
 }

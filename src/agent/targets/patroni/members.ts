@@ -2,7 +2,7 @@
 // credentials of postgresql.connection_url, the host and port /cluster gives for the member),
 // and each member's pg_settings compared with the dynamic configuration.
 import { connectDb, type Db } from '../../database/db.ts';
-import { sameSetting } from '../../applying/settings.ts';
+import { sameSetting } from '../../database/settings.ts';
 import { isPgBaseUnit, parseQuantity } from '../../../knobs/units.ts';
 import type { ClusterMember, ParameterValue } from './api.ts';
 
@@ -60,6 +60,13 @@ export class MemberSessions {
       [names.map((n) => n.toLowerCase())],
     );
     return new Map(rows.map((r) => [r.name, r]));
+  }
+
+  /** When the member's PostgreSQL started (ms, its own clock). */
+  async startTime(member: ClusterMember): Promise<number> {
+    const db = await this.of(member);
+    const [row] = await db.query<{ t: Date }>('SELECT pg_postmaster_start_time() AS t');
+    return row?.t.getTime() ?? 0;
   }
 
   /** When the member last loaded its configuration files (ms, its own clock). */

@@ -1,7 +1,7 @@
 // `--check` for the Patroni target: the REST API reached on each configured member,
 // authenticated for the calls that change things, the cluster's state (a running leader, its
 // replicas up) and the DCS reachable through Patroni. Each failure says how to fix it.
-import type { PreflightCheck } from '../target.ts';
+import type { PreflightCheck } from '../../../target/target.ts';
 import { PatroniApiError, type PatroniApi } from './api.ts';
 import type { PatroniConfig } from './config.ts';
 import { isLeader } from './write.ts';

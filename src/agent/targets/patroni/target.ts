@@ -2,12 +2,13 @@
 // and applies on every member. The override layer is the dynamic configuration's
 // postgresql.parameters (write.ts); statistics come from postgresql.connection_url, which points
 // to the leader or to a service that follows it.
-import { catalogFor, type TuningMode } from '../../../knobs/index.ts';
+import { catalogFor } from '../../../knobs/index.ts';
+import { SELF_HOSTED_CAPABILITIES } from '../self-hosted.ts';
 import { describeConnection } from '../../../postgres/connect.ts';
-import type { TargetMetric } from '../../../protocol/v1.ts';
-import type { AgentConfig } from '../../config/load.ts';
+import { tuningModeOf, type TargetMetric } from '../../../protocol/v1.ts';
+import type { TargetAgentConfig } from '../../../target/config.ts';
 import type { Db } from '../../database/db.ts';
-import type { MachineInfo, Overrides, PreflightCheck, Target, TrialWatch, WriteOptions, WriteResult } from '../target.ts';
+import type { MachineInfo, Overrides, PreflightCheck, Target, TrialWatch, WriteOptions, WriteResult } from '../../../target/target.ts';
 import { PatroniApi, type ParameterValue } from './api.ts';
 import type { PatroniConfig } from './config.ts';
 import { machineSizeCheck, patroniMachine } from './machine.ts';
@@ -33,7 +34,7 @@ const PATRONI_OWNED = new Map<string, string>([
 
 export interface PatroniTargetDeps {
   db: Db;
-  config: Pick<AgentConfig, 'postgresql' | 'local'>;
+  config: Pick<TargetAgentConfig, 'postgresql' | 'targets'>;
   patroni: PatroniConfig;
 }
 
@@ -47,7 +48,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
   const api = new PatroniApi(patroni);
   const sessions = new MemberSessions(config.postgresql.connectionUrl);
   const where = describeConnection(config.postgresql.connectionUrl);
-  const mode: TuningMode = config.postgresql.allowRestart ? 'restart' : 'reload-only';
+  const mode = tuningModeOf(config.postgresql.allowRestart);
   const lastRead = new Map<string, ParameterValue>();
 
   const leaderHost = async (): Promise<string | undefined> => {
@@ -70,7 +71,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
       disagreementReason(
         api,
         sessions,
-        catalogFor('patroni', mode).map((k) => k.name),
+        catalogFor(SELF_HOSTED_CAPABILITIES, mode).map((k) => k.name),
       ),
 
     async readOverrides(names: readonly string[]): Promise<Overrides> {

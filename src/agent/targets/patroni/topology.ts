@@ -2,7 +2,7 @@
 // timeline (a switchover or failover changes one or both), how far each replica lags, which
 // replica does not stream, and which member runs something other than the dynamic
 // configuration (a local override), which blocks tuning until it agrees.
-import { errorMessage } from '../../process/log.ts';
+import { errorMessage } from '../../base/log.ts';
 import type { ClusterView, PatroniApi } from './api.ts';
 import type { MemberSessions } from './members.ts';
 import { isLeader, parametersOf, readMembers, type Wanted } from './write.ts';

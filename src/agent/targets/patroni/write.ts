@@ -5,8 +5,8 @@
 // pg_settings (the leader at least), else puts back exactly what it found and throws.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../database/db.ts';
-import { errorMessage } from '../../process/log.ts';
-import { UndoFailedError, type Overrides } from '../target.ts';
+import { errorMessage } from '../../base/log.ts';
+import { EnvironmentChangedError, UndoFailedError, type Overrides } from '../../../target/target.ts';
 import {
   PatroniApiError,
   apiRootOf,
@@ -57,6 +57,8 @@ export interface MembersState {
   cluster: ClusterView;
   /** member: why it differs, one per parameter. */
   differs: string[];
+  /** Names of the members that answer and do not run the values yet. */
+  lagging: string[];
   /** member names with a parameter waiting for a restart. */
   pending: string[];
   /** member names whose PostgreSQL could not be read. */
@@ -85,7 +87,7 @@ export async function readMembers(
 ): Promise<MembersState> {
   const cluster = await api.cluster();
   const names = Object.keys(wanted);
-  const state: MembersState = { cluster, differs: [], pending: [], unreachable: [] };
+  const state: MembersState = { cluster, differs: [], lagging: [], pending: [], unreachable: [] };
   if (!cluster.members.some(isLeader)) state.differs.push('the cluster has no leader');
   for (const member of cluster.members) {
     let rows;
@@ -99,6 +101,7 @@ export async function readMembers(
     const before = loadedBefore?.get(member.name);
     if (before !== undefined && (await sessions.confLoadTime(member)) <= before) {
       state.differs.push(`${member.name}: Patroni has not reloaded it since the change`);
+      state.lagging.push(member.name);
       continue;
     }
     for (const name of names) {
@@ -112,10 +115,29 @@ export async function readMembers(
         if (!state.pending.includes(member.name)) state.pending.push(member.name);
       } else if (a !== 'agrees') {
         state.differs.push(`${member.name}: ${a.differs}`);
+        if (!state.lagging.includes(member.name)) state.lagging.push(member.name);
       }
     }
   }
   return state;
+}
+
+/** When to ask a member that has not applied a change to reload: Patroni applies a change of the
+ * dynamic configuration within one loop (loop_wait), so a member still behind after two has
+ * missed it. A member that was restarting when the change came (just demoted by a switchover,
+ * say) logs "No PostgreSQL configuration items changed, nothing to reload" and keeps its old
+ * postgresql.conf until the next change; POST /reload makes it write the file and reload. */
+export function reloadNudgeMs(config: DynamicConfig): number {
+  return 2 * (config.loop_wait ?? 10) * 1000;
+}
+
+/** Asks each member in `names` to reload, through its own REST API; one that cannot be asked is
+ * waited for like the others. */
+async function askToReload(api: PatroniApi, cluster: ClusterView, names: readonly string[]): Promise<void> {
+  for (const member of cluster.members.filter((m) => names.includes(m.name))) {
+    const root = apiRootOf(member);
+    if (root) await api.reloadMember(root).catch(() => undefined);
+  }
 }
 
 /** Waits until no reachable member differs from `wanted` (a value waiting for a restart counts
@@ -126,14 +148,22 @@ export async function waitForMembers(
   wanted: Wanted,
   timeoutMs: number,
   loadedBefore?: ReadonlyMap<string, number>,
+  nudgeAfterMs = Infinity,
 ): Promise<MembersState> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  const nudged = new Set<string>();
   let last: MembersState | undefined;
   let lastError: unknown;
   for (;;) {
     try {
       last = await readMembers(api, sessions, wanted, loadedBefore);
       if (last.differs.length === 0) return last;
+      const behind = Date.now() - started >= nudgeAfterMs ? last.lagging.filter((name) => !nudged.has(name)) : [];
+      if (behind.length > 0) {
+        for (const name of behind) nudged.add(name);
+        await askToReload(api, last.cluster, behind);
+      }
     } catch (err) {
       lastError = err;
     }
@@ -197,9 +227,60 @@ function patchOf(overrides: Overrides, lastRead: ReadonlyMap<string, ParameterVa
   );
 }
 
+/** The leader, its timeline and every member's PostgreSQL start: what a switchover, a failover or
+ * a member's restart changes. */
+interface ClusterEpoch {
+  leader: string | null;
+  timeline: number | null;
+  startedAt: Map<string, number>;
+}
+
+async function clusterEpoch(api: PatroniApi, sessions: MemberSessions): Promise<ClusterEpoch> {
+  const cluster = await api.cluster();
+  const leader = cluster.members.find(isLeader);
+  const startedAt = new Map<string, number>();
+  for (const member of cluster.members) {
+    const t = await sessions.startTime(member).catch(() => null);
+    if (t !== null) startedAt.set(member.name, t);
+  }
+  return { leader: leader?.name ?? null, timeline: leader?.timeline ?? null, startedAt };
+}
+
+/**
+ * What changed in the cluster since `before` was read at `readAt`, or null: a new leader or
+ * timeline; a member whose PostgreSQL started again or stopped answering since (`ownRestarts`:
+ * not when the write restarts members itself), or had started only `recentMs` before (a replica
+ * just demoted by a switchover, which may have missed the change).
+ */
+async function epochChange(
+  api: PatroniApi,
+  sessions: MemberSessions,
+  before: ClusterEpoch,
+  readAt: number,
+  { ownRestarts, recentMs }: { ownRestarts: boolean; recentMs: number },
+): Promise<string | null> {
+  const now = await clusterEpoch(api, sessions).catch(() => null);
+  if (!now) return 'the cluster could not be read';
+  if (now.leader !== before.leader) return `the leader changed from ${before.leader ?? 'none'} to ${now.leader ?? 'none'}`;
+  if (before.timeline !== null && now.timeline !== null && now.timeline !== before.timeline)
+    return `the timeline moved from ${before.timeline} to ${now.timeline}`;
+  for (const [name, t] of before.startedAt) {
+    if (t > readAt - recentMs) return `${name} had started ${Math.max(0, Math.round((readAt - t) / 1000))} s before the change`;
+    if (ownRestarts) continue;
+    const later = now.startedAt.get(name);
+    if (later === undefined) return `${name} stopped answering`;
+    if (later !== t) return `${name} restarted`;
+  }
+  return null;
+}
+
 export async function writeParameters(w: PatroniWrite, overrides: Overrides, allowRestart: boolean): Promise<{ restarted: boolean }> {
   const names = Object.keys(overrides);
-  const found = parametersOf(await w.api.dynamicConfig());
+  const dynamic = await w.api.dynamicConfig();
+  const found = parametersOf(dynamic);
+  const nudgeAfterMs = reloadNudgeMs(dynamic);
+  const epochReadAt = Date.now();
+  const epoch = await clusterEpoch(w.api, w.sessions);
   const before: Record<string, ParameterValue | null> = Object.fromEntries(names.map((n) => [n, found.get(n.toLowerCase()) ?? null]));
   const patch = patchOf(overrides, w.lastRead);
   const wanted: Wanted = Object.fromEntries(Object.entries(patch).map(([n, v]) => [n, v ?? undefined]));
@@ -209,17 +290,23 @@ export async function writeParameters(w: PatroniWrite, overrides: Overrides, all
   const loadedBefore = changes ? await loadTimes(w.api, w.sessions) : undefined;
   try {
     await w.api.patchConfig({ postgresql: { parameters: patch } });
-    const state = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs, loadedBefore);
+    const state = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs, loadedBefore, nudgeAfterMs);
     if (state.pending.length === 0 || !allowRestart) return { restarted: false };
     await restartPending(w.api, w.sessions, state.pending);
     await w.db.waitUntilReachable(RESTART_WAIT_MS);
-    const after = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs);
+    const after = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs, undefined, nudgeAfterMs);
     if (after.pending.length > 0) throw new Error(`still waiting for a restart after Patroni restarted them: ${after.pending.join(', ')}`);
     return { restarted: true };
-  } catch (err) {
+  } catch (caught) {
     // Refused by every member (503 while Patroni cannot reach its DCS, 409 on a concurrent
     // change): the dynamic configuration is as found, there is nothing to put back.
-    if (err instanceof PatroniApiError && err.refusedEverywhere) throw err;
+    if (caught instanceof PatroniApiError && caught.refusedEverywhere) throw caught;
+    // A switchover or a member's restart around the change is the environment's doing, not the
+    // values': said so, for the service to measure the configuration again.
+    const changed = await epochChange(w.api, w.sessions, epoch, epochReadAt, { ownRestarts: allowRestart, recentMs: nudgeAfterMs });
+    const err = changed
+      ? new EnvironmentChangedError(`the cluster changed during the apply (${changed}): ${errorMessage(caught)}`, { cause: caught })
+      : caught;
     // Put back exactly what the dynamic configuration held for these parameters (null removes
     // the ones that were absent), then give Patroni the same bound to apply it.
     const loadedBeforeUndo = loadedBefore && (await loadTimes(w.api, w.sessions).catch(() => undefined));
@@ -231,7 +318,7 @@ export async function writeParameters(w: PatroniWrite, overrides: Overrides, all
       });
     }
     const undone: Wanted = Object.fromEntries(Object.entries(before).map(([n, v]) => [n, v ?? undefined]));
-    const state = await waitForMembers(w.api, w.sessions, undone, w.timeoutMs, loadedBeforeUndo).catch(() => null);
+    const state = await waitForMembers(w.api, w.sessions, undone, w.timeoutMs, loadedBeforeUndo, nudgeAfterMs).catch(() => null);
     // Members restarted with the new values now wait for a restart to run the old ones again.
     if (state && state.pending.length > 0 && allowRestart) {
       await restartPending(w.api, w.sessions, state.pending).catch(() => undefined);

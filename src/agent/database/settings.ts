@@ -1,6 +1,6 @@
 // pg_settings as the agent reads it: the source of truth for every read-back.
 import type { PgSettingRow } from '../../knobs/index.ts';
-import type { Db } from '../database/db.ts';
+import type { Db } from './db.ts';
 
 export type Settings = Record<string, PgSettingRow>;
 

@@ -6,45 +6,25 @@
 // A definition is plain data and small functions: it imports nothing heavy at load time, because
 // the knob catalog and the service load every definition. The target itself (target.ts and the
 // SDKs behind it) and its permission document are imported when they are asked for.
-import type { AllOrNone, KeySpec } from '../config/keys.ts';
-import type { AgentConfig } from '../config/load.ts';
-import type { Peer } from '../sending/outbound.ts';
+import type { TargetAgentConfig, TargetConfigSection } from './config.ts';
+import type { TargetSetup } from './setup.ts';
+import type { SslMode } from '../postgres/connect.ts';
+import type { Peer } from './outbound.ts';
+import type { TargetCapabilities } from './capabilities.ts';
 import type { Target, TargetDeps } from './target.ts';
 
-/** What a knob is, as far as a target's choice of parameters goes (see the knob catalog). */
-export interface KnobReach {
-  readonly name: string;
-  /** One of the spec's parameters, which every managed service lets a user set. */
-  readonly spec: boolean;
-  /** Acts on PostgreSQL's own writing of pages and WAL (checkpoints, background writer, WAL). */
-  readonly storage: boolean;
-}
-
-/** Whether the agent may restart the server for a change that waits for one. */
-export type RestartCapability =
-  /** When postgresql.allow_restart says so (restart mode). */
-  | { readonly mode: 'allowed' }
-  /** Never: restart mode is refused and sessions are reload-only. `why` is said to people
-   * (the service, the pages); `refusal` is the agent's message when agent.yaml allows restarts. */
-  | { readonly mode: 'never'; readonly why: string; readonly refusal: string };
-
-export interface TargetCapabilities {
-  readonly restart: RestartCapability;
-  /** The parameters of the knob catalog the agent may tune on this target. */
-  readonly tunes: (knob: KnobReach) => boolean;
-  /** Largest shared_buffers as a fraction of the machine's memory. */
-  readonly sharedBuffersMaxFraction: number;
-}
+export type { KnobReach, RestartCapability, TargetCapabilities } from './capabilities.ts';
 
 export interface PermissionsOptions {
   /** The kind asked for (a definition may serve two kinds, e.g. an instance and a cluster). */
   kind: string;
   /** `permissions --extended`: the optional rights too (only where `extendedPermissions`). */
   extended: boolean;
-  /** Explanations that are not part of the document (the CLI writes them to stderr). */
+  /** Explanations that are not part of the document (the CLI writes them to stderr, after the
+   * document on stdout, so that `permissions --<kind> > file` holds the document alone). */
   note: (text: string) => void;
   /** The agent's configuration when one can be read (e.g. to scope a role), else null. */
-  config: () => AgentConfig | null;
+  config: () => TargetAgentConfig | null;
 }
 
 /** One kind a folder serves (a folder may serve two, e.g. an instance and a cluster). */
@@ -57,6 +37,19 @@ export interface TargetKindInfo {
    * "as the master user" when not said. */
   readonly createsExtension?: string;
   readonly capabilities: TargetCapabilities;
+  /** What the service's setup page shows for it; without, the database's side and placeholders. */
+  readonly setup?: TargetSetup;
+  /** How the agent connects when postgresql.connection_url names no sslmode; libpq's own
+   * default (prefer) when absent. */
+  readonly tls?: TargetTls;
+}
+
+export interface TargetTls {
+  readonly sslmode: SslMode;
+  /** The CAs trusted in place of Node's store (loaded only for this target), and how to name them. */
+  ca?(): Promise<{ certificates: string[]; description: string }>;
+  /** Said after "name it in postgresql.extra_ca_file" when a certificate does not verify. */
+  readonly addCaHint?: string;
 }
 
 export interface TargetDefinition {
@@ -64,19 +57,14 @@ export interface TargetDefinition {
   readonly kinds: Readonly<Record<string, TargetKindInfo>>;
   /** Its own agent.yaml keys (its config.ts), which src/agent/config/keys.ts lists with the
    * common ones: the docs, agent.yaml's template and the loader all read them from there. */
-  readonly config: {
-    /** The agent.yaml section of its keys, or null when it has none. */
-    readonly section: KeySpec['section'];
-    readonly keys: readonly KeySpec[];
-    /** Keys that mean something only together (a credential in parts). */
-    readonly allOrNone: readonly AllOrNone[];
-  };
+  readonly config: TargetConfigSection;
   /** `permissions --extended` means something here. */
   readonly extendedPermissions: boolean;
   /** Makes the target for `deps.config`; heavy code is imported here, not at load time. */
   create(kind: string, deps: TargetDeps): Promise<Target>;
-  /** What `tuner-agent permissions --<kind>` prints. */
+  /** The document `tuner-agent permissions --<kind>` prints on stdout, and nothing else: JSON
+   * that parses, or SQL that psql runs as it is; anything else goes through `note`. */
   permissions(options: PermissionsOptions): Promise<string>;
   /** Whom the agent talks to besides the database and the service (for --check's route lines). */
-  peers(kind: string, config: AgentConfig, env: Readonly<Record<string, string | undefined>>): Peer[];
+  peers(kind: string, config: TargetAgentConfig, env: Readonly<Record<string, string | undefined>>): Peer[];
 }

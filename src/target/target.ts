@@ -4,13 +4,14 @@
 // does not validate values or verify them: that is done once, above it, for every target.
 // Each target folder makes its Target in target.ts; how the rest of the agent and the service
 // find it is the folder's definition (index.ts, see definition.ts and registry.ts).
-import type { Machine, TargetKind } from '../../knobs/index.ts';
-import type { TargetMetric } from '../../protocol/v1.ts';
-import type { AgentConfig } from '../config/load.ts';
-import type { Db } from '../database/db.ts';
-import type { Logger } from '../process/log.ts';
-import type { Outbound } from '../sending/outbound.ts';
-import type { PreflightCheck } from '../process/checks.ts';
+import type { TargetKind } from '../protocol/v1.ts';
+import type { Machine } from './machine.ts';
+import type { TargetMetric } from '../protocol/v1.ts';
+import type { TargetAgentConfig } from './config.ts';
+import type { Db } from './database.ts';
+import type { Logger } from '../agent/base/log.ts';
+import type { Outbound } from './outbound.ts';
+import type { PreflightCheck } from './preflight.ts';
 
 export type { PreflightCheck };
 
@@ -77,11 +78,19 @@ export interface TrialWatch {
 /** What every target factory is given. */
 export interface TargetDeps {
   db: Db;
-  config: AgentConfig;
+  config: TargetAgentConfig;
   log: Logger;
   /** How the cloud APIs are reached: proxy and CAs (src/agent/sending/outbound.ts); the SDKs' own
    * defaults without it. */
   outbound?: Outbound;
+}
+
+/** Thrown by writeOverrides when the environment, not the values, made the write fail: the cluster
+ * changed leader, or a member restarted, while the change was being applied. The change is put
+ * back as after any failure; the service measures the configuration again rather than counting
+ * it as the configuration's failure. */
+export class EnvironmentChangedError extends Error {
+  override name = 'EnvironmentChangedError';
 }
 
 /** Thrown by writeOverrides when a write failed and putting back what it had written failed too:
