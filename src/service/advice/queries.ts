@@ -3,7 +3,7 @@
 // with. Computed when asked: the reports are stored whole, and the diagnoses are cheap. The
 // dashboard, the people's API and a session started from the advice all read it here.
 import type { WorkloadSignals } from '../../optimizer/index.ts';
-import type { TuningMode } from '../../protocol/v1.ts';
+import { tuningModeOf, type TuningMode } from '../../protocol/v1.ts';
 import { databaseOf, type DatabasesDeps } from '../databases/actions.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { User } from '../people/store.ts';
@@ -47,16 +47,16 @@ function answer(state: AdviceState, message: string, rest: Partial<AdviceAnswer>
   return { state, message, items: [], window: null, sessionMode: 'reload-only', signals: null, ...rest };
 }
 
-/** The advice for a database `databaseOf` returned (its account checked already). */
+/** The advice for a database `databaseOf` returned (its organization checked already). */
 export async function adviceOf(deps: AdviceDeps, database: DatabaseSummary, now = new Date()): Promise<AdviceAnswer> {
-  const [latest] = await deps.stores.tuning.listTuningSessions(database.accountId, database.id, 1);
+  const [latest] = await deps.stores.tuning.listTuningSessions(database.organizationId, database.id, 1);
   if (latest && ACTIVE_SESSION_STATES.includes(latest.state)) {
     return answer('session_active', `session ${latest.id} is ${latest.state.replace('_', ' ')}: its own diagnoses ran at its start`);
   }
   // Reports measured under a session's trials are not the database as it runs.
   const windowStart = now.getTime() - ADVICE_LIMITS.windowSeconds * 1000;
   const since = new Date(Math.max(windowStart, latest?.endedAt?.getTime() ?? 0));
-  const reports = (await deps.stores.databases.recentReports(database.accountId, database.id, since, ADVICE_LIMITS.maxReports)).filter(
+  const reports = (await deps.stores.databases.recentReports(database.organizationId, database.id, since, ADVICE_LIMITS.maxReports)).filter(
     (r) => r.metrics !== null,
   );
   const newest = reports.at(-1);
@@ -67,7 +67,7 @@ export async function adviceOf(deps: AdviceDeps, database: DatabaseSummary, now 
   if (!machine || settings.length === 0) return answer('no_space', "the machine's size or the server's settings are not known yet");
   const target = agent?.target ?? database.target;
   // Restart-only parameters are advised too; the session runs in restart mode only where allowed.
-  const adviceMode: TuningMode = TARGETS.capabilitiesOf(target).restart.mode === 'never' ? 'reload-only' : 'restart';
+  const adviceMode = tuningModeOf(TARGETS.capabilitiesOf(target).restart.mode !== 'never');
   let space;
   try {
     space = buildSpace(
@@ -80,7 +80,7 @@ export async function adviceOf(deps: AdviceDeps, database: DatabaseSummary, now 
   const { items, signals } = adviceFrom(space, metrics);
   const window = { from: reports[0]!.receivedAt, to: newest.receivedAt, reports: reports.length, seconds: signals.seconds };
   const needsRestart = items.some((item) => item.changes.some((c) => c.restart));
-  const sessionMode: TuningMode = needsRestart && agent?.allowRestart && adviceMode === 'restart' ? 'restart' : 'reload-only';
+  const sessionMode = tuningModeOf(needsRestart && agent?.allowRestart === true && adviceMode === 'restart');
   const over = `over ${reports.length} report${reports.length === 1 ? '' : 's'} (${Math.round(signals.seconds)} s)`;
   if (items.length === 0) return answer('nothing', `the diagnoses find nothing to change ${over}`, { window, signals, sessionMode });
   return answer('advice', `${items.length} diagnos${items.length === 1 ? 'is argues' : 'es argue'} for a change ${over}`, {

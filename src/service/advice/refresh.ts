@@ -22,8 +22,8 @@ export const ADVICE_REFRESH_DEFAULTS: AdviceRefreshOptions = { everySeconds: 60,
 export type AdviceRefreshDeps = AdviceDeps & { stores: { advice: AdviceStore } };
 
 /** Computes and stores one database's advice; what was stored, or null when the database is gone. */
-export async function refreshAdvice(deps: AdviceRefreshDeps, accountId: string, databaseId: string): Promise<StoredAdvice | null> {
-  const database = await deps.stores.databases.getDatabase(accountId, databaseId);
+export async function refreshAdvice(deps: AdviceRefreshDeps, organizationId: string, databaseId: string): Promise<StoredAdvice | null> {
+  const database = await deps.stores.databases.getDatabase(organizationId, databaseId);
   if (!database) return null;
   const answer = await adviceOf(deps, database);
   const stored: StoredAdvice = {
@@ -43,7 +43,7 @@ export async function refreshDueAdvice(deps: AdviceRefreshDeps, options: AdviceR
   let done = 0;
   for (const d of due) {
     try {
-      await refreshAdvice(deps, d.accountId, d.databaseId);
+      await refreshAdvice(deps, d.organizationId, d.databaseId);
       done++;
     } catch (err) {
       log?.warn({ err: safeErrorForLog(err), databaseId: d.databaseId }, 'advice: could not compute the advice; it tries again');

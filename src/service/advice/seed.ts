@@ -1,10 +1,9 @@
 // A session started from the advice: it keeps what the advice read (SessionSpaceInput.advice),
 // and its diagnoses read that instead of its own baseline's, so its first trials are the ones the
 // person saw argued for, in the same order, whatever the baseline window happened to catch.
-import type { WorkloadSignals } from '../../optimizer/index.ts';
 import { conflict } from '../errors.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
-import type { SessionAdviceSeed, TuningSessionRecord } from '../tuning/store.ts';
+import type { SessionAdviceSeed } from '../tuning/store.ts';
 import { adviceOf, type AdviceDeps } from './queries.ts';
 
 /** The advice to seed a new session with; a conflict when there is none to start from. */
@@ -18,9 +17,4 @@ export async function adviceSeed(deps: AdviceDeps, database: DatabaseSummary): P
     from: advice.window.from.toISOString(),
     to: advice.window.to.toISOString(),
   };
-}
-
-/** What a session's diagnoses read: the advice it was started from, else its baseline's signals. */
-export function diagnosisSignals(session: Pick<TuningSessionRecord, 'space' | 'baseline'>): WorkloadSignals | undefined {
-  return session.space.advice?.signals ?? session.baseline?.signals;
 }

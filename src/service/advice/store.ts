@@ -19,7 +19,7 @@ export interface StoredAdvice {
 /** A database due for its advice to be computed again. */
 export interface AdviceDue {
   databaseId: string;
-  accountId: string;
+  organizationId: string;
 }
 
 export interface AdviceStore {

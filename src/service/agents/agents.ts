@@ -21,7 +21,7 @@ import { ServiceError, invalid, notFound, unauthorized } from '../errors.ts';
 import { looksLikeApiKey, matchesAnyHash, sha256Hex } from '../people/tokens.ts';
 import { afterAck, afterReport, type AdvanceDeps } from '../tuning/advance.ts';
 import type { AgentLease, AgentStore, LeasePolicy } from './store.ts';
-import { redactReportTexts } from '../storage/report-body.ts';
+import { redactReportTexts } from './report-body.ts';
 
 /** What the agents feature needs: its port, the lease rule, and (to move tuning sessions on
  * after reports and acknowledgements) what the tuning feature needs. */

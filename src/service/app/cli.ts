@@ -1,4 +1,5 @@
-// tuner-service's command line: read the configuration, start, and stop cleanly on SIGTERM/SIGINT.
+// tuner-service's command line: read the configuration, start, and stop cleanly on SIGTERM, SIGINT
+// or SIGHUP (a closed terminal; Node's default for it ends the process with the storage open).
 import { ConfigError, HELP, parseServiceArgs } from './config.ts';
 import { startService } from './server.ts';
 import { SERVICE_VERSION } from './version.ts';
@@ -38,8 +39,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       process.stdout.write(`tuner-service: ${signal}, stopping\n`);
       resolve();
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(signal, () => stop(signal));
   });
   await service.close();
   return 0;

@@ -5,15 +5,18 @@
 import type { AgentStore, LeasePolicy } from '../agents/store.ts';
 import type { DatabaseStore } from '../databases/store.ts';
 import type { FleetStore } from '../fleet/store.ts';
-import type { PeopleStore } from '../people/store.ts';
+import type { ApiTokenStore, LoginFailureStore, PeopleStore } from '../people/store.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { TuningStore } from '../tuning/store.ts';
 import type { WatchStore } from '../watch/store.ts';
-import { WebhookNotifier, type WebhookLogEntry } from '../notify/webhook.ts';
+import type { WebhookLogEntry } from '../notify/webhook.ts';
+import { WebhookDestinations } from '../notify/destinations.ts';
 import { WebhookOutbox } from '../notify/outbox.ts';
-import type { WebhookOutboxStore } from '../notify/store.ts';
+import type { WebhookOutboxStore, WebhookStore } from '../notify/store.ts';
 import type { AdviceStore } from '../advice/store.ts';
+import type { AuditStore } from '../audit/store.ts';
 import { RunningSessions } from '../tuning/running.ts';
+import { SsoClient } from '../people/sso-client.ts';
 import type { ServiceConfig } from './config.ts';
 import type { ServiceMetrics } from './metrics.ts';
 
@@ -25,8 +28,11 @@ export interface FeatureStores {
   tuning: TuningStore;
   fleet: FleetStore;
   watch: WatchStore;
-  webhooks: WebhookOutboxStore;
+  webhooks: WebhookOutboxStore & WebhookStore;
   advice: AdviceStore;
+  audit: AuditStore;
+  tokens: ApiTokenStore;
+  loginFailures: LoginFailureStore;
 }
 
 export interface ServiceContext {
@@ -39,9 +45,14 @@ export interface ServiceContext {
   runningSessions: RunningSessions;
   /** Present when metrics are served (TUNER_METRICS_TOKEN or --metrics-listen). */
   metrics?: ServiceMetrics;
-  /** The webhook's sender for the watch's events (its outbox in the storage), when
-   * TUNER_WEBHOOK_URL is set; started with the service, closed on shutdown. */
-  webhook?: WebhookOutbox;
+  /** The webhooks' sender for the watch's events (their outbox in the storage): to the
+   * organizations' webhooks, and to TUNER_WEBHOOK_URL when set; started with the service, closed
+   * on shutdown. */
+  webhook: WebhookOutbox;
+  /** Where organizations' webhooks may send (public addresses, and TUNER_WEBHOOK_ALLOW_NETWORKS). */
+  webhookDestinations: WebhookDestinations;
+  /** The OpenID provider's client, when single sign-on is configured (TUNER_SSO_ISSUER). */
+  sso?: SsoClient;
 }
 
 export interface ServiceContextOptions {
@@ -58,11 +69,12 @@ export function createServiceContext(
   config: ServiceConfig,
   { metrics, leaseClock, webhookLog }: ServiceContextOptions = {},
 ): ServiceContext {
-  const log = webhookLog ? { log: webhookLog } : {};
-  const webhook =
-    config.webhookUrl && config.webhookSecret
-      ? new WebhookOutbox(storage, new WebhookNotifier({ url: config.webhookUrl, secret: config.webhookSecret }, log), log)
-      : undefined;
+  const webhookDestinations = new WebhookDestinations(config.webhookAllowNetworks);
+  const webhook = new WebhookOutbox(storage, {
+    ...(config.webhookUrl && config.webhookSecret && { serviceWide: { url: config.webhookUrl, secret: config.webhookSecret } }),
+    destinations: webhookDestinations,
+    ...(webhookLog && { log: webhookLog }),
+  });
   return {
     stores: {
       people: storage,
@@ -73,13 +85,18 @@ export function createServiceContext(
       watch: storage,
       webhooks: storage,
       advice: storage,
+      audit: storage,
+      tokens: storage,
+      loginFailures: storage,
     },
     ping: () => storage.ping(),
     config,
     leasePolicy: leasePolicyOf(config, leaseClock),
     runningSessions: new RunningSessions(),
     ...(metrics && { metrics }),
-    ...(webhook && { webhook }),
+    webhook,
+    webhookDestinations,
+    ...(config.sso && { sso: new SsoClient(config.sso) }),
   };
 }
 

@@ -80,6 +80,12 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   }
   const listening = app;
   webhookLog.to = ({ level, message, ...fields }) => listening.log[level](fields, message);
+  // An unreachable provider does not stop the service: password login (if on) keeps working, the
+  // login page says why SSO is unavailable, and the next sign-in attempt asks the provider again.
+  void ctx.sso?.discover().then(
+    () => listening.log.info({ issuer: config.sso?.issuer }, 'single sign-on: provider discovered'),
+    (err: unknown) => listening.log.error(`single sign-on: ${(err as Error).message}; it is tried again at the next sign-in`),
+  );
   let pruning: Promise<void> = Promise.resolve();
   const prune = async () => {
     try {
@@ -87,8 +93,9 @@ export async function startService(config: ServiceConfig, options: StartOptions 
         maxAgeDays: config.retentionDays,
         maxReportsPerDatabase: config.retentionReportsPerDatabase,
         maxEventsPerDatabase: config.retentionReportsPerDatabase,
+        auditMaxAgeDays: config.auditRetentionDays,
       });
-      if (removed.reports + removed.events > 0) listening.log.info(removed, 'retention: old rows removed');
+      if (removed.reports + removed.events + removed.auditEvents > 0) listening.log.info(removed, 'retention: old rows removed');
     } catch (err) {
       listening.log.warn({ err: { name: (err as Error).name } }, 'retention job failed; it runs again later');
     }
@@ -108,7 +115,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   const { everyMs: adviceEveryMs = ADVICE_TICK_MS, ...adviceOptions } = options.advice ?? {};
   const adviceRefresh = startAdviceRefresh(ctx, listening.log, { ...ADVICE_REFRESH_DEFAULTS, ...adviceOptions }, adviceEveryMs);
   // Every replica sends from the outbox; the claims keep two from sending one event.
-  ctx.webhook?.start(WEBHOOK_TICK_MS, (err) =>
+  ctx.webhook.start(WEBHOOK_TICK_MS, (err) =>
     listening.log.warn({ err: safeErrorForLog(err) }, 'webhook: could not read the outbox; it tries again'),
   );
 
@@ -128,7 +135,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
         await tuningSessionTicker.stop();
         await watchTicker.stop();
         await adviceRefresh.stop();
-        await ctx.webhook?.close();
+        await ctx.webhook.close();
         await listening.close();
         await pruning;
         await storage.close();

@@ -2,16 +2,21 @@
 // what is safe to apply; the service only checks the shape (names that look like PostgreSQL
 // parameter names, values that are strings or numbers) and sizes.
 import { z } from 'zod';
-import { TARGETS } from '../../agent/targets/registry.ts';
+import { TARGETS, type TargetRegistry } from '../../agent/targets/registry.ts';
 import { CommandSchema, REPORT_INTERVAL_SECONDS, TargetKindSchema } from '../../protocol/v1.ts';
 
 /** The protocol's own parameter-name and value rules, taken from its apply command. */
 const applyValues = CommandSchema.options[0].shape.values;
 
-export const NewDatabaseInputSchema = z.strictObject({
-  name: z.string().trim().min(1, 'expected a name for the database').max(100, 'expected at most 100 characters'),
-  target: TargetKindSchema.refine((kind) => TARGETS.has(kind), { error: `expected one of ${TARGETS.kinds.join(', ')}` }),
-});
+/** A new database: its name, and a target among the registry's kinds. */
+export function newDatabaseInputSchema(registry: TargetRegistry) {
+  return z.strictObject({
+    name: z.string().trim().min(1, 'expected a name for the database').max(100, 'expected at most 100 characters'),
+    target: TargetKindSchema.refine((kind) => registry.has(kind), { error: `expected one of ${registry.kinds.join(', ')}` }),
+  });
+}
+
+export const NewDatabaseInputSchema = newDatabaseInputSchema(TARGETS);
 
 export const NewApiKeyInputSchema = z.strictObject({
   label: z.string().trim().max(100, 'expected at most 100 characters').default(''),

@@ -1,13 +1,13 @@
 // What the databases feature asks of its storage: databases and their API keys, and what people
-// read of each (its commands, reports and events). Every call names the account, and sees only
-// that account's rows.
+// read of each (its commands, reports and events). Every call names the organization, and sees only
+// that organization's rows.
 import type { Command, CommandAckRequest, Setting, TargetKind, TargetMetric } from '../../protocol/v1.ts';
 import type { MetricsReport } from '../../protocol/report.ts';
 import type { AgentLease } from '../agents/store.ts';
 
 export interface DatabaseEntry {
   id: string;
-  accountId: string;
+  organizationId: string;
   name: string;
   target: TargetKind;
   /** Null: the service-wide default applies. */
@@ -91,26 +91,26 @@ export interface StoredEvent {
 }
 
 export interface DatabaseStore {
-  createDatabase(accountId: string, entry: { id: string; name: string; target: TargetKind }): Promise<DatabaseEntry>;
-  listDatabases(accountId: string): Promise<DatabaseSummary[]>;
-  getDatabase(accountId: string, databaseId: string): Promise<DatabaseSummary | null>;
-  setReportInterval(accountId: string, databaseId: string, seconds: number | null): Promise<boolean>;
+  createDatabase(organizationId: string, entry: { id: string; name: string; target: TargetKind }): Promise<DatabaseEntry>;
+  listDatabases(organizationId: string): Promise<DatabaseSummary[]>;
+  getDatabase(organizationId: string, databaseId: string): Promise<DatabaseSummary | null>;
+  setReportInterval(organizationId: string, databaseId: string, seconds: number | null): Promise<boolean>;
   createApiKey(
-    accountId: string,
+    organizationId: string,
     key: { id: string; databaseId: string; keyHash: string; displayPrefix: string; label: string; createdBy: string },
   ): Promise<ApiKeyInfo | null>;
-  listApiKeys(accountId: string, databaseId: string): Promise<ApiKeyInfo[]>;
-  /** False when there is no such key of this account's database. */
-  revokeApiKey(accountId: string, databaseId: string, keyId: string): Promise<boolean>;
+  listApiKeys(organizationId: string, databaseId: string): Promise<ApiKeyInfo[]>;
+  /** False when there is no such key of this organization's database. */
+  revokeApiKey(organizationId: string, databaseId: string, keyId: string): Promise<boolean>;
   countLiveApiKeys(databaseId: string): Promise<number>;
 
   // Commands, reports
-  createCommand(accountId: string, databaseId: string, command: Command, createdBy: string): Promise<CommandRecord | null>;
+  createCommand(organizationId: string, databaseId: string, command: Command, createdBy: string): Promise<CommandRecord | null>;
   countOpenCommands(databaseId: string): Promise<number>;
-  listCommands(accountId: string, databaseId: string, limit: number): Promise<CommandRecord[]>;
-  latestReport(accountId: string, databaseId: string): Promise<StoredReport | null>;
+  listCommands(organizationId: string, databaseId: string, limit: number): Promise<CommandRecord[]>;
+  latestReport(organizationId: string, databaseId: string): Promise<StoredReport | null>;
   /** The reports with metrics received since `since`, the newest `limit` of them, oldest first. */
-  recentReports(accountId: string, databaseId: string, since: Date, limit: number): Promise<StoredReport[]>;
-  reportSeries(accountId: string, databaseId: string, limit: number): Promise<ReportPoint[]>;
-  recentEvents(accountId: string, databaseId: string, limit: number): Promise<StoredEvent[]>;
+  recentReports(organizationId: string, databaseId: string, since: Date, limit: number): Promise<StoredReport[]>;
+  reportSeries(organizationId: string, databaseId: string, limit: number): Promise<ReportPoint[]>;
+  recentEvents(organizationId: string, databaseId: string, limit: number): Promise<StoredEvent[]>;
 }

@@ -3,7 +3,14 @@ import type { CommandRecord, DatabaseSummary, StoredReport } from './store.ts';
 import type { User } from '../people/store.ts';
 
 export function userView(user: User) {
-  return { id: user.id, username: user.username, isAdmin: user.isAdmin, createdAt: user.createdAt.toISOString() };
+  return {
+    id: user.id,
+    username: user.username,
+    role: user.role,
+    /** Deprecated (one release): role admin. */
+    isAdmin: user.role === 'admin',
+    createdAt: user.createdAt.toISOString(),
+  };
 }
 
 export function databaseView(db: DatabaseSummary, defaultIntervalSeconds: number) {

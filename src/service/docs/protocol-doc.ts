@@ -177,7 +177,8 @@ const ROUTES: RouteDoc[] = [
       'Per lease (from its start; a resumed lease starts again too), `seq` increases: the last report sent again under its `seq` (its answer was lost) gets the same kind of answer and is not stored twice; a lower `seq` is refused. ' +
       `\`sentAt\` (stamped when the report is sent) may be at most ${REPORT_CLOCK_TOLERANCE.aheadSeconds} s ahead of the service's clock and ${REPORT_CLOCK_TOLERANCE.behindSeconds} s (the agent's queue at its longest, ${MAX_QUEUED_REPORTS} reports of ${REPORT_INTERVAL_SECONDS.max} s) behind it. ` +
       "The dashboard's latest report is the one received last, whatever its `sentAt`. " +
-      "A trial (an apply a tuning session issues) is handed out only until its deadline (its session's window): one the agent has not received by then is cancelled, never delivered late. Revoking an API key cancels the apply commands not acknowledged yet; reverts are still delivered.",
+      "A trial (an apply a tuning session issues) is handed out only until its deadline (its session's window): one the agent has not received by then is cancelled, never delivered late. Revoking an API key cancels the apply commands not acknowledged yet; reverts are still delivered. " +
+      "A `plan` command changes nothing: the agent plans its heaviest statements (the top of pg_stat_statements up to 80 % of the time, at most 50) under each candidate's values with `EXPLAIN` in read-only transactions it rolls back, and for each threshold finds by bisection the smallest value between `low` and `high` (bounded by the catalog's bounds for its machine) that flips a statement's plan; the acknowledgement's `plans` carries the answer (fingerprints and costs, never a literal: docs/plans.md). An agent whose `postgresql.include_plans` is off refuses it (`include_plans is off`); its start's `system.includePlans` tells the service.",
     request: ReportRequestSchema,
     response: { status: 200, schema: ReportResponseSchema, note: '`command` is null when there is nothing to do (hold).' },
     errors: [
@@ -271,7 +272,7 @@ to be >=0\` (at most five problems, then a count).
 | \`agent_conflict\` | 409 | another agent holds the database's lease; the message names it |
 | \`lease_expired\` | 409 | the lease is not live (lapsed, released, or replaced): start again |
 | \`report_out_of_order\` | 409 | a report's \`seq\` is below its lease's last one: start again (a start begins a new sequence) |
-| \`conflict\` | 409 | (people's API) the name is taken, or a limit of the account is reached |
+| \`conflict\` | 409 | (people's API) the name is taken, or a limit of the organization is reached |
 | \`payload_too_large\` | 413 | body over the limit, before or after decompression |
 | \`unsupported_media_type\` | 415 | not JSON, or an encoding other than gzip |
 | \`rate_limited\` | 429 | (people's API) too many failed logins; Retry-After says when to try again |

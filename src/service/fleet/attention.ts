@@ -1,7 +1,7 @@
 // What needs a person first: each database's states (flags), the one that ranks it, and the
 // sorts and filters of the fleet page and its JSON. Pure: no storage, no clock.
 import { RUNNING_SESSION_STATES } from '../tuning/store.ts';
-import type { FleetEntry } from './store.ts';
+import type { FleetAnswer, FleetEntry } from './store.ts';
 import { FLEET_FLAGS, type FleetFlag } from './flags.ts';
 import type { FleetQuery } from './query.ts';
 
@@ -61,7 +61,13 @@ function waitingSince(entry: FleetEntry): number {
   }
 }
 
-const byName = (a: FleetEntry, b: FleetEntry) => a.name.localeCompare(b.name, 'en') || a.id.localeCompare(b.id);
+/** a before b: negative; by code unit, as the storage orders text under COLLATE "C". */
+const byText = (a: string, b: string) => (a === b ? 0 : a < b ? -1 : 1);
+
+/** By name ignoring case, then as written, then by id: the order the storage sorts the fleet's
+ * pages in (sql-fleet.ts), the same on PGlite and on PostgreSQL whatever their locales. */
+const byName = (a: FleetEntry, b: FleetEntry) =>
+  byText(a.name.toLowerCase(), b.name.toLowerCase()) || byText(a.name, b.name) || byText(a.id, b.id);
 
 /** The kept configuration's verified runtime gain (0.2: 20 % less runtime), or null. */
 export function verifiedGain(entry: FleetEntry): number | null {
@@ -128,4 +134,19 @@ export function countFlags(entries: readonly FleetEntry[]): Record<FleetFlag, nu
   const counts = Object.fromEntries(FLEET_FLAGS.map((f) => [f, 0])) as Record<FleetFlag, number>;
   for (const entry of entries) for (const flag of fleetFlags(entry)) counts[flag]++;
   return counts;
+}
+
+/** The fleet's answer worked out here from every entry: what the storage's statement answers
+ * (sql-fleet.ts, which the tests hold to this). */
+export function answerFleet(all: readonly FleetEntry[], query: FleetQuery, pageSize: number): FleetAnswer {
+  const matched = sortFleet(filterFleet(all, query), query.sort);
+  return {
+    total: all.length,
+    attention: all.filter(needsAttention).length,
+    counts: countFlags(all),
+    matched: matched.length,
+    page: query.page,
+    pageSize,
+    shown: matched.slice((query.page - 1) * pageSize, query.page * pageSize),
+  };
 }

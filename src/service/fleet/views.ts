@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { TargetKindSchema } from '../../protocol/v1.ts';
 import { FLEET_FLAGS } from './flags.ts';
 import { FLEET_SORTS, FLEET_STATE_FILTERS, type FleetQuery } from './query.ts';
-import { countFlags, fleetFlags, needsAttentionRank, verifiedGain } from './attention.ts';
+import { fleetFlags, needsAttentionRank, verifiedGain } from './attention.ts';
 import { ACTIVE_SESSION_STATES, type TuningSessionState } from '../tuning/store.ts';
-import type { FleetEntry, FleetInterval } from './store.ts';
+import type { FleetAnswer, FleetEntry, FleetInterval } from './store.ts';
 import { AdviceItemViewSchema } from '../advice/views.ts';
 
 const time = z.iso.datetime({ offset: true });
@@ -75,11 +75,15 @@ export const FleetDatabaseViewSchema = z.strictObject({
 export type FleetDatabaseView = z.infer<typeof FleetDatabaseViewSchema>;
 
 export const FleetViewSchema = z.strictObject({
-  query: z.strictObject({ sort: z.enum(FLEET_SORTS), state: z.enum(FLEET_STATE_FILTERS), q: z.string() }),
-  /** Databases in the account, before the filter. */
+  query: z.strictObject({ sort: z.enum(FLEET_SORTS), state: z.enum(FLEET_STATE_FILTERS), q: z.string(), page: z.number().int().min(1) }),
+  /** Databases in the organization, before the filter. */
   total: z.number().int().min(0),
-  /** Per state, how many of the account's databases have it (before the filter). */
+  /** Per state, how many of the organization's databases have it (before the filter). */
   counts: z.record(z.enum(FLEET_FLAGS), z.number().int().min(0)),
+  /** Databases the filter keeps, on all pages. */
+  matched: z.number().int().min(0),
+  /** Databases per page: `databases` holds those of page `query.page`. */
+  pageSize: z.number().int().min(1),
   databases: z.array(FleetDatabaseViewSchema),
 });
 export type FleetView = z.infer<typeof FleetViewSchema>;
@@ -133,7 +137,13 @@ export function fleetDatabaseView(entry: FleetEntry): FleetDatabaseView {
   };
 }
 
-/** `all`: the account's databases; `shown`: those the query keeps, in its order. */
-export function fleetView(all: readonly FleetEntry[], shown: readonly FleetEntry[], query: FleetQuery): FleetView {
-  return { query, total: all.length, counts: countFlags(all), databases: shown.map(fleetDatabaseView) };
+export function fleetView(answer: FleetAnswer, query: FleetQuery): FleetView {
+  return {
+    query,
+    total: answer.total,
+    counts: answer.counts,
+    matched: answer.matched,
+    pageSize: answer.pageSize,
+    databases: answer.shown.map(fleetDatabaseView),
+  };
 }

@@ -13,7 +13,7 @@ import {
 import type { ServiceContext } from '../app/context.ts';
 import * as agents from '../agents/agents.ts';
 import { DatabaseIdSchema } from '../databases/inputs.ts';
-import { reportBodyForStorage } from '../storage/report-body.ts';
+import { reportBodyForStorage } from '../agents/report-body.ts';
 import { bearerToken } from './bearer.ts';
 import { rawBodyOf, useJsonBodies } from './body.ts';
 import { HttpError, badRequest, errorBody, jsonErrorHandler, parseOr400 } from './errors.ts';

@@ -63,7 +63,7 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
         .send(errorBody('bad_request', message));
     },
   });
-  const throttle = new LoginThrottle();
+  const throttle = new LoginThrottle(ctx.stores.loginFailures);
 
   app.addHook('onRequest', (request, reply, done) => {
     if (!request.raw.complete) {
@@ -85,13 +85,22 @@ export function buildApp(ctx: ServiceContext, options: AppOptions = {}): Fastify
   }
 
   void app.register(cookie);
-  // For load balancers and orchestrators: 200 while the storage answers, 503 otherwise.
+  // For load balancers and orchestrators: 200 while the storage answers. While it does not (a
+  // storage failover, an outage) the service is degraded, not dead: it answers 503 saying so and
+  // reconnects by itself, so a liveness probe must not restart it for that (docs/operations.md).
   app.get('/healthz', async (_request, reply) => {
     try {
       await ctx.ping();
-      return await reply.send({ ok: true });
+      return await reply.send({ ok: true, status: 'ok' });
     } catch {
-      return reply.code(503).send(errorBody('internal', 'the storage does not answer'));
+      return reply.code(503).send({
+        ok: false,
+        status: 'degraded',
+        ...errorBody(
+          'internal',
+          'the storage does not answer; the service keeps trying it and refuses requests that need it until it does',
+        ),
+      });
     }
   });
   if (ctx.metrics && ctx.config.metricsToken) registerMetricsRoute(app, ctx.metrics, ctx.config.metricsToken);

@@ -20,10 +20,18 @@ export function isHttps(ctx: ServiceContext, request: FastifyRequest): boolean {
   return request.protocol === 'https' || (ctx.config.publicUrl?.startsWith('https://') ?? false);
 }
 
+/** The request's login session, its user as the actor of what the request does: how they logged
+ * in, and the client's address as the trusted proxies tell it. */
 export async function loadLoginSession(ctx: ServiceContext, request: FastifyRequest): Promise<LoginSession | null> {
   const token = request.cookies[LOGIN_COOKIE];
   if (!token || token.length > 100) return null;
-  return loginSessionOf(ctx, sha256Hex(token));
+  const stored = await loginSessionOf(ctx, sha256Hex(token));
+  if (!stored) return null;
+  return {
+    user: { ...stored.user, via: stored.via, address: request.ip, token: null },
+    csrfToken: stored.csrfToken,
+    expiresAt: stored.expiresAt,
+  };
 }
 
 export async function startLoginSession(
@@ -31,11 +39,12 @@ export async function startLoginSession(
   request: FastifyRequest,
   reply: FastifyReply,
   user: User,
+  via: 'password' | 'sso',
 ): Promise<LoginSession> {
   const token = randomToken();
   const csrfToken = randomToken();
   const expiresAt = new Date(Date.now() + LOGIN_DAYS * 86_400_000);
-  const login: LoginSession = { user, csrfToken, expiresAt };
+  const login: LoginSession = { user: { ...user, via, address: request.ip, token: null }, csrfToken, expiresAt };
   await recordLoginSession(ctx, sha256Hex(token), login);
   reply.setCookie(LOGIN_COOKIE, token, {
     httpOnly: true,
@@ -49,7 +58,10 @@ export async function startLoginSession(
 
 export async function endLoginSession(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const token = request.cookies[LOGIN_COOKIE];
-  if (token && token.length <= 100) await forgetLoginSession(ctx, sha256Hex(token));
+  if (token && token.length <= 100) {
+    const login = await loadLoginSession(ctx, request);
+    await forgetLoginSession(ctx, sha256Hex(token), login?.user ?? null);
+  }
   reply.clearCookie(LOGIN_COOKIE, { path: '/' });
 }
 

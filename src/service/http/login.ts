@@ -39,7 +39,7 @@ export async function logIn(
       path: '/',
       maxAge: DEVICE_COOKIE_DAYS * 86_400,
     });
-    return await startLoginSession(ctx, request, reply, user);
+    return await startLoginSession(ctx, request, reply, user, 'password');
   } catch (err) {
     if (err instanceof ServiceError && err.retryAfterSeconds !== null) void reply.header('retry-after', String(err.retryAfterSeconds));
     throw err;

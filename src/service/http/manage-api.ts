@@ -16,6 +16,11 @@ import { registerTuningSessionRoutes } from './manage/tuning-session-routes.ts';
 import { registerUserRoutes } from './manage/user-routes.ts';
 import { registerFleetRoutes } from './manage/fleet-routes.ts';
 import { registerAdviceRoutes } from './manage/advice-routes.ts';
+import { registerAuditRoutes } from './manage/audit-routes.ts';
+import { registerTokenRoutes } from './manage/token-routes.ts';
+import { registerWebhookRoutes } from './manage/webhook-routes.ts';
+import { loginOfApiToken } from '../people/api-tokens.ts';
+import { bearerToken } from './bearer.ts';
 
 export const MANAGE_PREFIX = '/api/manage';
 
@@ -30,6 +35,13 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
     void reply.header('cache-control', 'no-store');
     // Logging in is the one request without a login.
     if (request.is404 || (request.method === 'POST' && request.routeOptions.url === `${MANAGE_PREFIX}/login`)) return;
+    // An API token (people/api-tokens.ts) stands for itself: no cookie, so no CSRF to check.
+    // Another scheme (a proxy's Basic, say) is not ours: the login session decides then.
+    const token = bearerToken(request.headers.authorization);
+    if (token) {
+      setLoginOf(request, await loginOfApiToken(ctx, token, request.ip));
+      return;
+    }
     const login = await loadLoginSession(ctx, request);
     if (!login) throw new HttpError('unauthorized', LOG_IN_FIRST);
     if (request.method !== 'GET' && request.method !== 'HEAD' && !csrfMatches(login, request.headers[CSRF_HEADER])) {
@@ -44,4 +56,7 @@ export function registerManageApi(app: FastifyInstance, ctx: ServiceContext, thr
   registerUserRoutes(app, ctx);
   registerFleetRoutes(app, ctx);
   registerAdviceRoutes(app, ctx);
+  registerAuditRoutes(app, ctx);
+  registerTokenRoutes(app, ctx);
+  registerWebhookRoutes(app, ctx);
 }

@@ -1,14 +1,25 @@
 // The service's webhook sender: events go into the outbox (webhook_outbox, written in the same
-// transaction as whatever raised them), and every replica runs this sender, which claims due
-// events, makes one attempt each (webhook.ts: signed, the same body and id every time), and
-// writes the result back: delivered, given up, or the time of the next attempt (the notifier's
-// backoff and bounds, counted from the event's first attempt as the storage has it). So an event
-// is sent by one replica at a time, is never started again once delivered, and one not yet
-// delivered when the service stops is sent when it (or another replica) runs again.
+// transaction as whatever raised them), one row per destination (each webhook of the event's
+// organization, and the service-wide one when configured), and every replica runs this sender,
+// which claims due rows, makes one attempt each (webhook.ts: signed with that destination's
+// secret, the same body and id every time), and writes the result back: delivered, given up, or
+// the time of the next attempt (the notifier's backoff and bounds, counted from the row's first
+// attempt as the storage has it). So a row is sent by one replica at a time, is never started
+// again once delivered, and one not yet delivered when the service stops is sent when it (or
+// another replica) runs again.
 import { randomUUID } from 'node:crypto';
+import type { Dispatcher } from 'undici';
 import { repeatEvery, type Repeating } from '../repeat.ts';
-import type { ClaimedWebhook, WebhookOutboxStore, WebhookSettlement } from './store.ts';
-import type { WebhookLogEntry, WebhookNotifier } from './webhook.ts';
+import { WebhookDestinations } from './destinations.ts';
+import type { ClaimedWebhook, WebhookDestination, WebhookOutboxStore, WebhookSettlement } from './store.ts';
+import {
+  REFUSED_MESSAGE,
+  WebhookDeliverySchema,
+  WebhookNotifier,
+  type WebhookDelivery,
+  type WebhookDeliveryInput,
+  type WebhookLogEntry,
+} from './webhook.ts';
 
 /** One attempt of a round: the event delivered, given up (`failed`), to be retried (`pending`), or
  * `cancelled` (the sender was closed during it: the event stays pending, its attempt uncounted). */
@@ -17,11 +28,19 @@ export interface OutboxAttempt {
   state: 'delivered' | 'failed' | 'pending' | 'cancelled';
   /** Attempts counted for the event so far. */
   attempts: number;
-  /** What the receiver answered, or the network error's code; null when delivered. */
+  /** Why it is not delivered: the receiver's answer, the network error's code, or why its
+   * destination is not allowed; null when delivered. */
   error: string | null;
 }
 
 export interface OutboxOptions {
+  /** The service-wide webhook (TUNER_WEBHOOK_URL), which receives every organization's events. */
+  serviceWide?: { url: string; secret: string } | undefined;
+  /** Where organizations' webhooks may connect (public addresses only by default); the
+   * service-wide webhook, the operator's own, is not checked. */
+  destinations?: WebhookDestinations;
+  /** How attempts are made and retried, for every destination (the defaults unless told). */
+  delivery?: WebhookDeliveryInput;
   log?: (entry: WebhookLogEntry) => void;
   /** Events claimed per round, sent concurrently. */
   batch?: number;
@@ -35,20 +54,50 @@ const CLAIM_MARGIN_SECONDS = 30;
 
 export class WebhookOutbox {
   readonly #store: WebhookOutboxStore;
-  readonly #notifier: WebhookNotifier;
+  readonly #delivery: WebhookDelivery;
+  readonly #serviceWide: WebhookNotifier | null;
+  /** The organizations' webhooks' notifiers, by webhook id (its URL and secret never change). */
+  readonly #notifiers = new Map<string, WebhookNotifier>();
+  /** Shared by the organizations' notifiers: every connection it makes is to a checked address. */
+  readonly #organizationsDispatcher: Dispatcher;
   readonly #log: (entry: WebhookLogEntry) => void;
   readonly #batch: number;
   readonly #claimer: string;
+  #closed = false;
   #ticker: Repeating | null = null;
   #round: Promise<OutboxAttempt[]> | null = null;
   #again = false;
 
-  constructor(store: WebhookOutboxStore, notifier: WebhookNotifier, options: OutboxOptions = {}) {
+  constructor(store: WebhookOutboxStore, options: OutboxOptions = {}) {
     this.#store = store;
-    this.#notifier = notifier;
+    this.#delivery = WebhookDeliverySchema.parse(options.delivery ?? {});
+    this.#serviceWide = options.serviceWide ? new WebhookNotifier({ ...this.#delivery, ...options.serviceWide }) : null;
+    this.#organizationsDispatcher = (options.destinations ?? new WebhookDestinations([])).dispatcher();
     this.#log = options.log ?? (() => undefined);
     this.#batch = options.batch ?? 10;
     this.#claimer = options.claimer ?? randomUUID();
+  }
+
+  /** Whether the service-wide webhook is configured: events are written for it then. */
+  get serviceWide(): boolean {
+    return this.#serviceWide !== null;
+  }
+
+  /** The notifier of a claimed row's destination (null: the service-wide one, which this replica
+   * has, as it claims such rows only then). */
+  #notifierFor(destination: WebhookDestination | null): WebhookNotifier {
+    if (!destination) return this.#serviceWide!;
+    let notifier = this.#notifiers.get(destination.webhookId);
+    if (!notifier) {
+      notifier = new WebhookNotifier(
+        { ...this.#delivery, url: destination.url, secret: destination.secret },
+        { dispatcher: this.#organizationsDispatcher },
+      );
+      this.#notifiers.set(destination.webhookId, notifier);
+      // Claimed as the sender closed: its attempt ends at once and the row is given back.
+      if (this.#closed) notifier.close();
+    }
+    return notifier;
   }
 
   /** Claims the events due and makes one attempt each. Rounds do not overlap: a call during one
@@ -70,9 +119,9 @@ export class WebhookOutbox {
     const outcomes: OutboxAttempt[] = [];
     do {
       this.#again = false;
-      if (this.#notifier.closed) break;
-      const claimSeconds = this.#notifier.config.attemptTimeoutMs / 1000 + CLAIM_MARGIN_SECONDS;
-      const claimed = await this.#store.claimWebhooks(this.#claimer, this.#batch, claimSeconds);
+      if (this.#closed) break;
+      const claimSeconds = this.#delivery.attemptTimeoutMs / 1000 + CLAIM_MARGIN_SECONDS;
+      const claimed = await this.#store.claimWebhooks(this.#claimer, this.#batch, claimSeconds, this.serviceWide);
       outcomes.push(...(await Promise.all(claimed.map((c) => this.#send(c)))));
       // A full batch: more may be due.
       if (claimed.length === this.#batch) this.#again = true;
@@ -83,12 +132,19 @@ export class WebhookOutbox {
   async #send(event: ClaimedWebhook): Promise<OutboxAttempt> {
     const attempt = event.attempts + 1;
     const started = Date.now();
-    const result = await this.#notifier.attempt(event.eventId, event.body);
-    const base = { eventId: event.eventId, kind: event.kind, receiver: this.#notifier.receiver, attempt };
-    if (this.#notifier.closed) {
+    const notifier = this.#notifierFor(event.destination);
+    const result = await notifier.attempt(event.eventId, event.body);
+    const base = {
+      eventId: event.eventId,
+      kind: event.kind,
+      receiver: notifier.receiver,
+      ...(event.destination && { webhookId: event.destination.webhookId }),
+      attempt,
+    };
+    if (this.#closed) {
       // Stopping: whatever the attempt became, the event stays pending (a receiver that took it
       // drops the repeat by its id), and the claim is given back for the next replica or start.
-      await this.#store.releaseWebhook(this.#claimer, event.eventId).catch(() => undefined);
+      await this.#store.releaseWebhook(this.#claimer, event.deliveryId).catch(() => undefined);
       return { eventId: event.eventId, state: 'cancelled', attempts: event.attempts, error: null };
     }
     let settlement: WebhookSettlement;
@@ -98,10 +154,10 @@ export class WebhookOutbox {
     } else {
       const httpStatus = result.httpStatus === undefined ? {} : { httpStatus: result.httpStatus };
       const elapsed = event.claimedAt.getTime() - event.firstAttemptAt.getTime() + (Date.now() - started);
-      const wait = result.kind === 'retry' ? this.#notifier.nextRetry(attempt, result, elapsed) : null;
+      const wait = result.kind === 'retry' ? notifier.nextRetry(attempt, result, elapsed) : null;
       if (result.kind === 'refused') {
         settlement = { state: 'failed', attempts: attempt, lastError: result.why };
-        this.#log({ level: 'warn', message: 'webhook: the receiver refused the event; not retried', ...base, ...httpStatus });
+        this.#log({ level: 'warn', message: REFUSED_MESSAGE, ...base, error: result.why, ...httpStatus });
       } else if (wait === null) {
         const reason = `gave up after ${attempt} attempts in ${Math.round(elapsed / 1000)} s; the last: ${result.why}`;
         settlement = { state: 'failed', attempts: attempt, lastError: result.why };
@@ -118,11 +174,15 @@ export class WebhookOutbox {
         });
       }
     }
-    const settled = await this.#store.settleWebhook(this.#claimer, event.eventId, settlement);
+    const settled = await this.#store.settleWebhook(this.#claimer, event.deliveryId, settlement);
     if (!settled) {
-      // The claim lapsed during a very slow attempt and another replica took the event: its
-      // result is the one kept.
-      this.#log({ level: 'warn', message: 'webhook: the claim lapsed during the attempt; another replica has the event', ...base });
+      // The claim lapsed during a very slow attempt and another replica took the event (its
+      // result is the one kept), or its webhook was removed meanwhile.
+      this.#log({
+        level: 'warn',
+        message: 'webhook: the claim lapsed during the attempt (another replica has the event) or the webhook was removed',
+        ...base,
+      });
     }
     return { eventId: event.eventId, state: settlement.state, attempts: attempt, error: settlement.lastError };
   }
@@ -149,8 +209,11 @@ export class WebhookOutbox {
 
   /** Stops: an attempt in flight is aborted and its event given back; nothing more is claimed. */
   async close(): Promise<void> {
-    this.#notifier.close();
+    this.#closed = true;
+    this.#serviceWide?.close();
+    for (const notifier of this.#notifiers.values()) notifier.close();
     await this.#ticker?.stop();
     await this.#round?.catch(() => undefined);
+    await this.#organizationsDispatcher.destroy();
   }
 }

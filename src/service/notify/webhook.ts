@@ -8,21 +8,30 @@
 // (outbox.ts), which uses this notifier's attempt and retry rule and survives restarts and
 // replicas. docs/notifications.md describes it for the people who run a receiver.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fetch, type Dispatcher, type Response } from 'undici';
 import { z } from 'zod';
+import { DestinationRefused } from './destinations.ts';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signWebhook } from './webhook-signature.ts';
 
 /** The events sent: the watch's (part 1), the workload comparison's (part 2), and a test one. */
 export const WEBHOOK_EVENT_KINDS = ['kept_gain_gone', 'workload_changed', 'test'] as const;
 export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
 
-export const WebhookConfigSchema = z.strictObject({
-  url: z
-    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
-    .refine((u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''), {
-      error: 'the URL must not carry credentials: the signature (secret) is how the receiver knows the service',
-    }),
-  /** Shared with the receiver, which checks the signature with it. */
-  secret: z.string().min(32, 'expected a secret of at least 32 characters').max(512, 'expected a secret of at most 512 characters'),
+/** Where a webhook goes and how the receiver knows the service: the same rules for the
+ * service-wide webhook (TUNER_WEBHOOK_URL) and an organization's (actions.ts). */
+export const WebhookUrlSchema = z
+  .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+  .refine((u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''), {
+    error: 'the URL must not carry credentials: the signature (secret) is how the receiver knows the service',
+  });
+/** Shared with the receiver, which checks the signature with it. */
+export const WebhookSecretSchema = z
+  .string()
+  .min(32, 'expected a secret of at least 32 characters')
+  .max(512, 'expected a secret of at most 512 characters');
+
+/** How deliveries are attempted and retried: the same for every destination. */
+export const WebhookDeliverySchema = z.strictObject({
   /** Attempts in all, the first included. */
   maxAttempts: z.number().int().min(1).max(20).default(8),
   /** No attempt starts later than this after the first (the event is then given up). */
@@ -33,6 +42,10 @@ export const WebhookConfigSchema = z.strictObject({
   initialBackoffMs: z.number().int().min(1).max(60_000).default(1000),
   maxBackoffMs: z.number().int().min(1).max(3_600_000).default(120_000),
 });
+export type WebhookDelivery = z.infer<typeof WebhookDeliverySchema>;
+export type WebhookDeliveryInput = z.input<typeof WebhookDeliverySchema>;
+
+export const WebhookConfigSchema = WebhookDeliverySchema.extend({ url: WebhookUrlSchema, secret: WebhookSecretSchema });
 export type WebhookConfig = z.infer<typeof WebhookConfigSchema>;
 export type WebhookConfigInput = z.input<typeof WebhookConfigSchema>;
 
@@ -66,6 +79,8 @@ export interface WebhookLogEntry {
   kind: WebhookEventKind;
   /** The receiver's scheme, host and path: never its query or credentials. */
   receiver: string;
+  /** The organization's webhook it went to; absent for the service-wide one. */
+  webhookId?: string;
   attempt?: number;
   httpStatus?: number;
   error?: string;
@@ -78,13 +93,21 @@ export interface WebhookOptions {
   random?: () => number;
   /** Event ids remembered, oldest forgotten first. */
   rememberedEvents?: number;
+  /** How connections are made: an organization's webhook goes through the one that checks its
+   * destinations (destinations.ts); undici's global dispatcher by default. */
+  dispatcher?: Dispatcher;
 }
 
-/** One attempt's end: delivered, worth retrying, or refused by the receiver (not retried). */
+/** One attempt's end: delivered, worth retrying, or refused (not retried): by the receiver's
+ * answer (httpStatus), or before any request, its destination not allowed (destinations.ts). */
 export type AttemptResult =
   | { kind: 'ok'; httpStatus: number }
   | { kind: 'retry'; why: string; httpStatus?: number; retryAfterMs?: number }
-  | { kind: 'refused'; why: string; httpStatus: number };
+  | { kind: 'refused'; why: string; httpStatus?: number };
+
+/** The log line of a refused event: the reason (the receiver's answer, or the destination's
+ * refusal) is in its `error`. */
+export const REFUSED_MESSAGE = 'webhook: the event was refused; not retried';
 
 /** Retry-After in seconds or as an HTTP date, in ms from now; null when absent or unreadable. */
 function retryAfterMs(value: string | null, now: number): number | null {
@@ -104,23 +127,31 @@ function describeError(err: unknown): string {
   return name === 'TimeoutError' ? 'timed out' : typeof name === 'string' ? name : 'network error';
 }
 
+/** A receiver's URL as logs, pages and the audit log show it: scheme, host and path, never its
+ * query (which may hold a token) nor credentials. */
+export function receiverOf(url: string): string {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname}`;
+}
+
 export class WebhookNotifier {
   readonly #config: WebhookConfig;
   readonly #receiver: string;
   readonly #log: (entry: WebhookLogEntry) => void;
   readonly #random: () => number;
   readonly #remembered: number;
+  readonly #dispatcher: Dispatcher | undefined;
   /** Each event id's delivery, in flight or done: a repeat gets the same one. */
   readonly #deliveries = new Map<string, Promise<DeliveryOutcome>>();
   readonly #closing = new AbortController();
 
   constructor(config: WebhookConfigInput, options: WebhookOptions = {}) {
     this.#config = WebhookConfigSchema.parse(config);
-    const url = new URL(this.#config.url);
-    this.#receiver = `${url.protocol}//${url.host}${url.pathname}`;
+    this.#receiver = receiverOf(this.#config.url);
     this.#log = options.log ?? (() => undefined);
     this.#random = options.random ?? Math.random;
     this.#remembered = options.rememberedEvents ?? 10_000;
+    this.#dispatcher = options.dispatcher;
   }
 
   /** Delivers the event, once per event id: a repeat returns the first delivery's outcome. */
@@ -187,10 +218,14 @@ export class WebhookNotifier {
         // A redirect would carry a signed body somewhere nobody configured: not followed.
         redirect: 'manual',
         signal: AbortSignal.any([AbortSignal.timeout(this.#config.attemptTimeoutMs), this.#closing.signal]),
+        ...(this.#dispatcher && { dispatcher: this.#dispatcher }),
       });
       // The answer's body is not read (nor logged): its status says all. Released for the socket.
       await response.body?.cancel().catch(() => undefined);
     } catch (err) {
+      const cause = (err as { cause?: unknown }).cause;
+      // Its message names the address and why, never the URL: safe for the outcome and the log.
+      if (cause instanceof DestinationRefused) return { kind: 'refused', why: `the destination is not allowed: ${cause.message}` };
       return { kind: 'retry', why: describeError(err) };
     }
     const status = response.status;
@@ -201,7 +236,7 @@ export class WebhookNotifier {
     }
     return {
       kind: 'refused',
-      why: status >= 300 && status < 400 ? `HTTP ${status} (a redirect, not followed)` : `HTTP ${status}`,
+      why: `the receiver answered HTTP ${status}${status >= 300 && status < 400 ? ' (a redirect, not followed)' : ''}`,
       httpStatus: status,
     };
   }
@@ -219,8 +254,8 @@ export class WebhookNotifier {
       }
       const httpStatus = result.httpStatus === undefined ? {} : { httpStatus: result.httpStatus };
       if (result.kind === 'refused') {
-        this.#log({ level: 'warn', message: 'webhook: the receiver refused the event; not retried', ...base, attempt, ...httpStatus });
-        return { status: 'failed', eventId: event.id, attempts: attempt, retryable: false, reason: `the receiver answered ${result.why}` };
+        this.#log({ level: 'warn', message: REFUSED_MESSAGE, ...base, attempt, error: result.why, ...httpStatus });
+        return { status: 'failed', eventId: event.id, attempts: attempt, retryable: false, reason: result.why };
       }
       if (this.#closing.signal.aborted) return { status: 'cancelled', eventId: event.id, attempts: attempt };
       const elapsed = Date.now() - started;

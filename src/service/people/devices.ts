@@ -23,7 +23,9 @@ export function deviceOf(token: string | undefined, userId: string, passwordHash
   const match = token === undefined ? null : TOKEN.exec(token);
   if (!match || match[1] !== userId) return null;
   const deviceId = match[2]!;
-  const presented = Buffer.from(match[3]!, 'base64url');
-  const expected = signature(userId, deviceId, passwordHash);
+  // Compared as the text the service issued: base64url's last character carries 2 unused bits, so
+  // 4 spellings decode to the same bytes, and a token is one spelling only.
+  const presented = Buffer.from(match[3]!);
+  const expected = Buffer.from(signature(userId, deviceId, passwordHash).toString('base64url'));
   return presented.length === expected.length && timingSafeEqual(presented, expected) ? deviceId : null;
 }

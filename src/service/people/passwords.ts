@@ -18,6 +18,10 @@ export async function hashPassword(password: string): Promise<string> {
   return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
+/** The stored "hash" of a user who logs in through single sign-on: no password matches it (it is
+ * not a scrypt hash), so such a user cannot log in with a password. */
+export const NO_PASSWORD = 'none$single-sign-on';
+
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !hash) return false;

@@ -1,7 +1,8 @@
 // Failed logins, counted so that guessing is slow and nobody can lock a user out (OWASP's
 // "device cookies"): per address, per (username, address), per username for devices that have
-// not logged in as that user, and per such device.
-import ipaddr from 'ipaddr.js';
+// not logged in as that user, and per such device. The counts live in the storage, so replicas
+// behind a balancer share them: N replicas do not give an attacker N times the attempts.
+import type { LoginFailureCount, LoginFailureStore } from './store.ts';
 
 /** Who is trying to log in. */
 export interface LoginAttempt {
@@ -13,23 +14,31 @@ export interface LoginAttempt {
   device: string | null;
 }
 
-interface Entry {
-  count: number;
-  /** The first failure of the window. */
-  since: number;
+/** What `begin` decided. */
+export interface Begun {
+  /** Seconds the attempt must wait; 0 when it may go on to the password. */
+  wait: number;
+  /** The keys the attempt was counted under (none when refused). */
+  counted: readonly string[];
+  /** Refused, and the first refusal of this lockout on this replica. */
+  firstRefusal: boolean;
 }
 
-/** A kind of count: its limit, and its keys from finest to coarsest (see LoginThrottle). */
+/** Counts at their limit: `id` names them and their windows, `wait` the seconds until they end. */
+interface Lockout {
+  id: string;
+  wait: number;
+}
+
+/** A kind of count: its limit and its key. */
 interface Ladder {
   limit: number;
-  keys: string[];
-  /** The keys whose counts refuse the attempt when at the limit. */
-  checked: string[];
+  key: string;
 }
 
 /**
- * Slows down password guessing, in memory and per replica. Within 15 minutes of a count's first
- * failure, a login is refused (429, Retry-After) after
+ * Slows down password guessing, for every replica on the storage. Within 15 minutes of a count's
+ * first failure, a login is refused (429, Retry-After) after
  *   20 failures from its address (any usernames: one password sprayed over many usernames),
  *   5 failures for its username from its address,
  *   10 failures for its username from devices that have not logged in as that user, or
@@ -37,129 +46,125 @@ interface Ladder {
  * A device that logged in as the user before (a valid device cookie) is not held back by the
  * username's count, so guessing from elsewhere cannot lock the user out.
  *
- * Memory is bounded and cannot be flushed: nothing is forgotten before its window ends. At most
- * MAX_TRACKED counts of single addresses, usernames and devices are kept; when that is full, a
- * failure with no count of its own is counted for its network instead (/24 for IPv4, /64 for
- * IPv6; at most MAX_SHARED of them), and past that in one count for everything new; a known
- * device's, in one count for its user's known devices. Shared counts hold back only devices that
- * have not logged in as the user before, so a flood makes new devices wait, never known ones.
+ * Nothing is forgotten before its window ends (prune removes a count only after it): the counts
+ * are rows, not memory, and a failure costs a password hash and an audit row besides, so a flood
+ * of new addresses and usernames grows the table by a few rows per hashed password and window.
  */
 export class LoginThrottle {
-  static readonly MAX_TRACKED = 10_000;
-  static readonly MAX_SHARED = 10_000;
   static readonly WINDOW_MS = 15 * 60_000;
   static readonly LIMITS = { address: 20, addressAndUsername: 5, username: 10, device: 5 } as const;
-  /** Counts of one address, username, pair or device; in order of their first failure. */
-  readonly #tracked = new Map<string, Entry>();
-  /** Counts of networks, and the counts of everything new; in order of their first failure. Their
-   * keys never begin like those of the single counts (address, pair, user, device). */
-  readonly #shared = new Map<string, Entry>();
+  /** How many lockouts this replica remembers having reported (see `begin`'s `firstRefusal`). */
+  static readonly REPORTED_LOCKOUTS = 10_000;
+  readonly #store: LoginFailureStore;
+  /** The lockouts (the counts at their limit) whose refusal this replica has reported, each with
+   * when it ends. Memory only: forgetting one costs one more audit entry, never a missed one. */
+  readonly #reported = new Map<string, number>();
 
-  /** How many counts are held: at most MAX_TRACKED + MAX_SHARED + 3 + one per user with a known device. */
-  get size(): number {
-    return this.#tracked.size + this.#shared.size;
+  constructor(store: LoginFailureStore) {
+    this.#store = store;
   }
 
-  /** Seconds until this attempt may be made; 0 when it may now. */
-  retryAfterSeconds(attempt: LoginAttempt, now = Date.now()): number {
-    let wait = 0;
-    for (const { limit, checked } of this.#ladders(attempt, now)) {
-      for (const key of checked) {
-        const entry = this.#live(key, now);
-        if (entry && entry.count >= limit) wait = Math.max(wait, Math.ceil((entry.since + LoginThrottle.WINDOW_MS - now) / 1000));
+  /** Seconds until this attempt may be made; 0 when it may now. Reads only: see `begin`. */
+  async retryAfterSeconds(attempt: LoginAttempt, now = Date.now()): Promise<number> {
+    const counts = await this.#store.loginFailures(keysOf(attempt), new Date(now));
+    return lockoutOf(laddersOf(attempt, counts), counts, now)?.wait ?? 0;
+  }
+
+  /** A failure of this attempt, counted. */
+  async fail(attempt: LoginAttempt, now = Date.now()): Promise<void> {
+    const counts = await this.#store.loginFailures(keysOf(attempt), new Date(now));
+    await this.#store.countLoginFailure(
+      laddersOf(attempt, counts).map((l) => l.key),
+      new Date(now),
+      LoginThrottle.WINDOW_MS,
+    );
+  }
+
+  /** The check and the count at once, before the password is checked: `wait` seconds when the
+   * attempt must wait (nothing counted); else it is counted as a failure already, under the keys
+   * `counted`, so that attempts made at the same time, on any replica, take turns and no more of
+   * them get through than the limits allow. `succeed` takes the count back if the password is right. */
+  async begin(attempt: LoginAttempt, now = Date.now()): Promise<Begun> {
+    // Refused on what the counts say without a lock: a flood of refused attempts costs a read
+    // each, no write and no lock.
+    const counts = await this.#store.loginFailures(keysOf(attempt), new Date(now));
+    const refused = lockoutOf(laddersOf(attempt, counts), counts, now);
+    if (refused) return { wait: refused.wait, counted: [], firstRefusal: this.#firstReport(refused, now) };
+    let counted: string[] = [];
+    let lockout: Lockout | null = null;
+    await this.#store.countLoginAttempt(keysOf(attempt), new Date(now), LoginThrottle.WINDOW_MS, (locked) => {
+      const ladders = laddersOf(attempt, locked);
+      lockout = lockoutOf(ladders, locked, now);
+      counted = lockout ? [] : ladders.map((l) => l.key);
+      return counted;
+    });
+    const found = lockout as Lockout | null;
+    return found ? { wait: found.wait, counted, firstRefusal: this.#firstReport(found, now) } : { wait: 0, counted, firstRefusal: false };
+  }
+
+  /** True the first time this replica refuses an attempt for this lockout: that refusal is worth
+   * an audit entry, the flood behind it is not. */
+  #firstReport(lockout: Lockout, now: number): boolean {
+    const endsAt = this.#reported.get(lockout.id);
+    if (endsAt !== undefined && endsAt > now) return false;
+    if (this.#reported.size >= LoginThrottle.REPORTED_LOCKOUTS) {
+      for (const [id, end] of this.#reported) if (end <= now) this.#reported.delete(id);
+      // Still full of live lockouts: the oldest reported go first (Map keeps insertion order).
+      for (const id of this.#reported.keys()) {
+        if (this.#reported.size < LoginThrottle.REPORTED_LOCKOUTS) break;
+        this.#reported.delete(id);
       }
     }
-    return wait;
-  }
-
-  fail(attempt: LoginAttempt, now = Date.now()): void {
-    for (const { keys } of this.#ladders(attempt, now)) this.#count(keys, now);
+    this.#reported.set(lockout.id, now + lockout.wait * 1000);
+    return true;
   }
 
   /** The right password: the failures of this address for this username, and of this device, are
-   * forgotten (not the username's: an attacker would gain a new round with each of the user's logins). */
-  succeed(attempt: LoginAttempt): void {
-    this.#tracked.delete(pairKey(attempt.address, attempt.username));
-    if (attempt.device !== null) this.#tracked.delete(`device ${attempt.device}`);
-  }
-
-  /** The counts a failure of this attempt goes to, and those that may refuse it. A device that
-   * logged in as the user before (and has not failed too often since) answers for the counts of
-   * its address, of its address and username, and of the user's known devices, not for the
-   * shared ones nor the username's. */
-  #ladders(attempt: LoginAttempt, now: number): Ladder[] {
-    const user = attempt.username.toLowerCase();
-    const network = networkOf(attempt.address);
-    const { address, addressAndUsername, username, device } = LoginThrottle.LIMITS;
-    const byAddress = [`address ${attempt.address}`, `network ${network}`, 'all addresses'];
-    const byPair = [pairKey(attempt.address, attempt.username), `network-pair ${network} ${user}`, 'all pairs'];
-    // Past its own count, a known device's failures go to its user's known devices together:
-    // only a device that has the user's cookie can add to it.
-    const byDevice = attempt.device === null ? [] : [`device ${attempt.device}`, `known-devices ${user}`];
-    const known = byDevice.length > 0 && byDevice.every((key) => (this.#live(key, now)?.count ?? 0) < device);
-    if (known) {
-      return [
-        { limit: address, keys: byAddress, checked: byAddress.slice(0, 1) },
-        { limit: addressAndUsername, keys: byPair, checked: byPair.slice(0, 1) },
-        { limit: device, keys: byDevice, checked: byDevice },
-      ];
-    }
-    const byUser = [`user ${user}`, 'all users'];
-    return [
-      { limit: address, keys: byAddress, checked: byAddress },
-      { limit: addressAndUsername, keys: byPair, checked: byPair },
-      { limit: username, keys: byUser, checked: byUser },
-    ];
-  }
-
-  /** One failure, counted under the finest key that has a count or room for one. */
-  #count(keys: string[], now: number): void {
-    const [own, ...shared] = keys;
-    const found = this.#live(own!, now);
-    if (found || this.#tracked.size < LoginThrottle.MAX_TRACKED || this.#expireOldest(this.#tracked, now)) {
-      this.#tracked.set(own!, bump(found, now));
-      return;
-    }
-    for (const [i, key] of shared.entries()) {
-      const entry = this.#live(key, now);
-      const last = i === shared.length - 1;
-      if (entry || last || this.#shared.size < LoginThrottle.MAX_SHARED || this.#expireOldest(this.#shared, now)) {
-        this.#shared.set(key, bump(entry, now));
-        return;
-      }
-    }
-  }
-
-  #live(key: string, now: number): Entry | undefined {
-    const table = this.#tracked.has(key) ? this.#tracked : this.#shared;
-    const entry = table.get(key);
-    if (entry && now - entry.since > LoginThrottle.WINDOW_MS) {
-      table.delete(key);
-      return undefined;
-    }
-    return entry;
-  }
-
-  /** Forgets the oldest count if its window has ended; true when it made room. */
-  #expireOldest(table: Map<string, Entry>, now: number): boolean {
-    const oldest = table.entries().next().value;
-    if (!oldest || now - oldest[1].since <= LoginThrottle.WINDOW_MS) return false;
-    table.delete(oldest[0]);
-    return true;
+   * forgotten (not the username's: an attacker would gain a new round with each of the user's
+   * logins), and the rest of what `begin` counted for this attempt is taken back. */
+  async succeed(attempt: LoginAttempt, counted: readonly string[] = [], now = Date.now()): Promise<void> {
+    const forgotten = [pairKey(attempt), ...(attempt.device === null ? [] : [deviceKey(attempt.device)])];
+    await this.#store.forgetLoginFailures(forgotten);
+    const back = counted.filter((key) => !forgotten.includes(key));
+    if (back.length > 0) await this.#store.uncountLoginFailure(back, new Date(now));
   }
 }
 
-const pairKey = (address: string, username: string) => `pair ${address} ${username.toLowerCase()}`;
-
-const bump = (entry: Entry | undefined, now: number): Entry =>
-  entry ? { count: entry.count + 1, since: entry.since } : { count: 1, since: now };
-
-/** The network an address belongs to: its /24 (IPv4) or /64 (IPv6); the address itself if it is
- * not one (it always is, from a socket or a trusted proxy). */
-export function networkOf(address: string): string {
-  if (!ipaddr.isValid(address)) return address;
-  const ip = ipaddr.process(address);
-  if (ip.kind() === 'ipv4') return `${ip.toByteArray().slice(0, 3).join('.')}.0/24`;
-  const parts = (ip as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16));
-  return `${parts.join(':')}::/64`;
+/** Every count the attempt may go to (laddersOf chooses among them). */
+function keysOf(attempt: LoginAttempt): string[] {
+  const keys = [`address ${attempt.address}`, pairKey(attempt), userKey(attempt)];
+  return attempt.device === null ? keys : [...keys, deviceKey(attempt.device)];
 }
+
+/** The counts a failure of this attempt goes to and that may refuse it. A device that logged in
+ * as the user before (and has not failed too often since) answers for the counts of its address,
+ * of its address and username, and of its own, not for the username's. */
+function laddersOf(attempt: LoginAttempt, counts: ReadonlyMap<string, LoginFailureCount>): Ladder[] {
+  const { address, addressAndUsername, username, device } = LoginThrottle.LIMITS;
+  const common = [
+    { limit: address, key: `address ${attempt.address}` },
+    { limit: addressAndUsername, key: pairKey(attempt) },
+  ];
+  const known = attempt.device !== null && (counts.get(deviceKey(attempt.device))?.failures ?? 0) < device;
+  return known ? [...common, { limit: device, key: deviceKey(attempt.device!) }] : [...common, { limit: username, key: userKey(attempt) }];
+}
+
+/** The counts of the ladders at their limit (their keys and windows name the lockout) and the
+ * seconds until none is; null when none is. */
+function lockoutOf(ladders: readonly Ladder[], counts: ReadonlyMap<string, LoginFailureCount>, now: number): Lockout | null {
+  let wait = 0;
+  const at: string[] = [];
+  for (const { limit, key } of ladders) {
+    const count = counts.get(key);
+    if (!count || count.failures < limit) continue;
+    const seconds = Math.ceil((count.expiresAt.getTime() - now) / 1000);
+    if (seconds <= 0) continue;
+    wait = Math.max(wait, seconds);
+    at.push(`${key} until ${count.expiresAt.getTime()}`);
+  }
+  return wait > 0 ? { id: at.sort().join('\n'), wait } : null;
+}
+
+const userKey = (attempt: LoginAttempt) => `user ${attempt.username.toLowerCase()}`;
+const pairKey = (attempt: LoginAttempt) => `pair ${attempt.address} ${attempt.username.toLowerCase()}`;
+const deviceKey = (device: string) => `device ${device}`;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 export const SUMS_FILE = 'SHA256SUMS';
 
-/** One binary: its file name (tuner-agent-<os>-<arch>), its target and its SHA-256. */
+/** One binary: its file name (tuner-agent-<os>-<arch>, with .exe on Windows), its target and its SHA-256. */
 export interface AgentDownload {
   file: string;
   target: string;
@@ -20,7 +20,7 @@ export interface DownloadsState {
   missing: string | null;
 }
 
-const SUMS_LINE = /^([0-9a-f]{64}) [ *](tuner-agent-([a-z0-9]+-[a-z0-9]+))$/;
+const SUMS_LINE = /^([0-9a-f]{64}) [ *](tuner-agent-([a-z0-9]+-[a-z0-9]+)(?:\.exe)?)$/;
 
 /** The lines of a SHA256SUMS file (as sha256sum writes it) that name agent binaries. */
 export function parseSums(text: string): AgentDownload[] {

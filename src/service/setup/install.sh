@@ -102,7 +102,7 @@ Next steps:
      $SERVICE_URL
   2. Check every prerequisite (each FAIL says how to fix it):
        ./tuner-agent --managed-a --check
-     (or --managed-a-cluster, --managed-b-flex, --local: the target of your database)
+     (or __OTHER_TARGETS__: the target of your database)
   3. Run it in a terminal multiplexer session and detach (Ctrl+A then D):
        screen -S tuner-agent ./tuner-agent --managed-a
 EOF

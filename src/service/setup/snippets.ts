@@ -6,6 +6,7 @@
 // is filled in only on the page that created it.
 import YAML from 'yaml';
 import { TARGETS, type TargetRegistry } from '../../agent/targets/registry.ts';
+import { LOOPBACK_HOSTS } from '../../target/setup.ts';
 import type { TargetKind } from '../../protocol/v1.ts';
 import { DATABASE_SQL, prerequisiteSteps, type SetupStep } from './steps.ts';
 
@@ -38,7 +39,7 @@ interface Entry {
   section: string | null;
   key: string;
   env: string;
-  value: string | boolean;
+  value: string | boolean | readonly string[];
   /** A comment above the key in agent.yaml. */
   comment?: string;
   /** Only in agent.yaml (e.g. a restart command has no use inside a container). */
@@ -50,148 +51,70 @@ export function targetLabel(target: string, registry: TargetRegistry = TARGETS):
   return registry.infoOf(target).label;
 }
 
-/**
- * The database's address and TLS per target: the clouds' names are the ones their certificates
- * hold, so that verify-full (the agent's default there, written out so the URL means the same to
- * psql) can check them; next to a self-hosted server, libpq's default (prefer).
- */
-const CONNECTIONS: Record<string, { host: string; dbname: string; query: string; comment?: string }> = {
-  local: { host: 'localhost', dbname: 'postgres', query: '' },
-  'managed-a': {
-    host: '<INSTANCE_ENDPOINT>',
-    dbname: '<DBNAME>',
-    query: '?sslmode=verify-full',
-    comment:
-      " The instance's endpoint (mydb.abcdefgh1234.us-east-1.rds.amazonaws.com): TLS, its certificate verified against the RDS CA bundles.",
-  },
-  'managed-a-cluster': {
-    host: '<CLUSTER_ENDPOINT>',
-    dbname: '<DBNAME>',
-    query: '?sslmode=verify-full',
-    comment: ' The cluster endpoint, which follows the writer: TLS, its certificate verified against the RDS CA bundles.',
-  },
-  'managed-b-flex': {
-    host: '<SERVER_NAME>.postgres.database.azure.com',
-    dbname: '<DBNAME>',
-    query: '?sslmode=verify-full',
-    comment: " The server's name: TLS, its certificate verified against the public roots in the agent's trust store.",
-  },
-  patroni: {
-    host: 'pg-primary',
-    dbname: 'postgres',
-    query: '',
-    comment: ' The leader, or a name that follows it (HAProxy on /primary, a DNS name your failover moves).',
-  },
-};
+/** The target's own entries, their agent.yaml paths and environment variables from its key table. */
+function targetEntries(input: SetupInput, registry: TargetRegistry): Entry[] {
+  const definition = registry.definitionOf(input.target);
+  return (registry.infoOf(input.target).setup?.entries ?? []).map((entry) => {
+    const spec = definition.config.keys.find((k) => k.key === entry.key);
+    if (!spec) throw new Error(`the setup of ${input.target} shows ${entry.key}, which is not one of its keys`);
+    return { ...entry, section: spec.section, env: spec.env };
+  });
+}
 
-function entries(input: SetupInput): Entry[] {
-  const { host, dbname, query, comment } = CONNECTIONS[input.target] ?? { host: '<HOST>', dbname: '<DBNAME>', query: '' };
+/** One of the common keys (postgresql, tuner): their variables follow the spec's rule,
+ * AGENT_<SECTION>_<KEY> (test/service-setup.test.ts checks each against the agent's key table). */
+function common(section: 'postgresql' | 'tuner', key: string, value: string | boolean, comment?: string): Entry {
+  return { section, key, env: `AGENT_${section}_${key}`.toUpperCase(), value, ...(comment && { comment }) };
+}
+
+function entries(input: SetupInput, registry: TargetRegistry): Entry[] {
+  const setup = registry.infoOf(input.target).setup;
+  const { host, dbname, query, comment } = setup?.connection ?? { host: '<HOST>', dbname: '<DBNAME>', query: '' };
   const list: Entry[] = [
-    {
-      section: 'postgresql',
-      key: 'connection_url',
-      env: 'AGENT_POSTGRESQL_CONNECTION_URL',
-      value: `postgresql://agent_user:<AGENT_USER_PASSWORD>@${host}:5432/${dbname}${query}`,
-      ...(comment && { comment }),
-    },
-    { section: 'postgresql', key: 'include_queries', env: 'AGENT_POSTGRESQL_INCLUDE_QUERIES', value: true },
+    common('postgresql', 'connection_url', `postgresql://agent_user:<AGENT_USER_PASSWORD>@${host}:5432/${dbname}${query}`, comment),
+    common('postgresql', 'include_queries', true),
   ];
   // Where the agent never restarts, allowing it would only be refused.
-  if (TARGETS.capabilitiesOf(input.target).restart.mode !== 'never') {
-    list.push({
-      section: 'postgresql',
-      key: 'allow_restart',
-      env: 'AGENT_POSTGRESQL_ALLOW_RESTART',
-      value: false,
-      comment: ' Allows the agent to restart the database during tuning (restart mode). Default false.',
-    });
-  }
-  switch (input.target) {
-    case 'local':
-      list.push({
-        section: 'local',
-        key: 'restart_command',
-        env: 'AGENT_LOCAL_RESTART_COMMAND',
-        value: 'pg_ctlcluster 15 main restart',
-        comment: ' How to restart the server; used only with allow_restart: true.',
-        fileOnly: true,
-      });
-      break;
-    case 'managed-a':
-    case 'managed-a-cluster':
-      list.push(
-        {
-          section: 'managed_a',
-          key: 'ACCESS_KEY_ID',
-          env: 'AGENT_CLOUDA_ACCESS_KEY_ID',
-          value: '<ACCESS_KEY_ID>',
-          comment: ' Leave out both keys on a host or task with an attached role.',
-        },
-        { section: 'managed_a', key: 'SECRET_ACCESS_KEY', env: 'AGENT_CLOUDA_SECRET_ACCESS_KEY', value: '<SECRET_ACCESS_KEY>' },
-        { section: 'managed_a', key: 'REGION', env: 'AGENT_CLOUDA_REGION', value: '<REGION>' },
-        {
-          section: 'managed_a',
-          key: 'DATABASE_IDENTIFIER',
-          env: 'AGENT_MANAGEDA_DATABASE_IDENTIFIER',
-          value: '<DATABASE_IDENTIFIER>',
-          ...(input.target === 'managed-a-cluster' && { comment: ' The writer instance of the cluster.' }),
-        },
-      );
-      break;
-    case 'managed-b-flex':
-      list.push(
-        { section: 'managed_b_flex', key: 'subscription_id', env: 'AGENT_MANAGEDB_FLEX_SUBSCRIPTION_ID', value: '<SUBSCRIPTION_ID>' },
-        {
-          section: 'managed_b_flex',
-          key: 'resource_group_name',
-          env: 'AGENT_MANAGEDB_FLEX_RESOURCE_GROUP_NAME',
-          value: '<RESOURCE_GROUP_NAME>',
-        },
-        { section: 'managed_b_flex', key: 'server_name', env: 'AGENT_MANAGEDB_FLEX_SERVER_NAME', value: '<SERVER_NAME>' },
-      );
-      break;
-    case 'patroni':
-      list.push(
-        {
-          section: 'patroni',
-          key: 'rest_api_urls',
-          env: 'AGENT_PATRONI_REST_API_URLS',
-          value: 'https://pg1:8008,https://pg2:8008',
-          comment: " Every member's restapi.connect_address: the agent follows the leader through them.",
-        },
-        { section: 'patroni', key: 'username', env: 'AGENT_PATRONI_USERNAME', value: '<RESTAPI_USERNAME>' },
-        { section: 'patroni', key: 'password', env: 'AGENT_PATRONI_PASSWORD', value: '<RESTAPI_PASSWORD>' },
-      );
-      break;
-  }
-  list.push(
-    { section: 'tuner', key: 'server_url', env: 'AGENT_TUNER_SERVER_URL', value: input.serverUrl },
-    { section: 'tuner', key: 'api_key', env: 'AGENT_TUNER_API_KEY', value: input.apiKey ?? '<API_KEY>' },
-    { section: 'tuner', key: 'database_id', env: 'AGENT_TUNER_DATABASE_ID', value: input.databaseId },
-    { section: 'tuner', key: 'debug', env: 'AGENT_TUNER_DEBUG', value: false },
-  );
-  if (input.target === 'managed-b-flex') {
-    // A container outside Cloud B has no managed identity: it signs in as a service principal.
+  if (registry.capabilitiesOf(input.target).restart.mode !== 'never') {
     list.push(
-      { section: null, key: 'CLOUDB_CLIENT_ID', env: 'CLOUDB_CLIENT_ID', value: '<CLIENT_ID>' },
-      { section: null, key: 'CLOUDB_CLIENT_SECRET', env: 'CLOUDB_CLIENT_SECRET', value: '<CLIENT_SECRET>' },
-      { section: null, key: 'CLOUDB_TENANT_ID', env: 'CLOUDB_TENANT_ID', value: '<TENANT_ID>' },
+      common(
+        'postgresql',
+        'allow_restart',
+        false,
+        ' Allows the agent to restart the database during tuning (restart mode). Default false.',
+      ),
     );
   }
+  const own = targetEntries(input, registry);
+  // Environment-only keys (a container's credentials) come after the common ones, as before.
+  list.push(...own.filter((e) => e.section !== null));
+  list.push(
+    common('tuner', 'server_url', input.serverUrl),
+    common('tuner', 'api_key', input.apiKey ?? '<API_KEY>'),
+    common('tuner', 'database_id', input.databaseId),
+    common('tuner', 'debug', false),
+  );
+  list.push(...own.filter((e) => e.section === null));
   return list;
 }
 
+/** A value as an environment variable holds it: a list comma-separated. */
+const envValue = (value: Entry['value']): string => (typeof value === 'object' ? value.join(',') : String(value));
+
 function agentYaml(list: readonly Entry[]): string {
-  const sections: Record<string, Record<string, string | boolean>> = {};
+  const sections: Record<string, Record<string, Entry['value']>> = {};
   for (const entry of list) {
     if (entry.section !== null) (sections[entry.section] ??= {})[entry.key] = entry.value;
   }
   const doc = new YAML.Document(sections);
   for (const entry of list) {
-    if (entry.section === null || !entry.comment) continue;
+    if (entry.section === null) continue;
     const section = doc.get(entry.section, true) as YAML.YAMLMap<YAML.Scalar<string>>;
     const pair = section.items.find((p) => p.key.value === entry.key);
-    if (pair) pair.key.commentBefore = entry.comment;
+    if (!pair) continue;
+    if (entry.comment) pair.key.commentBefore = entry.comment;
+    // A list as docs/patroni.md writes it: [a, b] on the key's line.
+    if (YAML.isSeq(pair.value)) pair.value.flow = true;
   }
   return doc.toString({ lineWidth: 0 });
 }
@@ -201,18 +124,35 @@ export function shellQuote(value: string): string {
   return /^[A-Za-z0-9_.,:/@%+=-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
+/** The connection URL names this host (localhost): inside a container that is the container. */
+function onThisHost(list: readonly Entry[]): boolean {
+  const url = list.find((e) => e.section === 'postgresql' && e.key === 'connection_url')?.value;
+  const host = typeof url === 'string' ? /@([^:/?]+)/.exec(url)?.[1] : undefined;
+  return host !== undefined && LOOPBACK_HOSTS.includes(host);
+}
+
 function containerCommand(list: readonly Entry[], input: SetupInput): string {
   // The journal and lease live in a named volume: a container made anew resumes, not blind.
   const lines = [
     'docker run -d --restart always --name tuner-agent',
     `-v ${shellQuote(`tuner-agent-${input.databaseId}`)}:${AGENT_STATE_DIR}`,
   ];
+  // A database on this host: the container shares the host's network, so localhost is the host.
+  const local = onThisHost(list);
+  if (local) lines.push('--network host');
   for (const entry of list) {
     if (entry.fileOnly) continue;
-    lines.push(`-e ${entry.env}=${shellQuote(String(entry.value))}`);
+    lines.push(`-e ${entry.env}=${shellQuote(envValue(entry.value))}`);
   }
   lines.push(`${shellQuote(input.agentImage)} --${input.target}`);
-  return `${lines.join(' \\\n  ')}\n`;
+  const command = `${lines.join(' \\\n  ')}\n`;
+  if (!local) return command;
+  return (
+    '# Linux: --network host lets localhost in the URL reach the database on this host.\n' +
+    '# Docker Desktop (macOS, Windows): put --add-host=host.docker.internal:host-gateway in place of\n' +
+    '# --network host, and host.docker.internal in place of localhost in AGENT_POSTGRESQL_CONNECTION_URL.\n' +
+    command
+  );
 }
 
 function binaryCommands(input: SetupInput): string {
@@ -228,11 +168,12 @@ function binaryCommands(input: SetupInput): string {
 
 /** An ECS task definition (Fargate) for a Cloud A target: no access keys, the task role's
  * credentials instead; the journal and lease on an EFS volume, so a replaced task resumes. */
-function ecsTaskDefinition(list: readonly Entry[], input: SetupInput): string | null {
-  if (input.target !== 'managed-a' && input.target !== 'managed-a-cluster') return null;
+function ecsTaskDefinition(list: readonly Entry[], input: SetupInput, registry: TargetRegistry): string | null {
+  const task = registry.infoOf(input.target).setup?.containerTask;
+  if (!task) return null;
   const environment = list
-    .filter((e) => !e.fileOnly && e.env !== 'AGENT_CLOUDA_ACCESS_KEY_ID' && e.env !== 'AGENT_CLOUDA_SECRET_ACCESS_KEY')
-    .map((e) => ({ name: e.env, value: String(e.value) }));
+    .filter((e) => !e.fileOnly && !(e.section !== 'tuner' && e.section !== 'postgresql' && task.omit.includes(e.key)))
+    .map((e) => ({ name: e.env, value: envValue(e.value) }));
   const definition = {
     family: `tuner-agent-${input.databaseId}`,
     taskRoleArn: 'arn:aws:iam::<ACCOUNT_ID>:role/<ROLE_WITH_THE_AGENT_POLICY>',
@@ -270,14 +211,14 @@ function ecsTaskDefinition(list: readonly Entry[], input: SetupInput): string | 
   return `${text}\n`;
 }
 
-export function setupSnippets(input: SetupInput): SetupSnippets {
-  const list = entries(input);
+export function setupSnippets(input: SetupInput, registry: TargetRegistry = TARGETS): SetupSnippets {
+  const list = entries(input, registry);
   return {
     agentYaml: agentYaml(list),
     containerCommand: containerCommand(list, input),
     binaryCommands: binaryCommands(input),
-    ecsTaskDefinition: ecsTaskDefinition(list, input),
+    ecsTaskDefinition: ecsTaskDefinition(list, input, registry),
     databaseSql: DATABASE_SQL,
-    steps: prerequisiteSteps(input.target, input.databaseId),
+    steps: prerequisiteSteps(input.target, input.databaseId, registry),
   };
 }

@@ -332,6 +332,169 @@ CREATE TABLE database_advice (
 );
 `,
   },
+  {
+    version: 10,
+    name: 'organizations: the account becomes an organization of people, each with a role',
+    sql: `
+-- Each account becomes an organization with everything it held (databases, their keys, sessions,
+-- commands); its user, who alone saw it, becomes its admin. Users created from now on join the
+-- organization of the admin who adds them.
+ALTER TABLE accounts RENAME TO organizations;
+ALTER TABLE users RENAME COLUMN account_id TO organization_id;
+ALTER TABLE databases RENAME COLUMN account_id TO organization_id;
+ALTER INDEX databases_account RENAME TO databases_organization;
+ALTER TABLE users ADD COLUMN role text NOT NULL DEFAULT 'admin' CHECK (role IN ('viewer', 'operator', 'admin'));
+ALTER TABLE users ALTER COLUMN role DROP DEFAULT;
+-- is_admin said who could create users (each in an account of their own): the role says it now.
+ALTER TABLE users DROP COLUMN is_admin;
+CREATE INDEX users_organization ON users (organization_id, created_at);
+-- A user can be removed: what they made stays, without its maker.
+ALTER TABLE api_keys DROP CONSTRAINT api_keys_created_by_fkey;
+ALTER TABLE api_keys ADD CONSTRAINT api_keys_created_by_fkey FOREIGN KEY (created_by) REFERENCES users (id) ON DELETE SET NULL;
+ALTER TABLE commands DROP CONSTRAINT commands_created_by_fkey;
+ALTER TABLE commands ADD CONSTRAINT commands_created_by_fkey FOREIGN KEY (created_by) REFERENCES users (id) ON DELETE SET NULL;
+ALTER TABLE tuning_sessions DROP CONSTRAINT tuning_sessions_created_by_fkey;
+ALTER TABLE tuning_sessions ADD CONSTRAINT tuning_sessions_created_by_fkey FOREIGN KEY (created_by) REFERENCES users (id) ON DELETE SET NULL;
+`,
+  },
+  {
+    version: 11,
+    name: 'the audit log: append-only, who did what, when, from where; login sessions say how they logged in',
+    sql: `
+ALTER TABLE login_sessions ADD COLUMN via text NOT NULL DEFAULT 'password' CHECK (via IN ('password', 'sso'));
+
+-- Every action that changes something (audit/record.ts). No foreign keys: an entry outlives the
+-- user, token or database it names.
+CREATE TABLE audit_events (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  at timestamptz NOT NULL DEFAULT now(),
+  -- NULL for a refused login with a username nobody has.
+  organization_id uuid,
+  actor_kind text NOT NULL CHECK (actor_kind IN ('user', 'token', 'anonymous')),
+  actor_id uuid,
+  actor_name text NOT NULL,
+  via text CHECK (via IN ('password', 'sso', 'token')),
+  address text,
+  database_id uuid,
+  action text NOT NULL,
+  details jsonb NOT NULL
+);
+CREATE INDEX audit_events_organization ON audit_events (organization_id, id);
+CREATE INDEX audit_events_at ON audit_events (at);
+
+-- Append-only in the storage too, whoever connects (PGlite runs as a superuser, so a trigger, not
+-- REVOKE): an UPDATE or TRUNCATE is refused; a DELETE only of entries older than the retention
+-- the deleting transaction declares (SET LOCAL tuner.audit_retention_days, as prune does).
+CREATE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF TG_OP = 'DELETE' AND coalesce(current_setting('tuner.audit_retention_days', true), '') ~ '^[0-9]+$' AND OLD.at < now() - make_interval(days => current_setting('tuner.audit_retention_days')::int) THEN RETURN OLD; END IF; RAISE EXCEPTION 'audit_events is append-only: % refused', TG_OP USING ERRCODE = 'insufficient_privilege'; END $$;
+CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();
+CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
+`,
+  },
+  {
+    version: 12,
+    name: 'API tokens for automation: a role in an organization, an expiry, only their hashes',
+    sql: `
+-- people/api-tokens.ts. A token acts on behalf of the admin who made it: removing them removes it.
+CREATE TABLE api_tokens (
+  id uuid PRIMARY KEY,
+  organization_id uuid NOT NULL REFERENCES organizations (id),
+  name text NOT NULL,
+  role text NOT NULL CHECK (role IN ('viewer', 'operator', 'admin')),
+  token_hash text NOT NULL UNIQUE,
+  display_prefix text NOT NULL,
+  created_by uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  revoked_at timestamptz,
+  last_used_at timestamptz
+);
+CREATE UNIQUE INDEX api_tokens_live_name ON api_tokens (organization_id, name) WHERE revoked_at IS NULL;
+`,
+  },
+  {
+    // 20, not 10: versions 10-19 are left to the organizations' migrations written at the same
+    // time (issue 45), so that the two cannot collide; the runner applies any it has not applied.
+    version: 20,
+    name: 'fleet_indexes',
+    // The fleet page's statement (sql-fleet.ts) at 10,000 databases: per database, the latest
+    // session in the order it sorts them (no sort step), the ended sessions a kept configuration
+    // may come from (most databases have none: found in the index alone), and advice that is
+    // pending (most rows are not: no heap visit to refuse them). A fifth less of the statement's
+    // CPU on PostgreSQL at 10,000 databases (bench/fleet.ts, docs/fleet.md).
+    sql: `
+CREATE INDEX tuning_sessions_latest ON tuning_sessions (database_id, created_at DESC, id DESC);
+CREATE INDEX tuning_sessions_ended ON tuning_sessions (database_id) WHERE state IN ('done', 'stopped');
+CREATE INDEX database_advice_pending ON database_advice (database_id) WHERE state = 'advice';
+`,
+  },
+  {
+    version: 21,
+    name: 'single sign-on: a user linked to an OpenID provider by its issuer and subject',
+    // people/sso.ts. The link is the provider's issuer and subject (sub), never the username: a
+    // person the provider renames stays the same user. A user who logs in through SSO has no
+    // password: its password_hash is a marker no password matches (people/passwords.ts).
+    sql: `
+ALTER TABLE users ADD COLUMN sso_issuer text, ADD COLUMN sso_subject text;
+ALTER TABLE users ADD CONSTRAINT users_sso_link CHECK ((sso_issuer IS NULL) = (sso_subject IS NULL));
+CREATE UNIQUE INDEX users_sso ON users (sso_issuer, sso_subject) WHERE sso_subject IS NOT NULL;
+`,
+  },
+  {
+    version: 22,
+    name: 'login_failures',
+    // The login throttle's counts (people/throttle.ts), in the storage rather than in each
+    // replica's memory: behind a balancer, N replicas gave an attacker N times the attempts.
+    sql: `
+CREATE TABLE login_failures (
+  key text PRIMARY KEY,
+  failures integer NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX login_failures_expires_at ON login_failures (expires_at);
+`,
+  },
+  {
+    version: 23,
+    name: 'plan-aware tuning: a session asks the planner before a trial goes live',
+    sql: `
+-- tuning/engine/planning.ts: a session that asks the agent's planner about each candidate first.
+ALTER TABLE tuning_sessions ADD COLUMN plan_aware boolean NOT NULL DEFAULT false;
+-- planning: its plan command is out; plan_neutral: skipped, it changes no heavy statement's plan;
+-- refused: refused before it ran, a heavy statement's plan would regress.
+ALTER TABLE tuning_iterations DROP CONSTRAINT tuning_iterations_state_check;
+ALTER TABLE tuning_iterations ADD CONSTRAINT tuning_iterations_state_check
+  CHECK (state IN ('planning', 'applying', 'measuring', 'ok', 'failed', 'cancelled', 'contaminated', 'plan_neutral', 'refused'));
+-- What the planner said about the trial's candidate (IterationPlans in tuning/store.ts).
+ALTER TABLE tuning_iterations ADD COLUMN plans jsonb;
+`,
+  },
+  {
+    version: 24,
+    name: "an organization's webhooks; the outbox keeps one row per event and destination",
+    // notify/actions.ts. The secret is kept as given: signing needs it (an HMAC key, not a
+    // password). An outbox row with no webhook_id is for the service-wide webhook
+    // (TUNER_WEBHOOK_URL), as every row was before; deleting a webhook drops its rows.
+    sql: `
+CREATE TABLE webhooks (
+  id uuid PRIMARY KEY,
+  organization_id uuid NOT NULL REFERENCES organizations (id),
+  url text NOT NULL,
+  secret text NOT NULL,
+  -- NULL: every kind of event; else the kinds it receives.
+  events text[],
+  created_by uuid REFERENCES users (id) ON DELETE SET NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhooks_organization ON webhooks (organization_id, created_at);
+ALTER TABLE webhook_outbox ADD COLUMN webhook_id uuid REFERENCES webhooks (id) ON DELETE CASCADE;
+ALTER TABLE webhook_outbox ADD COLUMN id bigint GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE webhook_outbox DROP CONSTRAINT webhook_outbox_pkey;
+ALTER TABLE webhook_outbox ADD PRIMARY KEY (id);
+-- An event once per destination (a second write of it is a no-op); the nil uuid stands for the
+-- service-wide webhook, as NULLs would not collide.
+CREATE UNIQUE INDEX webhook_outbox_event_destination ON webhook_outbox (event_id, (coalesce(webhook_id, '00000000-0000-0000-0000-000000000000'::uuid)));
+`,
+  },
 ];
 
 /** Any constant would do; this one reads "tuner" in ASCII, so it is recognizable in pg_locks. */

@@ -12,8 +12,8 @@ export const ADVICE_STANDS = (a: string, windowParam: string) =>
 export function createAdviceStore(db: Queryable): AdviceStore {
   return {
     async adviceDue(everySeconds, staleSeconds, limit) {
-      const rows = await db.query<{ id: string; account_id: string }>(
-        `SELECT d.id, d.account_id
+      const rows = await db.query<{ id: string; organization_id: string }>(
+        `SELECT d.id, d.organization_id
            FROM databases d
            JOIN agent_leases l ON l.database_id = d.id
            LEFT JOIN database_advice a ON a.database_id = d.id
@@ -24,7 +24,7 @@ export function createAdviceStore(db: Queryable): AdviceStore {
           ORDER BY a.computed_at NULLS FIRST, d.id LIMIT $3::int`,
         [everySeconds, staleSeconds, limit],
       );
-      return rows.map((r): AdviceDue => ({ databaseId: r.id, accountId: r.account_id }));
+      return rows.map((r): AdviceDue => ({ databaseId: r.id, organizationId: r.organization_id }));
     },
 
     async saveAdvice(advice) {

@@ -51,6 +51,14 @@ function leaseExpiry(interval: string, intervalsPerLease: string, minLeaseSecond
   return `coalesce(${clock}::timestamptz, now()) + make_interval(secs => greatest(${intervalsPerLease}::int * ${interval}, ${minLeaseSeconds}::int)::float8)`;
 }
 
+/** A renewal never moves the lease's end closer (`current`: its end now). The agent learns a
+ * shorter interval only from this report's answer, and was on the longer one until now: the lease
+ * granted for that one holds until the shorter one has renewed it (a database's interval set from
+ * 60 s to 5 s cut a lease to 30 s under an agent still on 60 s). */
+function renewedExpiry(current: string, renewal: string): string {
+  return `greatest(${current}, ${renewal})`;
+}
+
 /** The moment a lease granted or renewed now counts from: null for the storage's now(). */
 function leaseClockNow(policy: LeasePolicy): string | null {
   return policy.clock ? policy.clock().toISOString() : null;
@@ -164,7 +172,7 @@ export function createAgentStore(driver: SqlDriver): AgentStore {
              FROM prior p
          ), lease AS (
            UPDATE agent_leases l
-              SET expires_at = ${leaseExpiry('v.interval_seconds', '$12', '$14', '$16')},
+              SET expires_at = ${renewedExpiry('l.expires_at', leaseExpiry('v.interval_seconds', '$12', '$14', '$16'))},
                   last_report_at = now(), last_seq = $3::bigint
              FROM verdict v
             WHERE l.database_id = $1::uuid AND v.verdict <> 'out_of_order'

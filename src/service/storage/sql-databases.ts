@@ -1,5 +1,5 @@
 // Databases, their API keys, and what people read of each: commands, reports, events. Every
-// query names the account, so one account never reads another's rows.
+// query names the organization, so one organization never reads another's rows.
 import {
   KEY_REVOKED_REASON,
   type ApiKeyInfo,
@@ -9,7 +9,7 @@ import {
   type StoredReport,
 } from '../databases/store.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
-import { readReportBody } from './report-body.ts';
+import { readReportBody } from '../agents/report-body.ts';
 import {
   COMMAND_COLUMNS,
   DATABASE_COLUMNS,
@@ -61,54 +61,57 @@ function toStoredReport(row: StoredReportRow): StoredReport {
 export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
   const db: Queryable = driver;
 
-  /** The database's row, if it belongs to the account. */
-  async function ownedDatabase(accountId: string, databaseId: string): Promise<boolean> {
-    const row = await one(db, 'SELECT 1 AS ok FROM databases WHERE id = $1::uuid AND account_id = $2::uuid', [databaseId, accountId]);
+  /** The database's row, if it belongs to the organization. */
+  async function ownedDatabase(organizationId: string, databaseId: string): Promise<boolean> {
+    const row = await one(db, 'SELECT 1 AS ok FROM databases WHERE id = $1::uuid AND organization_id = $2::uuid', [
+      databaseId,
+      organizationId,
+    ]);
     return row !== null;
   }
 
   return {
-    async createDatabase(accountId, entry) {
+    async createDatabase(organizationId, entry) {
       const row = await one<DatabaseRow>(
         db,
-        `INSERT INTO databases (id, account_id, name, target) VALUES ($1::uuid, $2::uuid, $3, $4)
-         RETURNING id, account_id, name, target, report_interval_seconds, created_at`,
-        [entry.id, accountId, entry.name, entry.target],
+        `INSERT INTO databases (id, organization_id, name, target) VALUES ($1::uuid, $2::uuid, $3, $4)
+         RETURNING id, organization_id, name, target, report_interval_seconds, created_at`,
+        [entry.id, organizationId, entry.name, entry.target],
       );
       return toDatabase(row!);
     },
 
-    async listDatabases(accountId) {
+    async listDatabases(organizationId) {
       const rows = await db.query<DatabaseRow & LeaseColumns>(
         `SELECT ${DATABASE_COLUMNS}, ${LEASE_COLUMNS}
            FROM databases d LEFT JOIN agent_leases l ON l.database_id = d.id
-          WHERE d.account_id = $1::uuid ORDER BY d.created_at, d.name`,
-        [accountId],
+          WHERE d.organization_id = $1::uuid ORDER BY d.created_at, d.name`,
+        [organizationId],
       );
       return rows.map((row) => ({ ...toDatabase(row), agent: toLease(row) }));
     },
 
-    async getDatabase(accountId, databaseId) {
+    async getDatabase(organizationId, databaseId) {
       const row = await one<DatabaseRow & LeaseColumns>(
         db,
         `SELECT ${DATABASE_COLUMNS}, ${LEASE_COLUMNS}
            FROM databases d LEFT JOIN agent_leases l ON l.database_id = d.id
-          WHERE d.id = $1::uuid AND d.account_id = $2::uuid`,
-        [databaseId, accountId],
+          WHERE d.id = $1::uuid AND d.organization_id = $2::uuid`,
+        [databaseId, organizationId],
       );
       return row ? { ...toDatabase(row), agent: toLease(row) } : null;
     },
 
-    async setReportInterval(accountId, databaseId, seconds) {
+    async setReportInterval(organizationId, databaseId, seconds) {
       const rows = await db.query(
-        'UPDATE databases SET report_interval_seconds = $3::int WHERE id = $1::uuid AND account_id = $2::uuid RETURNING id',
-        [databaseId, accountId, seconds],
+        'UPDATE databases SET report_interval_seconds = $3::int WHERE id = $1::uuid AND organization_id = $2::uuid RETURNING id',
+        [databaseId, organizationId, seconds],
       );
       return rows.length > 0;
     },
 
-    async createApiKey(accountId, key) {
-      if (!(await ownedDatabase(accountId, key.databaseId))) return null;
+    async createApiKey(organizationId, key) {
+      if (!(await ownedDatabase(organizationId, key.databaseId))) return null;
       const row = await one<ApiKeyRow>(
         db,
         `INSERT INTO api_keys (id, database_id, key_hash, display_prefix, label, created_by)
@@ -119,24 +122,24 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
       return toApiKey(row!);
     },
 
-    async listApiKeys(accountId, databaseId) {
+    async listApiKeys(organizationId, databaseId) {
       const rows = await db.query<ApiKeyRow>(
         `SELECT k.id, k.database_id, k.display_prefix, k.label, k.created_at, k.revoked_at
            FROM api_keys k JOIN databases d ON d.id = k.database_id
-          WHERE k.database_id = $1::uuid AND d.account_id = $2::uuid
+          WHERE k.database_id = $1::uuid AND d.organization_id = $2::uuid
           ORDER BY k.created_at`,
-        [databaseId, accountId],
+        [databaseId, organizationId],
       );
       return rows.map(toApiKey);
     },
 
-    async revokeApiKey(accountId, databaseId, keyId) {
+    async revokeApiKey(organizationId, databaseId, keyId) {
       // In the same statement, so that no report in between hands one out: the database's apply
       // commands not acknowledged yet are cancelled (reverts stay, a late one is safe).
       const rows = await db.query<{ revoked_now: boolean }>(
         `WITH key AS (
            SELECT k.id, k.revoked_at IS NULL AS live FROM api_keys k JOIN databases d ON d.id = k.database_id
-            WHERE k.id = $1::uuid AND k.database_id = $2::uuid AND d.account_id = $3::uuid
+            WHERE k.id = $1::uuid AND k.database_id = $2::uuid AND d.organization_id = $3::uuid
          ), revoked AS (
            UPDATE api_keys k SET revoked_at = now() FROM key WHERE k.id = key.id AND key.live RETURNING k.id
          ), cancelled AS (
@@ -145,7 +148,7 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
            RETURNING c.id
          )
          SELECT key.live AS revoked_now FROM key`,
-        [keyId, databaseId, accountId, cancelledOutcome(KEY_REVOKED_REASON)],
+        [keyId, databaseId, organizationId, cancelledOutcome(KEY_REVOKED_REASON)],
       );
       return rows.length > 0;
     },
@@ -159,8 +162,8 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
       return row?.n ?? 0;
     },
 
-    async createCommand(accountId, databaseId, command, createdBy) {
-      if (!(await ownedDatabase(accountId, databaseId))) return null;
+    async createCommand(organizationId, databaseId, command, createdBy) {
+      if (!(await ownedDatabase(organizationId, databaseId))) return null;
       const row = await one<CommandRow>(
         db,
         `WITH c AS (
@@ -183,43 +186,43 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
       return row?.n ?? 0;
     },
 
-    async listCommands(accountId, databaseId, limit) {
+    async listCommands(organizationId, databaseId, limit) {
       const rows = await db.query<CommandRow>(
         `SELECT ${COMMAND_COLUMNS}
            FROM commands c JOIN databases d ON d.id = c.database_id LEFT JOIN users u ON u.id = c.created_by
-          WHERE c.database_id = $1::uuid AND d.account_id = $2::uuid
+          WHERE c.database_id = $1::uuid AND d.organization_id = $2::uuid
           ORDER BY c.seq DESC LIMIT $3::int`,
-        [databaseId, accountId, limit],
+        [databaseId, organizationId, limit],
       );
       return rows.map(toCommand);
     },
 
-    async latestReport(accountId, databaseId) {
+    async latestReport(organizationId, databaseId) {
       const row = await one<StoredReportRow>(
         db,
         `SELECT r.id::float8 AS id, r.lease_id, r.seq::float8 AS seq, r.sent_at, r.received_at, r.body
            FROM reports r JOIN databases d ON d.id = r.database_id
-          WHERE r.database_id = $1::uuid AND d.account_id = $2::uuid
+          WHERE r.database_id = $1::uuid AND d.organization_id = $2::uuid
           ORDER BY r.id DESC LIMIT 1`,
-        [databaseId, accountId],
+        [databaseId, organizationId],
       );
       return row ? toStoredReport(row) : null;
     },
 
-    async recentReports(accountId, databaseId, since, limit) {
+    async recentReports(organizationId, databaseId, since, limit) {
       const rows = await db.query<StoredReportRow>(
         `SELECT id, lease_id, seq, sent_at, received_at, body FROM (
            SELECT r.id::float8 AS id, r.lease_id, r.seq::float8 AS seq, r.sent_at, r.received_at, r.body
              FROM reports r JOIN databases d ON d.id = r.database_id
-            WHERE r.database_id = $1::uuid AND d.account_id = $2::uuid AND r.has_metrics AND r.received_at >= $3::timestamptz
+            WHERE r.database_id = $1::uuid AND d.organization_id = $2::uuid AND r.has_metrics AND r.received_at >= $3::timestamptz
             ORDER BY r.id DESC LIMIT $4::int
          ) last ORDER BY id`,
-        [databaseId, accountId, since.toISOString(), limit],
+        [databaseId, organizationId, since.toISOString(), limit],
       );
       return rows.map(toStoredReport);
     },
 
-    async reportSeries(accountId, databaseId, limit) {
+    async reportSeries(organizationId, databaseId, limit) {
       const rows = await db.query<{
         received_at: Date;
         avg_query_runtime_ms: number | null;
@@ -231,10 +234,10 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
         `SELECT received_at, avg_query_runtime_ms, tps, cache_hit_ratio, connections, statements_per_second FROM (
            SELECT r.id, r.received_at, r.avg_query_runtime_ms, r.tps, r.cache_hit_ratio, r.connections, r.statements_per_second
              FROM reports r JOIN databases d ON d.id = r.database_id
-            WHERE r.database_id = $1::uuid AND d.account_id = $2::uuid
+            WHERE r.database_id = $1::uuid AND d.organization_id = $2::uuid
             ORDER BY r.id DESC LIMIT $3::int
          ) last ORDER BY id`,
-        [databaseId, accountId, limit],
+        [databaseId, organizationId, limit],
       );
       return rows.map((r): ReportPoint => ({
         receivedAt: r.received_at,
@@ -246,7 +249,7 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
       }));
     },
 
-    async recentEvents(accountId, databaseId, limit) {
+    async recentEvents(organizationId, databaseId, limit) {
       const rows = await db.query<{
         at: Date;
         level: StoredEvent['level'];
@@ -257,9 +260,9 @@ export function createDatabaseStore(driver: SqlDriver): DatabaseStore {
       }>(
         `SELECT e.at, e.level, e.code, e.message, e.command_id, e.received_at
            FROM agent_events e JOIN databases d ON d.id = e.database_id
-          WHERE e.database_id = $1::uuid AND d.account_id = $2::uuid
+          WHERE e.database_id = $1::uuid AND d.organization_id = $2::uuid
           ORDER BY e.id DESC LIMIT $3::int`,
-        [databaseId, accountId, limit],
+        [databaseId, organizationId, limit],
       );
       return rows.map((r) => ({
         at: r.at,

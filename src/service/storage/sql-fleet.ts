@@ -1,9 +1,12 @@
-// The fleet home page's read (fleet/store.ts): every database of an account with its agent, its
+// The fleet home page's read (fleet/store.ts): every database of an organization with its agent, its
 // latest tuning session and its kept configuration, in ONE statement, so that the page costs one
 // round-trip to the storage with 1,000 databases as with one (bench/fleet.ts).
 import type { TargetKind } from '../../protocol/v1.ts';
 import type { AgentHealth, FleetEntry, FleetInterval, FleetStore, FleetWatch } from '../fleet/store.ts';
-import type { TuningSessionState } from '../tuning/store.ts';
+import { RUNNING_SESSION_STATES, type TuningSessionState } from '../tuning/store.ts';
+import { FLEET_FLAGS, type FleetFlag } from '../fleet/flags.ts';
+import { ATTENTION_FLAGS } from '../fleet/attention.ts';
+import type { FleetQuery } from '../fleet/query.ts';
 import type { Queryable } from './driver.ts';
 import { ADVICE_LIMITS } from '../advice/queries.ts';
 import { ADVICE_STANDS } from './sql-advice.ts';
@@ -80,8 +83,7 @@ export function keptConfiguration(join: 'LEFT JOIN' | 'JOIN'): string {
  * The kept configuration: keptConfiguration above; its watch: watch_states (watch/); the advice:
  * database_advice (advice/refresh.ts).
  */
-const FLEET_SQL = `
-SELECT coalesce(json_agg(f ORDER BY f.name, f.id), '[]'::json) AS fleet FROM (
+const fleetRows = (where = '') => `
 SELECT d.id, d.name, d.target, d.created_at,
        CASE WHEN l.lease_id IS NULL THEN 'none'
             WHEN l.released_at IS NOT NULL THEN 'stopped'
@@ -112,8 +114,108 @@ SELECT d.id, d.name, d.target, d.created_at,
   -- its window (ADVICE_LIMITS.windowSeconds): what the dashboard's advice would say now.
   LEFT JOIN database_advice a ON a.database_id = d.id AND ${ADVICE_STANDS('a', '$2')}
         AND (ls.id IS NULL OR (ls.ended_at IS NOT NULL AND a.computed_at >= ls.ended_at))
- WHERE d.account_id = $1::uuid
-) f`;
+ WHERE d.organization_id = $1::uuid ${where}`;
+
+const FLEET_SQL = `SELECT coalesce(json_agg(f ORDER BY f.name, f.id), '[]'::json) AS fleet FROM (${fleetRows()}) f`;
+
+/** The SQL of each state (fleet/flags.ts) over a row of FLEET_ROWS, as attention.ts fleetFlags
+ * decides it ($8: the running session states); the tests hold the two to agree. */
+const FLAG_SQL: Record<Exclude<FleetFlag, 'idle'>, string> = {
+  awaiting_approval: "session_state = 'awaiting_approval'",
+  agent_lost: "health = 'lost'",
+  gain_gone: "watch = 'gone'",
+  blocked: "coalesce(apply_blocked_reason, '') <> ''",
+  session_failed: "session_state = 'failed'",
+  workload_changed: 'workload_changed_since IS NOT NULL',
+  advice: 'coalesce(cardinality(advice_findings), 0) > 0',
+  agent_stopped: "health = 'stopped'",
+  no_agent: "health = 'none'",
+  tuning: 'session_state = ANY($8::text[])',
+  kept: 'kept_session_id IS NOT NULL',
+};
+/** A flag's bit in a database's mask: 1 << its position in FLEET_FLAGS. */
+const bit = (flag: FleetFlag) => 1 << FLEET_FLAGS.indexOf(flag);
+const QUIET = FLEET_FLAGS.filter((f) => f !== 'idle');
+/** Every state of the row as bits; `idle` when no other holds. */
+const MASK_SQL = `(${QUIET.map((f) => `CASE WHEN ${FLAG_SQL[f]} THEN ${bit(f)} ELSE 0 END`).join(' + ')}) AS m`;
+/** The position of the row's first state in FLEET_FLAGS: its rank (attention.ts needsAttentionRank). */
+const RANK_SQL = `CASE ${QUIET.map((f, i) => `WHEN ${FLAG_SQL[f]} THEN ${i}`).join(' ')} ELSE ${FLEET_FLAGS.indexOf('idle')} END`;
+
+/** The bits of the databases a state filter keeps (the `mask & bits <> 0` of FLEET_PAGE_SQL). */
+function filterBits(state: FleetQuery['state']): number {
+  if (state === 'all') return FLEET_FLAGS.reduce((bits, f) => bits | bit(f), 0);
+  if (state === 'attention') return ATTENTION_FLAGS.reduce((bits, f) => bits | bit(f), 0);
+  return bit(state);
+}
+
+/** Each sort (attention.ts COMPARATORS) as sort keys, $5 naming the sort: those of the other
+ * sorts are null for every row, so they tie; then by name (byName). */
+const PAGE_ORDER = `
+  CASE WHEN $5 = 'attention' THEN rank END ASC,
+  CASE WHEN $5 = 'attention' THEN waiting_since END ASC NULLS LAST,
+  CASE WHEN $5 = 'last_report' THEN last_report_at END ASC NULLS FIRST,
+  CASE WHEN $5 = 'gain' THEN gain END DESC NULLS LAST,
+  lower(name) COLLATE "C", name COLLATE "C", id`;
+
+/** The rows a query keeps: $3 the state filter's bits, $4 a piece of the name in lower case. */
+const MATCHES = 'mask & $3::int <> 0 AND strpos(lower(name), $4) > 0';
+
+/**
+ * The counts of the whole fleet and one page of it in one statement (FleetStore.fleetPage). Each
+ * database's state columns are read as for FLEET_SQL, then turned into a bit per state (mask),
+ * its rank and its sort keys, kept for all; then one pass counts, and only the page's rows are
+ * read whole and turned into JSON (at 10,000 databases, making and sending the JSON of all of them
+ * was most of the statement's time). $6, $7: the page's size and offset.
+ */
+const FLEET_PAGE_SQL = `
+WITH fleet AS MATERIALIZED (
+  SELECT id, name, last_report_at, gain, rank,
+         CASE WHEN m = 0 THEN ${bit('idle')} ELSE m END AS mask,
+         CASE rank
+           WHEN ${FLEET_FLAGS.indexOf('awaiting_approval')} THEN session_updated_at
+           WHEN ${FLEET_FLAGS.indexOf('session_failed')} THEN session_updated_at
+           WHEN ${FLEET_FLAGS.indexOf('agent_lost')} THEN coalesce(last_report_at, lease_expires_at)
+           WHEN ${FLEET_FLAGS.indexOf('workload_changed')} THEN workload_changed_since
+           WHEN ${FLEET_FLAGS.indexOf('advice')} THEN coalesce(advice_since, created_at)
+         END AS waiting_since
+    FROM (
+      SELECT r.*, ${MASK_SQL}, ${RANK_SQL} AS rank,
+             CASE WHEN jsonb_typeof(kept_runtime -> 'estimate') = 'number' AND jsonb_typeof(kept_runtime -> 'low') = 'number'
+                       AND jsonb_typeof(kept_runtime -> 'high') = 'number'
+                  THEN 1 - (kept_runtime ->> 'estimate')::float8 END AS gain
+        FROM (
+          SELECT id, name, created_at, health, apply_blocked_reason, last_report_at, lease_expires_at, session_state,
+                 session_updated_at, kept_session_id, kept_runtime, advice_findings, advice_since, workload_changed_since, watch
+            FROM (${fleetRows()}) f
+        ) r
+    ) x
+),
+page AS (
+  SELECT id, rank, waiting_since, last_report_at, gain, name FROM fleet WHERE ${MATCHES}
+   ORDER BY ${PAGE_ORDER} LIMIT $6::int OFFSET $7::int
+),
+-- Only the page's rows in full: the columns the page shows, for 100 databases rather than all.
+shown AS (
+  SELECT r.*, p.rank, p.waiting_since, p.gain FROM (${fleetRows('AND d.id IN (SELECT id FROM page)')}) r JOIN page p USING (id)
+)
+SELECT json_build_object(
+  'total', count(*)::int,
+  'attention', (count(*) FILTER (WHERE rank < ${ATTENTION_FLAGS.length}))::int,
+  'counts', ARRAY[${FLEET_FLAGS.map((f) => `count(*) FILTER (WHERE mask & ${bit(f)} <> 0)`).join(', ')}]::int[],
+  'matched', (count(*) FILTER (WHERE ${MATCHES}))::int,
+  'rows', (SELECT coalesce(json_agg(s ORDER BY ${PAGE_ORDER}), '[]'::json) FROM shown s)
+) AS answer
+  FROM fleet`;
+
+/** FLEET_PAGE_SQL's one value. */
+interface PageAnswer {
+  total: number;
+  attention: number;
+  /** In FLEET_FLAGS order. */
+  counts: number[];
+  matched: number;
+  rows: FleetRow[];
+}
 
 /** A verification interval as stored (jsonb), or null when there is none or it is not one. */
 function interval(value: FleetInterval | null): FleetInterval | null {
@@ -183,11 +285,41 @@ function toEntry(row: FleetRow): FleetEntry {
 
 export function createFleetStore(db: Queryable): FleetStore {
   return {
-    async fleet(accountId) {
-      const [row] = await db.query<{ fleet: FleetRow[] | string }>(FLEET_SQL, [accountId, ADVICE_LIMITS.windowSeconds], { name: 'fleet' });
+    async fleet(organizationId) {
+      const [row] = await db.query<{ fleet: FleetRow[] | string }>(FLEET_SQL, [organizationId, ADVICE_LIMITS.windowSeconds], {
+        name: 'fleet',
+      });
       // node-postgres parses json itself; a driver that hands over the text gets it parsed here.
       const fleet = typeof row?.fleet === 'string' ? (JSON.parse(row.fleet) as FleetRow[]) : (row?.fleet ?? []);
       return fleet.map(toEntry);
+    },
+
+    async fleetPage(organizationId, query, pageSize) {
+      const [row] = await db.query<{ answer: PageAnswer | string }>(
+        FLEET_PAGE_SQL,
+        [
+          organizationId,
+          ADVICE_LIMITS.windowSeconds,
+          filterBits(query.state),
+          query.q.toLowerCase(),
+          query.sort,
+          pageSize,
+          (query.page - 1) * pageSize,
+          RUNNING_SESSION_STATES,
+        ],
+        { name: 'fleet_page' },
+      );
+      const answer = typeof row!.answer === 'string' ? (JSON.parse(row!.answer) as PageAnswer) : row!.answer;
+      const counts = Object.fromEntries(FLEET_FLAGS.map((f, i) => [f, answer.counts[i] ?? 0])) as Record<FleetFlag, number>;
+      return {
+        total: answer.total,
+        attention: answer.attention,
+        counts,
+        matched: answer.matched,
+        page: query.page,
+        pageSize,
+        shown: answer.rows.map(toEntry),
+      };
     },
   };
 }

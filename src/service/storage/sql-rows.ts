@@ -2,7 +2,7 @@
 import type { Command, SystemInfo, TargetKind } from '../../protocol/v1.ts';
 import type { AgentLease } from '../agents/store.ts';
 import type { CommandOutcome, CommandRecord, CommandStatus, DatabaseEntry } from '../databases/store.ts';
-import type { User } from '../people/store.ts';
+import type { Role, User } from '../people/store.ts';
 import type { Queryable } from './driver.ts';
 
 export async function one<T extends object>(
@@ -16,15 +16,15 @@ export async function one<T extends object>(
 
 export interface UserRow {
   id: string;
-  account_id: string;
+  organization_id: string;
   username: string;
-  is_admin: boolean;
+  role: Role;
   created_at: Date;
 }
 
 export interface DatabaseRow {
   id: string;
-  account_id: string;
+  organization_id: string;
   name: string;
   target: TargetKind;
   report_interval_seconds: number | null;
@@ -54,7 +54,7 @@ export const LEASE_COLUMNS = `l.lease_id, l.hostname, l.pid::float8 AS pid, l.ag
   l.mode, l.allow_restart, l.include_queries, l.system, l.started_at, l.expires_at, l.released_at,
   l.last_report_at, l.last_seq::float8 AS last_seq, (l.released_at IS NULL AND l.expires_at > now()) AS live`;
 
-export const DATABASE_COLUMNS = 'd.id, d.account_id, d.name, d.target, d.report_interval_seconds, d.created_at';
+export const DATABASE_COLUMNS = 'd.id, d.organization_id, d.name, d.target, d.report_interval_seconds, d.created_at';
 
 export interface CommandRow {
   id: string;
@@ -79,13 +79,13 @@ export function cancelledOutcome(reason: string): string {
 }
 
 export function toUser(row: UserRow): User {
-  return { id: row.id, accountId: row.account_id, username: row.username, isAdmin: row.is_admin, createdAt: row.created_at };
+  return { id: row.id, organizationId: row.organization_id, username: row.username, role: row.role, createdAt: row.created_at };
 }
 
 export function toDatabase(row: DatabaseRow): DatabaseEntry {
   return {
     id: row.id,
-    accountId: row.account_id,
+    organizationId: row.organization_id,
     name: row.name,
     target: row.target,
     reportIntervalSeconds: row.report_interval_seconds,
@@ -100,7 +100,8 @@ export function toLease(row: LeaseColumns): AgentLease | null {
     hostname: row.hostname ?? '',
     pid: row.pid ?? 0,
     agentVersion: row.agent_version ?? '',
-    target: row.lease_target ?? 'local',
+    // agent_leases.target is NOT NULL: a row with a lease has one.
+    target: row.lease_target ?? '',
     targetIdentity: row.target_identity ?? '',
     mode: row.mode ?? '',
     allowRestart: row.allow_restart ?? false,

@@ -11,8 +11,11 @@ import { createTuningStore } from './sql-tuning.ts';
 import type { RetentionPolicy, Storage } from './storage.ts';
 import { createFleetStore } from './sql-fleet.ts';
 import { createWatchStore } from './sql-watch.ts';
-import { createWebhookOutboxStore } from './sql-webhook.ts';
+import { createWebhookOutboxStore, createWebhookStore } from './sql-webhook.ts';
 import { createAdviceStore } from './sql-advice.ts';
+import { createAuditStore } from './sql-audit.ts';
+import { createApiTokenStore } from './sql-api-tokens.ts';
+import { createLoginFailureStore } from './sql-login-failures.ts';
 
 export function createSqlStorage(driver: SqlDriver): Storage {
   const db: Queryable = driver;
@@ -25,7 +28,11 @@ export function createSqlStorage(driver: SqlDriver): Storage {
     ...createFleetStore(driver),
     ...createWatchStore(driver),
     ...createWebhookOutboxStore(driver),
+    ...createWebhookStore(driver),
     ...createAdviceStore(driver),
+    ...createAuditStore(driver),
+    ...createApiTokenStore(driver),
+    ...createLoginFailureStore(driver),
 
     async prune(policy: RetentionPolicy) {
       const count = async (deleteSql: string, params: readonly unknown[]): Promise<number> => {
@@ -49,15 +56,28 @@ export function createSqlStorage(driver: SqlDriver): Storage {
         );
       }
       const loginSessions = await count('DELETE FROM login_sessions WHERE expires_at < now()', []);
+      // The login throttle's counts whose window has ended (people/throttle.ts).
+      await count('DELETE FROM login_failures WHERE expires_at < now()', []);
       // Webhook events delivered or given up, with the reports of their time; pending ones stay.
       await count("DELETE FROM webhook_outbox WHERE state <> 'pending' AND finished_at < now() - make_interval(days => $1::int)", [
         policy.maxAgeDays,
       ]);
+      // The audit log's one delete: its trigger lets it through for entries older than the
+      // retention this transaction declares (migration 11).
+      const auditEvents = await driver.transaction(async (tx) => {
+        await tx.query("SELECT set_config('tuner.audit_retention_days', $1, true)", [String(policy.auditMaxAgeDays)]);
+        const row = await one<{ n: number }>(
+          tx,
+          'WITH gone AS (DELETE FROM audit_events WHERE at < now() - make_interval(days => $1::int) RETURNING 1) SELECT count(*)::int AS n FROM gone',
+          [policy.auditMaxAgeDays],
+        );
+        return row?.n ?? 0;
+      });
       // PGlite has no autovacuum: without statistics its planner misjudges the fleet's joins
       // (p95 250-285 ms against 120-145 ms with them at 1,000 databases, docs/fleet.md).
       const analyzed = driver.kind === 'pglite';
       if (analyzed) await db.query('ANALYZE');
-      return { reports, events, loginSessions, analyzed };
+      return { reports, events, loginSessions, auditEvents, analyzed };
     },
 
     async ping() {

@@ -4,7 +4,7 @@
 // and writes goes through the TuningSessionTx it is given.
 import type { Command } from '../../protocol/v1.ts';
 import type { Queryable, SqlDriver } from './driver.ts';
-import { readReportBody } from './report-body.ts';
+import { readReportBody } from '../agents/report-body.ts';
 import { sendNextCommand } from './sql-agents.ts';
 import { cancelledOutcome, findCommand, isUniqueViolation, one } from './sql-rows.ts';
 import {
@@ -51,6 +51,7 @@ interface SessionRow {
   seed: number;
   require_approval: boolean;
   verify_early: boolean;
+  plan_aware: boolean | null;
   space: TuningSessionRecord['space'];
   created_by: string | null;
   created_by_name: string | null;
@@ -69,7 +70,7 @@ interface SessionRow {
 
 const SESSION_COLUMNS = `s.id, s.database_id, s.state, s.mode, s.iterations, s.window_seconds, s.window_min_seconds, s.window_now_seconds, s.warmup_seconds,
   s.ab_rounds_min, s.ab_rounds_max, s.min_effect_percent, s.confidence_percent, s.statement_regressions,
-  s.seed::float8 AS seed, s.require_approval, s.verify_early, s.space, s.created_by, u.username AS created_by_name, s.created_at,
+  s.seed::float8 AS seed, s.require_approval, s.verify_early, s.plan_aware, s.space, s.created_by, u.username AS created_by_name, s.created_at,
   s.updated_at, s.ended_at, s.message, s.baseline_window, s.baseline, s.best, s.verification, s.steps, s.final_command_id, s.final_sent_at`;
 const SESSION_FROM = 'tuning_sessions s LEFT JOIN users u ON u.id = s.created_by';
 
@@ -94,10 +95,11 @@ interface IterationRow {
   reports: number | null;
   failure: string | null;
   finished_at: Date | null;
+  plans: TuningIterationRecord['plans'];
 }
 
 const ITERATION_COLUMNS = `session_id, ordinal, kind, phase, round, config, reason, predicted, command_id, state, created_at, sent_at,
-  acked_at, effective, measure_window, objective, stats, reports, failure, finished_at`;
+  acked_at, effective, measure_window, objective, stats, reports, failure, finished_at, plans`;
 
 const toWindow = (w: WindowJson | null): SessionWindow | null =>
   w ? { start: new Date(w.start), end: new Date(w.end), attempts: w.attempts } : null;
@@ -125,6 +127,7 @@ function toSession(row: SessionRow): TuningSessionRecord {
     seed: row.seed,
     requireApproval: row.require_approval,
     verifyEarly: row.verify_early,
+    planAware: row.plan_aware ?? false,
     space: row.space,
     createdById: row.created_by,
     createdBy: row.created_by_name,
@@ -164,6 +167,7 @@ function toIteration(row: IterationRow): TuningIterationRecord {
     reports: row.reports,
     failure: row.failure,
     finishedAt: row.finished_at,
+    plans: row.plans ?? null,
   };
 }
 
@@ -208,6 +212,9 @@ function iterationAssignments(patch: TuningIterationPatch): Array<[string, unkno
   if (patch.stats !== undefined) out.push(['stats', json(patch.stats), 'jsonb']);
   if (patch.reports !== undefined) out.push(['reports', patch.reports, 'int']);
   if (patch.failure !== undefined) out.push(['failure', patch.failure, 'text']);
+  if (patch.plans !== undefined) out.push(['plans', json(patch.plans), 'jsonb']);
+  if (patch.commandId !== undefined) out.push(['command_id', patch.commandId, 'uuid']);
+  if (patch.config !== undefined) out.push(['config', json(patch.config), 'jsonb']);
   return out;
 }
 
@@ -285,7 +292,7 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
           iteration.reason,
           json(iteration.predicted),
           iteration.commandId,
-          m ? 'measuring' : 'applying',
+          m ? 'measuring' : iteration.planning ? 'planning' : 'applying',
           time(m?.sentAt ?? null),
           time(m?.ackedAt ?? null),
           json(m?.effective ?? null),
@@ -303,7 +310,7 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
         ...set.params,
       ]);
     },
-    issueCommand: (command, createdById) => insertCommand(q, databaseId, command, createdById),
+    issueCommand: (command, createdById, deliverWithinSeconds) => insertCommand(q, databaseId, command, createdById, deliverWithinSeconds),
     sendNextCommand: () => sendNextCommand(q, databaseId),
     command: (commandId) => findCommand(q, databaseId, commandId),
     async cancelCommand(commandId, reason) {
@@ -324,6 +331,14 @@ function sessionTx(q: Queryable, session: TuningSessionRecord): TuningSessionTx 
       );
       return rows.map((r): GuardrailBreach => ({ commandId: r.command_id, message: r.message, at: r.at }));
     },
+    async agentPresence() {
+      const row = await one<{ live: boolean; at: Date | null }>(
+        q,
+        `SELECT (released_at IS NULL AND expires_at > now()) AS live, last_report_at AS at FROM agent_leases WHERE database_id = $1::uuid`,
+        [databaseId],
+      );
+      return { live: row?.live ?? false, lastReportAt: row?.at ?? null };
+    },
   };
 }
 
@@ -340,14 +355,17 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
   };
 
   return {
-    async createTuningSession(accountId, s) {
-      const owned = await one(db, 'SELECT 1 AS ok FROM databases WHERE id = $1::uuid AND account_id = $2::uuid', [s.databaseId, accountId]);
+    async createTuningSession(organizationId, s) {
+      const owned = await one(db, 'SELECT 1 AS ok FROM databases WHERE id = $1::uuid AND organization_id = $2::uuid', [
+        s.databaseId,
+        organizationId,
+      ]);
       if (!owned) return { kind: 'no_database' };
       try {
         await db.query(
           `INSERT INTO tuning_sessions (id, database_id, state, mode, iterations, window_seconds, warmup_seconds, seed, require_approval, space, created_by, message,
-             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent, statement_regressions, window_min_seconds, verify_early)
-           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8, $16, $17::int, $18::boolean)`,
+             ab_rounds_min, ab_rounds_max, min_effect_percent, confidence_percent, statement_regressions, window_min_seconds, verify_early, plan_aware)
+           VALUES ($1::uuid, $2::uuid, 'baseline', $3, $4::int, $5::int, $6::int, $7::bigint, $8::boolean, $9::jsonb, $10::uuid, $11, $12::int, $13::int, $14::float8, $15::float8, $16, $17::int, $18::boolean, $19::boolean)`,
           [
             s.id,
             s.databaseId,
@@ -367,6 +385,7 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
             s.statementRegressions,
             s.windowMinSeconds,
             s.verifyEarly,
+            s.planAware,
           ],
         );
       } catch (err) {
@@ -379,21 +398,21 @@ export function createTuningStore(driver: SqlDriver): TuningStore {
       return { kind: 'created', session: toSession(row!) };
     },
 
-    async listTuningSessions(accountId, databaseId, limit) {
+    async listTuningSessions(organizationId, databaseId, limit) {
       const rows = await db.query<SessionRow>(
         `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} JOIN databases d ON d.id = s.database_id
-          WHERE s.database_id = $1::uuid AND d.account_id = $2::uuid ORDER BY s.created_at DESC, s.id LIMIT $3::int`,
-        [databaseId, accountId, limit],
+          WHERE s.database_id = $1::uuid AND d.organization_id = $2::uuid ORDER BY s.created_at DESC, s.id LIMIT $3::int`,
+        [databaseId, organizationId, limit],
       );
       return rows.map(toSession);
     },
 
-    async getTuningSession(accountId, databaseId, sessionId) {
+    async getTuningSession(organizationId, databaseId, sessionId) {
       const row = await one<SessionRow>(
         db,
         `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} JOIN databases d ON d.id = s.database_id
-          WHERE s.id = $1::uuid AND s.database_id = $2::uuid AND d.account_id = $3::uuid`,
-        [sessionId, databaseId, accountId],
+          WHERE s.id = $1::uuid AND s.database_id = $2::uuid AND d.organization_id = $3::uuid`,
+        [sessionId, databaseId, organizationId],
       );
       if (!row) return null;
       const iterations = await db.query<IterationRow>(

@@ -45,13 +45,13 @@ export function createWatchStore(driver: SqlDriver): WatchStore {
     async watchDue(everySeconds, limit) {
       const rows = await driver.query<{
         id: string;
-        account_id: string;
+        organization_id: string;
         name: string;
         session_id: string;
         kept_at: Date;
         watch_from: Date;
       }>(
-        `SELECT d.id, d.account_id, d.name, k.id AS session_id, k.acked_at AS kept_at,
+        `SELECT d.id, d.organization_id, d.name, k.id AS session_id, k.acked_at AS kept_at,
                 greatest(k.acked_at, (SELECT max(e.ended_at) FROM tuning_sessions e WHERE e.database_id = d.id)) AS watch_from
            FROM databases d
            ${keptConfiguration('JOIN')}
@@ -64,7 +64,7 @@ export function createWatchStore(driver: SqlDriver): WatchStore {
       );
       return rows.map((r): WatchDue => ({
         databaseId: r.id,
-        accountId: r.account_id,
+        organizationId: r.organization_id,
         databaseName: r.name,
         sessionId: r.session_id,
         keptAt: r.kept_at,

@@ -3,13 +3,14 @@
 // feature) serves both PGlite and PostgreSQL with the same SQL.
 import type { AgentStore } from '../agents/store.ts';
 import type { DatabaseStore } from '../databases/store.ts';
-import type { PeopleStore } from '../people/store.ts';
+import type { ApiTokenStore, LoginFailureStore, PeopleStore } from '../people/store.ts';
 import type { TuningStore } from '../tuning/store.ts';
 import type { MetricsSnapshot } from './sql-metrics.ts';
 import type { FleetStore } from '../fleet/store.ts';
 import type { WatchStore } from '../watch/store.ts';
-import type { WebhookOutboxStore } from '../notify/store.ts';
+import type { WebhookOutboxStore, WebhookStore } from '../notify/store.ts';
 import type { AdviceStore } from '../advice/store.ts';
+import type { AuditStore } from '../audit/store.ts';
 
 export interface RetentionPolicy {
   /** Reports and events older than this are deleted. */
@@ -18,10 +19,24 @@ export interface RetentionPolicy {
   maxReportsPerDatabase: number;
   /** At most this many agent events are kept per database (the newest). */
   maxEventsPerDatabase: number;
+  /** Audit entries older than this are deleted (the one delete the audit log allows). */
+  auditMaxAgeDays: number;
 }
 
 export interface Storage
-  extends PeopleStore, DatabaseStore, AgentStore, TuningStore, FleetStore, WatchStore, WebhookOutboxStore, AdviceStore {
+  extends
+    PeopleStore,
+    DatabaseStore,
+    AgentStore,
+    TuningStore,
+    FleetStore,
+    WatchStore,
+    WebhookOutboxStore,
+    WebhookStore,
+    AdviceStore,
+    AuditStore,
+    ApiTokenStore,
+    LoginFailureStore {
   readonly kind: 'pglite' | 'postgres';
 
   // Housekeeping
@@ -30,6 +45,8 @@ export interface Storage
   /** The figures the Prometheus gauges show (src/service/app/metrics.ts). */
   metricsSnapshot(): Promise<MetricsSnapshot>;
   /** Removes old rows; `analyzed`: the statistics were refreshed too (PGlite, which has no autovacuum). */
-  prune(policy: RetentionPolicy): Promise<{ reports: number; events: number; loginSessions: number; analyzed: boolean }>;
+  prune(
+    policy: RetentionPolicy,
+  ): Promise<{ reports: number; events: number; loginSessions: number; auditEvents: number; analyzed: boolean }>;
   close(): Promise<void>;
 }

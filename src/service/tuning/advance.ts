@@ -5,14 +5,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Command } from '../../protocol/v1.ts';
 import { safeErrorForLog } from '../errors.ts';
-import { RUNNING_SESSION_STATES, type TuningSessionRecord, type TuningStore } from './store.ts';
+import { MEASURING_SESSION_STATES, RUNNING_SESSION_STATES, type TuningSessionRecord, type TuningStore } from './store.ts';
 import { advanceSession, type AdvanceResult } from './engine.ts';
 import { sessionReportInterval } from './params.ts';
 import { windowOf } from './window-length.ts';
 import type { RunningSessions } from './running.ts';
 
 const RUNNING = new Set(RUNNING_SESSION_STATES);
-const MEASURING = new Set<TuningSessionRecord['state']>(['baseline', 'iterating']);
+const MEASURING = new Set(MEASURING_SESSION_STATES);
 
 /** What moving sessions on needs: the tuning port, and the cache of databases with a running session. */
 export interface AdvanceDeps {

@@ -80,6 +80,9 @@ export interface SessionJudgement {
   judged: Map<number, Judged>;
   /** Baseline windows' runtime over the first baseline's (the drift, and the kept steps), by ordinal. */
   baselineRatios: Map<number, number>;
+  /** Plan-neutral trials (skipped unmeasured: engine/planning.ts), by ordinal: the known-good's
+   * objective of their epoch, which the planner says they equal. */
+  neutral: Map<number, Judged>;
 }
 
 export function judgeSession(session: TuningSessionRecord, iterations: readonly TuningIterationRecord[]): SessionJudgement {
@@ -101,18 +104,37 @@ export function judgeSession(session: TuningSessionRecord, iterations: readonly 
     const j = judge(p, epochs[epoch] ?? [], noise);
     if (j) judged.set(it.ordinal, { ...j, objective: j.objective * chainAt(session, epoch) });
   }
+  const neutral = new Map<number, Judged>();
+  for (const it of iterations)
+    if (it.state === 'plan_neutral') neutral.set(it.ordinal, { objective: chainAt(session, epochOf(session, it.ordinal)), sd: noise });
   const baselines = epochs.flatMap((points, e) => points.map((p) => ({ ...p, runtimeMs: p.runtimeMs / chainAt(session, e) })));
-  return { baselines, drift: drift(baselines), noise, noiseDifferences: pooled?.differences ?? 0, judged, baselineRatios };
+  return { baselines, drift: drift(baselines), noise, noiseDifferences: pooled?.differences ?? 0, judged, baselineRatios, neutral };
 }
 
 /** The suggestion kind of a trial, for the optimizer (remeasure rows are from older sessions). */
 const kindOf = (it: TuningIterationRecord): { kind?: SuggestionKind } =>
   it.kind === 'diagnosis' || it.kind === 'heuristic' || it.kind === 'explore' ? { kind: it.kind } : {};
 
-/** The optimizer's history: every finished trial in order, judged; a failed one with no objective. */
-export function historyOf(iterations: readonly TuningIterationRecord[], judgement: SessionJudgement): Observation[] {
+/**
+ * The optimizer's history: every finished trial in order, judged; a failed one, or one refused
+ * before it ran (a plan regression), with no objective. `withNeutral`: the plan-neutral trials too,
+ * at the known-good's objective (the search must not suggest them again); a recommendation is
+ * never one of them (it equals the known-good).
+ */
+export function historyOf(
+  iterations: readonly TuningIterationRecord[],
+  judgement: SessionJudgement,
+  { withNeutral = false }: { withNeutral?: boolean } = {},
+): Observation[] {
   return iterations.filter(isTrial).flatMap((it): Observation[] => {
     const measuredAt = it.finishedAt?.toISOString();
+    const neutral = withNeutral ? judgement.neutral.get(it.ordinal) : undefined;
+    if (neutral) {
+      const noise = neutral.sd !== null ? { noise: neutral.sd } : {};
+      return [
+        { config: it.config, objective: neutral.objective, status: 'ok', ...noise, ...(measuredAt && { measuredAt }), ...kindOf(it) },
+      ];
+    }
     const j = judgement.judged.get(it.ordinal);
     if (it.state === 'ok' && j && j.objective > 0) {
       return [
@@ -126,7 +148,7 @@ export function historyOf(iterations: readonly TuningIterationRecord[], judgemen
         },
       ];
     }
-    if (it.state === 'failed')
+    if (it.state === 'failed' || it.state === 'refused')
       return [{ config: it.config, objective: null, status: 'failed', ...(measuredAt && { measuredAt }), ...kindOf(it) }];
     return [];
   });

@@ -91,6 +91,20 @@ export const StartTuningSessionInputSchema = z
     statementRegressions: z
       .enum(['approve', 'refuse'], { error: "expected 'approve' (name it and wait for approval) or 'refuse'" })
       .default('approve'),
+    /** Tune only these parameters (names of the catalog the session could tune); absent: all of them. */
+    knobs: z
+      .array(
+        z.string({ error: 'expected parameter names' }).regex(/^[a-z_][a-z0-9_]{0,62}$/, 'expected a parameter name such as work_mem'),
+        {
+          error: 'expected a list of parameter names',
+        },
+      )
+      .min(1, 'expected at least one parameter (or leave knobs out: all of them)')
+      .max(100, 'expected at most 100 parameters')
+      .optional(),
+    /** Ask the agent's planner about each candidate before it goes live (engine/planning.ts);
+     * absent: on when the agent runs with postgresql.include_plans. */
+    planAware: z.boolean({ error: 'expected true or false' }).optional(),
     /** Start from the database's advice (GET …/advice): the session's first trials are what its
      * diagnoses argue for; refused when there is none. */
     fromAdvice: z.boolean({ error: 'expected true or false' }).optional(),
@@ -131,6 +145,8 @@ export function startInputFromForm(form: Record<string, string>): Record<string,
     verifyEarly: form['verifyEarly'] === 'true',
     statementRegressions: form['statementRegressions'] || undefined,
     fromAdvice: form['fromAdvice'] === 'true' || undefined,
+    // '' (or absent): the default, on when the agent asks the planner.
+    planAware: form['planAware'] === 'true' ? true : form['planAware'] === 'false' ? false : undefined,
   };
   return Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
 }

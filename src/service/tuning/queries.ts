@@ -1,5 +1,5 @@
 // What people read of tuning sessions, through the JSON API or the dashboard alike: a database's
-// sessions, and one session with its windows (iterations). The acting user's account bounds it.
+// sessions, and one session with its windows (iterations). The acting user's organization bounds it.
 import { databaseOf } from '../databases/actions.ts';
 import type { DatabaseSummary } from '../databases/store.ts';
 import type { User } from '../people/store.ts';
@@ -9,12 +9,12 @@ import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 /** The database's sessions, newest first. */
 export async function listTuningSessions(deps: TuningDeps, user: User, databaseId: string, limit: number): Promise<TuningSessionRecord[]> {
   await databaseOf(deps, user, databaseId);
-  return deps.stores.tuning.listTuningSessions(user.accountId, databaseId, limit);
+  return deps.stores.tuning.listTuningSessions(user.organizationId, databaseId, limit);
 }
 
-/** The sessions of a database `databaseOf` returned (its account checked already), newest first. */
+/** The sessions of a database `databaseOf` returned (its organization checked already), newest first. */
 export function tuningSessionsOf(deps: TuningDeps, database: DatabaseSummary, limit: number): Promise<TuningSessionRecord[]> {
-  return deps.stores.tuning.listTuningSessions(database.accountId, database.id, limit);
+  return deps.stores.tuning.listTuningSessions(database.organizationId, database.id, limit);
 }
 
 export interface TuningSessionDetail {
@@ -24,7 +24,7 @@ export interface TuningSessionDetail {
 
 /** The session with its iterations, or a not_found error that says so. */
 export async function getTuningSession(deps: TuningDeps, user: User, databaseId: string, sessionId: string): Promise<TuningSessionDetail> {
-  const found = await findTuningSession(deps, user.accountId, databaseId, sessionId);
+  const found = await findTuningSession(deps, user.organizationId, databaseId, sessionId);
   if (!found) throw noSuchSession(sessionId);
   return found;
 }
@@ -32,9 +32,9 @@ export async function getTuningSession(deps: TuningDeps, user: User, databaseId:
 /** The session with its iterations, or null: for a page that shows the latest when the one asked for is gone. */
 export function findTuningSession(
   deps: TuningDeps,
-  accountId: string,
+  organizationId: string,
   databaseId: string,
   sessionId: string,
 ): Promise<TuningSessionDetail | null> {
-  return deps.stores.tuning.getTuningSession(accountId, databaseId, sessionId);
+  return deps.stores.tuning.getTuningSession(organizationId, databaseId, sessionId);
 }

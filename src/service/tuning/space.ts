@@ -1,10 +1,11 @@
 // The search space of a session, from what the agent reported when it started, kept with the
 // session so that every step (on any replica, after any restart) rebuilds the same space.
 import { describeValue, getKnob, parseSetting, parseValue, type KnobValue } from '../../knobs/index.ts';
-import { createSpace, type SearchSpace } from '../../optimizer/index.ts';
+import { createSpace, type SearchSpace, type WorkloadSignals } from '../../optimizer/index.ts';
 import type { Setting, TargetKind } from '../../protocol/v1.ts';
 import type { TuningMode } from '../../protocol/v1.ts';
-import type { SessionSpaceInput } from './store.ts';
+import type { SessionSpaceInput, TuningSessionRecord } from './store.ts';
+import { TARGETS } from '../../agent/targets/registry.ts';
 
 /**
  * Settings the agent's memory and ordering checks read that are not catalog knobs. Protocol v1
@@ -48,7 +49,18 @@ export function sessionSpaceInput(input: {
 
 /** Throws (a TypeError naming what is missing) when the space cannot be built. */
 export function buildSpace(input: SessionSpaceInput): SearchSpace {
-  return createSpace({ target: input.target, mode: input.mode, machine: input.machine, settings: input.settings });
+  const { target, mode, machine, settings } = input;
+  const space = createSpace({ target, capabilities: TARGETS.capabilitiesOf(target), mode, machine, settings });
+  if (!input.knobs) return space;
+  const chosen = new Set(input.knobs);
+  return {
+    ...space,
+    dimensions: space.dimensions.filter((d) => chosen.has(d.name)),
+    excluded: [
+      ...space.excluded,
+      ...space.dimensions.filter((d) => !chosen.has(d.name)).map((d) => ({ name: d.name, reason: "not among the session's knobs" })),
+    ],
+  };
 }
 
 export interface ConfigChange {
@@ -83,4 +95,9 @@ export function configDiff(space: SearchSpace, config: Readonly<Record<string, K
     if (!sameValue(baseline, value)) changes.push({ name, baseline: describeValue(knob, baseline), value: describeValue(knob, value) });
   }
   return changes;
+}
+
+/** What a session's diagnoses read: the advice it was started from, else its baseline's signals. */
+export function diagnosisSignals(session: Pick<TuningSessionRecord, 'space' | 'baseline'>): WorkloadSignals | undefined {
+  return session.space.advice?.signals ?? session.baseline?.signals;
 }

@@ -6,6 +6,7 @@ import type { QueryMix, WindowStats } from '../../measure/objective.ts';
 import type { Decision, Interval, StatementChange } from '../../measure/verify.ts';
 import type { Prediction, WorkloadSignals } from '../../optimizer/index.ts';
 import type { CommandRecord, StoredReport } from '../databases/store.ts';
+import type { IterationPlans } from './iteration-plans.ts';
 
 /** baseline → iterating → verifying → awaiting_approval | applying_best → done; or stopped, reverted, failed.
  * Every state, once: the metrics show each (and the storage's CHECK constraint lists the same). */
@@ -31,6 +32,9 @@ export const ACTIVE_SESSION_STATES: readonly TuningSessionState[] = [
 ];
 /** Active states that time can move on (a window that closes, an ack that never comes). */
 export const RUNNING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying', 'applying_best'];
+/** Running states whose windows are being measured: in these, and only these, the agent is asked
+ * to report faster (sessionReportInterval), so that every window has reports enough to close. */
+export const MEASURING_SESSION_STATES: readonly TuningSessionState[] = ['baseline', 'iterating', 'verifying'];
 
 /** What the search space is built from, as it was when the session started (plain JSON). */
 export interface SessionSpaceInput {
@@ -43,6 +47,8 @@ export interface SessionSpaceInput {
    * what it found, which the session's diagnoses read instead of its baseline's (advice/seed.ts).
    * Kept here because, like the rest, it is fixed at the start and every step reads it. */
   advice?: SessionAdviceSeed;
+  /** The parameters a person chose to tune (the others stay as they are); absent: all the space allows. */
+  knobs?: string[];
 }
 
 export interface SessionAdviceSeed {
@@ -163,6 +169,8 @@ export interface TuningSessionParams {
   requireApproval: boolean;
   /** Verify a big win as soon as it is seen, as a step (steps.ts); false: only the search's best, at its end. */
   verifyEarly: boolean;
+  /** Ask the agent's planner about each candidate before it goes live (engine/planning.ts). */
+  planAware: boolean;
 }
 
 export interface TuningSessionRecord extends TuningSessionParams {
@@ -190,9 +198,22 @@ export interface TuningSessionRecord extends TuningSessionParams {
   finalSentAt: Date | null;
 }
 
-/** contaminated: its window could not be trusted, and was measured again in a later row. Every
+/** planning: a plan-aware session asked the agent's planner about it and waits for the answer;
+ * plan_neutral: skipped, not measured (it moves only planner parameters and changes no heavy
+ * statement's plan); refused: refused before it ran (a heavy statement's plan would regress).
+ * contaminated: its window could not be trusted, and was measured again in a later row. Every
  * state, once (the storage's CHECK constraint lists the same). */
-export const TUNING_ITERATION_STATES = ['applying', 'measuring', 'ok', 'failed', 'cancelled', 'contaminated'] as const;
+export const TUNING_ITERATION_STATES = [
+  'planning',
+  'applying',
+  'measuring',
+  'ok',
+  'failed',
+  'cancelled',
+  'contaminated',
+  'plan_neutral',
+  'refused',
+] as const;
 export type TuningIterationState = (typeof TUNING_ITERATION_STATES)[number];
 
 /**
@@ -229,6 +250,8 @@ export interface TuningIterationRecord {
   reports: number | null;
   failure: string | null;
   finishedAt: Date | null;
+  /** What the planner said about it (plan-aware sessions), or null. */
+  plans: IterationPlans | null;
 }
 
 export type TuningSessionPatch = Partial<
@@ -248,7 +271,21 @@ export type TuningSessionPatch = Partial<
 >;
 
 export type TuningIterationPatch = Partial<
-  Pick<TuningIterationRecord, 'state' | 'sentAt' | 'ackedAt' | 'effective' | 'window' | 'objective' | 'stats' | 'reports' | 'failure'> & {
+  Pick<
+    TuningIterationRecord,
+    | 'state'
+    | 'sentAt'
+    | 'ackedAt'
+    | 'effective'
+    | 'window'
+    | 'objective'
+    | 'stats'
+    | 'reports'
+    | 'failure'
+    | 'plans'
+    | 'commandId'
+    | 'config'
+  > & {
     finished: boolean;
   }
 >;
@@ -257,6 +294,8 @@ export type NewTuningIteration = Pick<
   TuningIterationRecord,
   'ordinal' | 'kind' | 'phase' | 'round' | 'config' | 'reason' | 'predicted' | 'commandId'
 > & {
+  /** A plan-aware trial's first row: its command is the plan command, the apply comes after. */
+  planning?: boolean;
   /** A window of a configuration that is applied already (its command's): measured from the start. */
   measuring?: Pick<TuningIterationRecord, 'sentAt' | 'ackedAt' | 'effective' | 'window'>;
   /** A trial's command: the agent must receive it within this many seconds, else it is cancelled. */
@@ -282,7 +321,8 @@ export interface TuningSessionTx {
   /** Inserts the iteration and queues its command for the agent (none for an iteration `measuring` already). */
   addIteration(iteration: NewTuningIteration, command: Command | null, createdById: string | null): Promise<TuningIterationRecord>;
   updateIteration(ordinal: number, patch: TuningIterationPatch): Promise<void>;
-  issueCommand(command: Command, createdById: string | null): Promise<void>;
+  /** Queues a command; `deliverWithinSeconds`: a trial's deadline (see NewTuningIteration). */
+  issueCommand(command: Command, createdById: string | null, deliverWithinSeconds?: number): Promise<void>;
   /** Marks the database's oldest command that may go out now as sent and returns it: the answer
    * to the report this step follows hands over what the step queued, in the same transaction. */
   sendNextCommand(): Promise<Command | null>;
@@ -293,6 +333,9 @@ export interface TuningSessionTx {
   reportsSince(since: Date, limit: number): Promise<SessionReport[]>;
   /** guardrail_breach events about any of these commands. */
   guardrailBreaches(commandIds: readonly string[]): Promise<GuardrailBreach[]>;
+  /** Whether an agent holds a live lease on the database (by the storage's clock), and when the
+   * agent of the last lease last reported (null: not since its start). */
+  agentPresence(): Promise<{ live: boolean; lastReportAt: Date | null }>;
 }
 
 export type CreateSessionResult =
@@ -307,10 +350,10 @@ export interface NewTuningSession extends TuningSessionParams {
 
 export interface TuningStore {
   /** Creates the session unless the database has an active one (one at a time, enforced by a unique index). */
-  createTuningSession(accountId: string, session: NewTuningSession): Promise<CreateSessionResult>;
-  listTuningSessions(accountId: string, databaseId: string, limit: number): Promise<TuningSessionRecord[]>;
+  createTuningSession(organizationId: string, session: NewTuningSession): Promise<CreateSessionResult>;
+  listTuningSessions(organizationId: string, databaseId: string, limit: number): Promise<TuningSessionRecord[]>;
   getTuningSession(
-    accountId: string,
+    organizationId: string,
     databaseId: string,
     sessionId: string,
   ): Promise<{ session: TuningSessionRecord; iterations: TuningIterationRecord[] } | null>;

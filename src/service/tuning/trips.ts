@@ -8,7 +8,7 @@
 // holds for a verification's candidate window a guardrail ended, which would end the verification
 // (verificationTrip): contaminated, its round is measured again.
 import { slowerThanDrift, windowNoise } from '../../measure/drift.ts';
-import { ENVIRONMENT_BREACH } from '../../protocol/v1.ts';
+import { ENVIRONMENT_BREACH, ENVIRONMENT_CAUSE } from '../../protocol/v1.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from './store.ts';
 import { constraintBreach } from './constraints.ts';
 import { baselinePoints, isTrial, pointOf } from './history.ts';
@@ -20,6 +20,10 @@ export const ENVIRONMENT_TRIP = 'contaminated: the environment, not the configur
 /** The agent ended the trial because the environment changed under it (a failover: its guardrail
  * event begins with ENVIRONMENT_BREACH): its window is contaminated, not failed. */
 export const isEnvironmentBreach = (message: string) => message.startsWith(ENVIRONMENT_BREACH);
+
+/** The agent's apply failed because the environment changed under it (its first error begins
+ * with ENVIRONMENT_CAUSE): not the configuration's failure either. */
+export const isEnvironmentCause = (errors: string) => errors.startsWith(ENVIRONMENT_CAUSE);
 
 /** A trial failed by a guardrail or by a constraint on its measured window (not refused, not unacknowledged). */
 export const isTrip = (it: TuningIterationRecord) =>

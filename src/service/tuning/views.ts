@@ -65,6 +65,10 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
       failed: trials.filter((it) => it.state === 'failed').length,
       cancelled: trials.filter((it) => it.state === 'cancelled').length,
       contaminated: iterations.filter((it) => it.state === 'contaminated').length,
+      /** Skipped unmeasured: they change no heavy statement's plan (plan-aware sessions). */
+      planNeutral: trials.filter((it) => it.state === 'plan_neutral').length,
+      /** Refused before they ran: a heavy statement's plan would regress (plan-aware sessions). */
+      refused: trials.filter((it) => it.state === 'refused').length,
       baselineWindows: iterations.filter((it) => it.kind === 'baseline' && it.phase === 'search' && it.state === 'ok').length,
       abRounds: session.verification?.rounds ?? 0,
     };
@@ -87,6 +91,7 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
     seed: session.seed,
     requireApproval: session.requireApproval,
     verifyEarly: session.verifyEarly,
+    planAware: session.planAware,
     statementRegressions: session.statementRegressions,
     reportIntervalSeconds: sessionReportInterval(windowOf(session)),
     createdBy: session.createdBy,
@@ -105,6 +110,8 @@ export function tuningSessionView(session: TuningSessionRecord, iterations?: rea
     /** Every early verification (steps.ts), in order, each with its figures and what became of it. */
     steps: session.steps.map((step) => ({
       ...step,
+      /** The plan changes behind it, as the planner named them before its trial ran (plan-aware sessions). */
+      planChanges: iterations?.find((it) => it.ordinal === step.iteration)?.plans?.changes ?? [],
       diff: space ? configDiff(space, step.config) : [],
       summary: step.rounds > 0 ? describeVerdict(step, session.confidencePercent / 100) : null,
     })),
@@ -158,6 +165,8 @@ export function iterationViews(session: TuningSessionRecord, iterations: readonl
       reports: it.reports,
       failure: it.failure,
       finishedAt: iso(it.finishedAt),
+      /** What the planner said about it (plan-aware sessions): the verdict, the plan changes behind it, thresholds. */
+      plans: it.plans,
     };
   });
 }

@@ -10,7 +10,7 @@ import type { WorkloadComparison } from './workload.ts';
 /** A database whose kept configuration is watched, and is due to be judged again. */
 export interface WatchDue {
   databaseId: string;
-  accountId: string;
+  organizationId: string;
   databaseName: string;
   /** The session that kept the configuration. */
   sessionId: string;

@@ -1,8 +1,9 @@
 // The watch at work: for a database due (store.ts watchDue), the kept configuration's session is
 // read, the reports since the keep are judged (verdict.ts) and, once a period, the period's mix
 // compared with the verified one (workload.ts); the new state is saved with the events it raises
-// (once: the save is conditional) and, when a webhook is configured, with their webhook in the
-// outbox (notify/outbox.ts), in the same transaction. The watch never reverts anything: the event
+// (once: the save is conditional) and with their webhook in the outbox (notify/outbox.ts: one row
+// per webhook of the database's organization, and for the service-wide one), in the same
+// transaction. The watch never reverts anything: the event
 // says what a person can do.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
@@ -34,8 +35,9 @@ const VERIFIED_TEXT_REPORTS = 100;
 
 export interface WatchDeps {
   stores: { watch: WatchStore; tuning: TuningStore };
-  /** The webhook's outbox, when one is configured (notify/outbox.ts): told to send after a save. */
-  webhook?: { kick(): void };
+  /** The webhooks' outbox (notify/outbox.ts): told to send after a save; `serviceWide`: whether
+   * the service-wide webhook is configured, for which the events are written too. */
+  webhook?: { kick(): void; readonly serviceWide: boolean };
   metrics?: { watchEventRaised(code: WatchEvent['code']): void };
 }
 
@@ -85,7 +87,7 @@ export async function judgeKept(deps: WatchDeps, due: WatchDue, options: WatchOp
   const stored = await deps.stores.watch.watchRecord(due.databaseId);
   // A row for an earlier kept configuration starts over.
   const previous = stored?.sessionId === due.sessionId ? stored : null;
-  const found = await deps.stores.tuning.getTuningSession(due.accountId, due.databaseId, due.sessionId);
+  const found = await deps.stores.tuning.getTuningSession(due.organizationId, due.databaseId, due.sessionId);
   const reference = found && referenceOf(found.session, found.iterations);
   // The run's windows and the workload's period, with a fifth to spare.
   const lookbackMs = Math.max((WATCH.runWindows + 1) * (reference?.windowSeconds ?? 0), options.workloadPeriodSeconds) * 1200;
@@ -151,7 +153,13 @@ export async function judgeKept(deps: WatchDeps, due: WatchDue, options: WatchOp
               : { workload }),
           },
         };
-        return { eventId: event.id, databaseId: due.databaseId, kind: event.code, body: webhookBody(webhook) };
+        return {
+          eventId: event.id,
+          databaseId: due.databaseId,
+          kind: event.code,
+          body: webhookBody(webhook),
+          serviceWide: deps.webhook?.serviceWide ?? false,
+        };
       })
     : [];
   const saved = await deps.stores.watch.saveWatch(record, stored, events, webhooks);

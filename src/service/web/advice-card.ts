@@ -4,7 +4,8 @@
 // session with this advice. Nothing here applies anything.
 import type { AdviceAnswer } from '../advice/queries.ts';
 import type { AdviceEvidence, AdviceItem } from '../advice/advice.ts';
-import { formatBytes, formatMs, formatNumber, formatPercent } from './format.ts';
+import { formatMs, formatNumber, formatPercent } from './format.ts';
+import { formatBytes } from '../../knobs/index.ts';
 import { html, type Html } from './html.ts';
 
 const FINDING_TITLES: Record<AdviceItem['finding'], string> = {

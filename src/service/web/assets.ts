@@ -39,11 +39,12 @@ ul.preflight { margin: 0; padding: 0; list-style: none; } ul.preflight li { marg
 .secret { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 14px; background: #fff; padding: 6px 10px; border-radius: 6px; border: 1px solid var(--line); display: inline-block; margin: 6px 0; word-break: break-all; }
 form.stack label { display: block; margin-bottom: 12px; font-weight: 600; font-size: 13px; }
 form.stack label span.hint { display: block; font-weight: 400; color: var(--muted); }
-input[type=text], input[type=password], input[type=number], select, textarea { display: block; font-weight: 400; width: 100%; margin-top: 4px; padding: 7px 9px; border: 1px solid #c8cdd6; border-radius: 6px; font: inherit; background: #fff; }
+input[type=text], input[type=url], input[type=password], input[type=number], select, textarea { display: block; font-weight: 400; width: 100%; margin-top: 4px; padding: 7px 9px; border: 1px solid #c8cdd6; border-radius: 6px; font: inherit; background: #fff; }
 textarea { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px; min-height: 84px; }
 form.inline { display: inline; } .row { display: flex; gap: 12px; align-items: end; flex-wrap: wrap; } .row > label { flex: 1; min-width: 160px; }
 label.check { display: flex; gap: 8px; align-items: center; font-weight: 400 !important; } label.check input { margin: 0; }
-button { font: inherit; font-weight: 600; padding: 7px 14px; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+button, a.button { font: inherit; font-weight: 600; padding: 7px 14px; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+a.button { display: inline-block; text-decoration: none; }
 button.secondary { background: #fff; color: var(--accent); } button.danger { background: #fff; color: var(--bad); border-color: #e3a9a4; }
 button.link { background: none; border: none; color: #c9d3e6; padding: 0; font-weight: 400; } button.small { padding: 3px 10px; font-size: 12px; }
 .snippet { position: relative; margin-bottom: 16px; } .snippet .copy { position: absolute; top: 8px; right: 8px; }

@@ -10,7 +10,8 @@ import type { LoginSession } from '../people/store.ts';
 import { commandState } from '../databases/views.ts';
 import { sparkline } from './charts.ts';
 import { agentBadge } from './databases-page.ts';
-import { formatBytes, formatMs, formatNumber, formatPercent, formatRelative, formatTime } from './format.ts';
+import { formatMs, formatNumber, formatPercent, formatRelative, formatTime } from './format.ts';
+import { describeMachine, formatBytes } from '../../knobs/index.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, page } from './layout.ts';
 import { tuningSessionSection, type TuningSessionSectionInput } from './tuning-session-section.ts';
@@ -46,7 +47,7 @@ function agentCard(input: DashboardInput): Html {
   <dt>Agent</dt><dd>tuner-agent ${agent.agentVersion} · --${agent.target} · ${agent.mode}${agent.allowRestart ? ' (may restart)' : ''}</dd>
   <dt>Database</dt><dd>${agent.targetIdentity}</dd>
   <dt>PostgreSQL</dt><dd>${agent.system.serverVersion}</dd>
-  <dt>Machine</dt><dd>${agent.system.machine ? `${agent.system.machine.vcpus} vCPU, ${formatBytes(agent.system.machine.memoryBytes)} (${agent.system.machine.source})` : html`<span class="muted">unknown</span>`}</dd>
+  <dt>Machine</dt><dd>${agent.system.machine ? `${describeMachine(agent.system.machine)} (${agent.system.machine.source})` : html`<span class="muted">unknown</span>`}</dd>
   <dt>Started</dt><dd>${formatTime(agent.startedAt)}</dd>
   ${agent.system.applyBlockedReason ? html`<dt>Changes</dt><dd><span class="badge bad">blocked</span> ${agent.system.applyBlockedReason}</dd>` : ''}
   ${preflightRow(agent.system.preflight)}
@@ -133,6 +134,17 @@ ${settings.length === 0 ? html`<p class="empty">The agent has not sent any setti
 
 function describeCommand(command: Command): Html {
   if (command.kind === 'revert') return html`<strong>revert</strong> to ${command.to}`;
+  if (command.kind === 'plan') {
+    const asked = [
+      ...command.candidates.map((c) =>
+        Object.entries(c.values)
+          .map(([k, v]) => `${k} = ${String(v)}`)
+          .join(', '),
+      ),
+      ...(command.thresholds ?? []).map((t) => `the ${t.name} threshold between ${t.low} and ${t.high}`),
+    ];
+    return html`<strong>plan</strong> (asks the planner, changes nothing)${asked.map((a) => html`<div class="mono">${a}</div>`)}`;
+  }
   const values = Object.entries(command.values).map(([k, v]) => html`<div class="mono">${k} = ${String(v)}</div>`);
   return html`<strong>apply</strong>${command.keep ? ' (keep)' : ' (trial)'}${command.allowRestart ? ', may restart' : ''}${values}`;
 }
@@ -208,7 +220,7 @@ export function dashboardPage(input: DashboardInput): Html {
     login: input.login,
     nav: 'databases',
     body: html`<h1>${database.name}</h1>
-<p class="sub">${database.target} · <code>${database.id}</code> · <a href="/databases/${database.id}/setup">Agent setup and API keys</a> ·
+<p class="sub">${database.target} · <code>${database.id}</code> · <a href="/databases/${database.id}/setup">Agent setup and API keys</a> · <a href="/databases/${database.id}/audit">Audit log</a> ·
 ${report ? html`latest report ${formatRelative(report.receivedAt)}${metrics ? html`, covering ${formatNumber(metrics.interval.seconds, 0)} s` : ' (no metrics: collection failed in that interval)'}` : 'no report yet'}</p>
 ${input.notice ? html`<div class="notice ${input.notice.kind}" role="${input.notice.kind === 'bad' ? 'alert' : 'status'}">${input.notice.text}</div>` : ''}
 ${metricTiles(metrics, input.series)}

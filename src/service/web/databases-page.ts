@@ -1,4 +1,4 @@
-// The home page: the account's databases with their agents' status, and the form for a new one.
+// The home page: the organization's databases with their agents' status, and the form for a new one.
 import { TARGETS } from '../../agent/targets/registry.ts';
 import { targetLabel } from '../setup/snippets.ts';
 import type { DatabaseSummary } from '../databases/store.ts';

@@ -4,7 +4,7 @@
 // inline script anyway.
 import type { FleetAnswer } from '../fleet/fleet.ts';
 import { FLEET_FLAGS, type FleetFlag } from '../fleet/flags.ts';
-import { countFlags, fleetFlags, needsAttention, verifiedGain } from '../fleet/attention.ts';
+import { fleetFlags, verifiedGain } from '../fleet/attention.ts';
 import { FLEET_SORTS, type FleetQuery } from '../fleet/query.ts';
 import type { FleetEntry } from '../fleet/store.ts';
 import type { LoginSession } from '../people/store.ts';
@@ -41,6 +41,7 @@ export function fleetHref(query: FleetQuery, base = '/'): string {
   if (query.state !== 'all') params.set('state', query.state);
   if (query.q !== '') params.set('q', query.q);
   if (query.sort !== 'attention') params.set('sort', query.sort);
+  if (query.page !== 1) params.set('page', String(query.page));
   const text = params.toString();
   return text === '' ? base : `${base}?${text}`;
 }
@@ -106,16 +107,29 @@ function row(entry: FleetEntry, now: Date): Html {
 /** A column heading that sorts by `sort`, keeping the filter. */
 function sortHeading(query: FleetQuery, sort: FleetQuery['sort'], text: string): Html {
   const on = query.sort === sort;
-  return html`<th><a href="${fleetHref({ ...query, sort })}" class="${on ? 'on' : ''}" aria-sort="${on ? 'ascending' : 'none'}">${text}${on ? ' ▾' : ''}</a></th>`;
+  return html`<th><a href="${fleetHref({ ...query, sort, page: 1 })}" class="${on ? 'on' : ''}" aria-sort="${on ? 'ascending' : 'none'}">${text}${on ? ' ▾' : ''}</a></th>`;
+}
+
+/** Which of the filter's databases the page shows, and links to the pages before and after. */
+function pager(answer: FleetAnswer, query: FleetQuery): Html {
+  const pages = Math.max(1, Math.ceil(answer.matched / answer.pageSize));
+  if (pages === 1) return html``;
+  const first = (query.page - 1) * answer.pageSize + 1;
+  const link = (page: number, text: string, rel: string) =>
+    page >= 1 && page <= pages
+      ? html`<a href="${fleetHref({ ...query, page })}" rel="${rel}">${text}</a>`
+      : html`<span class="muted">${text}</span>`;
+  return html`<p class="pager" id="fleet-pager">${link(query.page - 1, '← previous', 'prev')}
+  <span>${first}–${first + answer.shown.length - 1} of ${answer.matched} (page ${query.page} of ${pages})</span>
+  ${link(query.page + 1, 'next →', 'next')}</p>`;
 }
 
 export function fleetPage(login: LoginSession, answer: FleetAnswer, query: FleetQuery, now = new Date()): Html {
-  const counts = countFlags(answer.all);
-  const attention = answer.all.filter(needsAttention).length;
+  const { counts, attention, total } = answer;
   const chip = (state: FleetQuery['state'], text: string, n: number) =>
-    html`<a class="badge ${query.state === state ? 'ok' : 'off'}" href="${fleetHref({ ...query, state })}">${text} ${n}</a> `;
+    html`<a class="badge ${query.state === state ? 'ok' : 'off'}" href="${fleetHref({ ...query, state, page: 1 })}">${text} ${n}</a> `;
   const chips = [
-    chip('all', 'all', answer.all.length),
+    chip('all', 'all', total),
     chip('attention', 'needs attention', attention),
     ...FLEET_FLAGS.filter((f) => counts[f] > 0).map((f) => chip(f, FLAG_LABELS[f].text, counts[f])),
   ];
@@ -126,17 +140,17 @@ export function fleetPage(login: LoginSession, answer: FleetAnswer, query: Fleet
   const sortOptions = FLEET_SORTS.map((s) => html`<option value="${s}" ${query.sort === s ? 'selected' : ''}>${SORT_LABELS[s]}</option>`);
   const table =
     answer.shown.length === 0
-      ? html`<p class="empty">${answer.all.length === 0 ? html`No database yet: <a href="/databases">add the first one</a>.` : html`No database matches this filter. <a href="/">Show all</a>`}</p>`
+      ? html`<p class="empty">${total === 0 ? html`No database yet: <a href="/databases">add the first one</a>.` : answer.matched > 0 ? html`No database on this page. <a href="${fleetHref({ ...query, page: 1 })}">First page</a>` : html`No database matches this filter. <a href="/">Show all</a>`}</p>`
       : html`<table id="fleet"><thead><tr>
   ${sortHeading(query, 'name', 'Database')}${sortHeading(query, 'attention', 'State')}${sortHeading(query, 'last_report', 'Agent')}
   <th>Session</th><th>Advice</th>${sortHeading(query, 'gain', 'Kept configuration')}
-</tr></thead><tbody>${answer.shown.map((e) => row(e, now))}</tbody></table>`;
+</tr></thead><tbody>${answer.shown.map((e) => row(e, now))}</tbody></table>${pager(answer, query)}`;
   return page({
     title: 'Fleet',
     login,
     nav: 'fleet',
     body: html`<h1>Fleet</h1>
-<p class="sub">${answer.all.length} databases; ${attention} need a person. Sorted: ${SORT_LABELS[query.sort].toLowerCase()}.</p>
+<p class="sub">${total} databases; ${attention} need a person. Sorted: ${SORT_LABELS[query.sort].toLowerCase()}.</p>
 <div class="card">
   <p>${chips}</p>
   <form class="stack" method="get" action="/" id="fleet-filter">

@@ -17,17 +17,6 @@ export function formatPercent(ratio: number | null | undefined): string {
   return `${(ratio * 100).toFixed(ratio >= 0.99 && ratio < 1 ? 2 : 1)} %`;
 }
 
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(value >= 10 || unit === 0 ? 0 : 1)} ${units[unit]}`;
-}
-
 /** "12 s ago", "3 min ago", "in 40 s". */
 export function formatRelative(date: Date | null | undefined, now = new Date()): string {
   if (!date) return 'never';

@@ -6,7 +6,7 @@ export interface PageFrame {
   title: string;
   login: LoginSession | null;
   /** Which navigation entry is current. */
-  nav?: 'databases' | 'fleet' | 'users';
+  nav?: 'databases' | 'fleet' | 'users' | 'audit';
   body: Html;
 }
 
@@ -21,7 +21,7 @@ export function page(frame: PageFrame): Html {
     ? html`<nav>
         <a href="/" class="${frame.nav === 'fleet' ? 'on' : ''}">Fleet</a>
         <a href="/databases" class="${frame.nav === 'databases' ? 'on' : ''}">Databases</a>
-        ${login.user.isAdmin ? html`<a href="/users" class="${frame.nav === 'users' ? 'on' : ''}">Users</a>` : ''}
+        ${login.user.role === 'admin' ? html`<a href="/users" class="${frame.nav === 'users' ? 'on' : ''}">People</a><a href="/audit" class="${frame.nav === 'audit' ? 'on' : ''}">Audit</a>` : ''}
       </nav>
       <div class="who"><span>${login.user.username}</span>
         <form class="inline" method="post" action="/logout">${csrfField(login)}<button class="link" type="submit">Log out</button></form>

@@ -3,7 +3,7 @@
 // that act on it (stop, approve, revert), the form that starts one, and the earlier sessions.
 import type { ConfigChange } from '../tuning/space.ts';
 import { TARGETS } from '../../agent/targets/registry.ts';
-import { ENGINE_LIMITS } from '../tuning/engine.ts';
+import { ENGINE_LIMITS } from '../tuning/engine/turn.ts';
 import { SESSION_DEFAULTS, SESSION_LIMITS } from '../tuning/params.ts';
 import { stepOutcomeWords } from '../tuning/steps.ts';
 import type { iterationViews, tuningSessionView } from '../tuning/views.ts';
@@ -37,12 +37,15 @@ const STATE_LABEL: Record<TuningSessionRecord['state'], { text: string; badge: s
 };
 
 const ITERATION_BADGE: Record<TuningIterationState, string> = {
+  planning: 'warn',
   applying: 'warn',
   measuring: 'warn',
   ok: 'ok',
   failed: 'bad',
   cancelled: 'off',
   contaminated: 'warn',
+  plan_neutral: 'off',
+  refused: 'bad',
 };
 const ACTIVE = new Set(ACTIVE_SESSION_STATES);
 
@@ -80,8 +83,14 @@ type IterationView = NonNullable<TuningSessionSectionInput['shown']>['iterations
 
 function progressText(p: NonNullable<View['progress']>, v: View): string {
   const measured = p.ok + p.failed;
+  // Plan-aware sessions: trials the planner settled before any window ran.
+  const settled = [
+    p.planNeutral ? `${p.planNeutral} skipped as plan-neutral` : '',
+    p.refused ? `${p.refused} refused before they ran (a plan regression)` : '',
+  ].filter(Boolean);
   return (
     `${Math.min(measured, v.iterations)} of ${v.iterations} trials measured (${p.ok} ok, ${p.failed} failed${p.cancelled ? `, ${p.cancelled} cancelled` : ''})` +
+    (settled.length > 0 ? `, ${settled.join(', ')}` : '') +
     `, ${p.baselineWindows} baseline window${p.baselineWindows === 1 ? '' : 's'} between them` +
     (p.abRounds ? `, ${p.abRounds} A/B round${p.abRounds === 1 ? '' : 's'} (${v.abRoundsMin}–${v.abRoundsMax})` : '') +
     (p.contaminated ? `, ${p.contaminated} contaminated window${p.contaminated === 1 ? '' : 's'} measured again` : '')
@@ -179,6 +188,16 @@ function stepStatements(step: StepView): Html {
   return html`<details${regressions ? html` open` : ''}><summary class="muted">${counts.join(', ')}</summary>${statementsTable(step.statements, `session-step-${step.n}-statements`)}</details>`;
 }
 
+/** The plan changes behind a step, as the planner named them before its trial ran (plan-aware sessions). */
+function stepPlanChanges(step: StepView): Html {
+  if (step.planChanges.length === 0) return html``;
+  const items = step.planChanges.map(
+    (c) =>
+      html`<li><code>${c.text ?? `queryid ${c.queryId}`}</code> <span class="muted">(${Math.round(c.shareOfTime * 100)} % of the time)</span>: ${c.words.join('; ')}</li>`,
+  );
+  return html`<div class="step-plans small" id="session-step-${step.n}-plans">the plan changes behind it:<ul>${items}</ul></div>`;
+}
+
 const STEP_BADGE: Record<StepView['outcome'], string> = {
   verifying: 'warn',
   awaiting_approval: 'warn',
@@ -199,6 +218,7 @@ function stepItem(v: View, step: StepView): Html {
   <div class="step-summary">${step.summary ?? html`<span class="muted">no complete A/B round yet</span>`}</div>
   ${step.note ? html`<div class="muted small">${step.note}</div>` : ''}
   <div class="step-diff">${diffList(step.diff, true)}</div>
+  ${stepPlanChanges(step)}
   ${stepStatements(step)}
 </li>`;
 }
@@ -232,7 +252,7 @@ function iterationsTable(iterations: NonNullable<TuningSessionSectionInput['show
     (it) => html`<tr>
   <td class="num">${it.ordinal}</td>
   <td>${kindText(it)}<div class="muted small">${it.reason}</div></td>
-  <td><span class="badge ${ITERATION_BADGE[it.state]}">${it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}</td>
+  <td><span class="badge ${ITERATION_BADGE[it.state]}">${it.state === 'plan_neutral' ? 'plan-neutral' : it.state}</span>${it.failure ? html`<div class="muted small">${it.failure}</div>` : ''}${it.plans && it.state !== 'refused' ? html`<div class="muted small plan-note">planner: ${it.plans.note}</div>` : ''}</td>
   <td class="num">${objectiveText(it, iterations.view)}</td>
   <td class="num">${ratio(it.bestSoFar)}</td>
   <td class="num">${it.stats ? formatNumber(it.stats.throughput, 1) : '–'}</td>
@@ -279,7 +299,7 @@ function shownTuningSession(input: TuningSessionSectionInput): Html {
   const baseline = v.baseline.stats;
   return html`<div class="session" id="session" data-session-id="${v.id}">
 <div class="session-head">
-  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${windowWords(v)} · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.verifyEarly ? '' : ' · verified at the end only'}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}</span></div>
+  <div>${stateBadge(v.state, 'session-state')} <span class="muted">started ${formatRelative(new Date(v.createdAt))} by ${v.createdBy ?? '?'} · ${v.mode} · ${v.iterations} trials of ${v.warmupSeconds} s warm-up + ${windowWords(v)} · ${v.abRoundsMin}–${v.abRoundsMax} A/B rounds · minimum effect ${v.minEffectPercent} % at ${v.confidencePercent} % confidence · seed ${v.seed}${v.requireApproval ? ' · approval required' : ''}${v.verifyEarly ? '' : ' · verified at the end only'}${v.statementRegressions === 'refuse' ? ' · statement regressions refused' : ''}${v.planAware ? ' · the planner asked before each trial' : ''}</span></div>
   <div class="actions">
     ${v.state === 'awaiting_approval' ? actionButton(input, v.id, 'approve', approveLabel(v), '', null) : ''}
     ${active ? actionButton(input, v.id, 'stop', 'Stop', 'secondary', 'Stop the tuning session? A trial configuration is reverted to known-good.') : ''}
@@ -326,6 +346,7 @@ function startForm(input: TuningSessionSectionInput): Html {
   <label class="check"><input type="checkbox" name="requireApproval" value="true" checked> Require approval before the best configuration is kept</label>
   <label class="check"><input type="checkbox" name="verifyEarly" value="true" checked> Verify a big win as soon as it is seen, and go on searching from it</label>
   <label>A statement 25 % slower or more<span class="hint">One with 5 % or more of the baseline's time, under a configuration that is faster overall</span><select name="statementRegressions"><option value="approve">name it, and wait for approval</option><option value="refuse">do not recommend the configuration</option></select></label>
+  <label>Ask the planner before each trial<span class="hint">Needs the agent's postgresql.include_plans: skips what changes no plan of the heavy statements, refuses a plan regression before it runs, and tries memory thresholds first</span><select name="planAware"><option value="">when the agent allows it</option><option value="true">yes</option><option value="false">no</option></select></label>
   <button type="submit">Start tuning</button>
 </form>`;
 }

@@ -12,6 +12,6 @@ export function registerFleetRoutes(app: FastifyInstance, ctx: ServiceContext): 
     const { user } = loginOf(request);
     const query = parseOr400(FleetQuerySchema, request.query ?? {}, 'query');
     const answer = await readFleet(ctx, user, query);
-    return fleetView(answer.all, answer.shown, query);
+    return fleetView(answer, query);
   });
 }

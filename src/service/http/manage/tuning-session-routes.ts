@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ServiceContext } from '../../app/context.ts';
 import { DatabaseIdSchema } from '../../databases/inputs.ts';
 import * as tuning from '../../tuning/actions.ts';
+import { adviceSeed } from '../../advice/seed.ts';
 import { StartTuningSessionInputSchema } from '../../tuning/params.ts';
 import * as queries from '../../tuning/queries.ts';
 import { iterationViews, tuningSessionView } from '../../tuning/views.ts';
@@ -22,7 +23,7 @@ export function registerTuningSessionRoutes(app: FastifyInstance, ctx: ServiceCo
     const { user } = loginOf(request);
     const { databaseId } = parseOr400(DatabaseParams, request.params, 'path');
     const input = parseStorableBody(StartTuningSessionInputSchema, request, {});
-    const tuningSession = await tuning.startTuningSession(ctx, user, databaseId, input);
+    const tuningSession = await tuning.startTuningSession(ctx, user, databaseId, input, (database) => adviceSeed(ctx, database));
     return reply.code(201).send({ session: tuningSessionView(tuningSession, []) });
   });
 

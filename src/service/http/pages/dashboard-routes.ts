@@ -16,6 +16,7 @@ import {
 import { REPORT_INTERVAL_SECONDS } from '../../../protocol/v1.ts';
 import * as databases from '../../databases/queries.ts';
 import * as tuning from '../../tuning/actions.ts';
+import { adviceSeed } from '../../advice/seed.ts';
 import { StartTuningSessionInputSchema, startInputFromForm } from '../../tuning/params.ts';
 import * as tuningQueries from '../../tuning/queries.ts';
 import { adviceOf } from '../../advice/queries.ts';
@@ -50,7 +51,7 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: ServiceContex
     // The tuning session asked for (?session=), else the latest.
     const asked = UuidSchema.safeParse((request.query as Record<string, unknown>)['session']);
     const shownId = asked.success ? asked.data : tuningSessions[0]?.id;
-    const found = shownId ? await tuningQueries.findTuningSession(ctx, login.user.accountId, databaseId, shownId) : null;
+    const found = shownId ? await tuningQueries.findTuningSession(ctx, login.user.organizationId, databaseId, shownId) : null;
     const shown = found && {
       view: tuningSessionView(found.session, found.iterations),
       iterations: iterationViews(found.session, found.iterations),
@@ -89,7 +90,7 @@ export function registerDashboardRoutes(app: FastifyInstance, ctx: ServiceContex
     const { databaseId } = parseForm(DatabaseParams, request.params);
     try {
       const input = parseForm(StartTuningSessionInputSchema, startInputFromForm(fields(request.body)));
-      await tuning.startTuningSession(ctx, loginOf(request).user, databaseId, input);
+      await tuning.startTuningSession(ctx, loginOf(request).user, databaseId, input, (database) => adviceSeed(ctx, database));
     } catch (err) {
       return refusedOnDashboard(request, reply, databaseId, err);
     }

@@ -1,4 +1,4 @@
-// The fleet page: every database of the account at a glance, what needs a person first
+// The fleet page: every database of the organization at a glance, what needs a person first
 // (src/service/fleet). Sort and filter are GET parameters, so a view can be bookmarked.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../app/context.ts';

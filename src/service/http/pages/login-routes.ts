@@ -10,11 +10,12 @@ import { statusOfExpected } from '../errors.ts';
 import { LOGIN_BODY_BYTES, logIn } from '../login.ts';
 import { CSRF_FIELD, endLoginSession, isHttps, loadLoginSession } from '../login-sessions.ts';
 import { fields, sendPage } from './page.ts';
+import { registerSsoRoutes, type ShowLogin } from './sso-routes.ts';
 
 const LOGIN_CSRF_COOKIE = 'tuner_login_csrf';
 
 export function registerLoginRoutes(app: FastifyInstance, ctx: ServiceContext, throttle: LoginThrottle): void {
-  const showLogin = (request: FastifyRequest, reply: FastifyReply, status: number, error?: string, username?: string) => {
+  const showLogin: ShowLogin = (request: FastifyRequest, reply: FastifyReply, status: number, error?: string, username?: string) => {
     const loginCsrf = randomToken();
     reply.setCookie(LOGIN_CSRF_COOKIE, loginCsrf, {
       httpOnly: true,
@@ -25,7 +26,13 @@ export function registerLoginRoutes(app: FastifyInstance, ctx: ServiceContext, t
     });
     return sendPage(
       reply,
-      loginPage({ loginCsrf, ...(error !== undefined && { error }), ...(username !== undefined && { username }) }),
+      loginPage({
+        loginCsrf,
+        ...(error !== undefined && { error }),
+        ...(username !== undefined && { username }),
+        sso: ctx.sso && { name: ctx.sso.name, unavailable: ctx.sso.unavailable },
+        passwordLogin: ctx.config.passwordLogin.enabled,
+      }),
       status,
     );
   };
@@ -47,7 +54,8 @@ export function registerLoginRoutes(app: FastifyInstance, ctx: ServiceContext, t
       await logIn(ctx, throttle, request, reply, input.data, 'form');
     } catch (err) {
       const status = statusOfExpected(err);
-      if (status === 401 || status === 429) return showLogin(request, reply, status, (err as Error).message, input.data.username);
+      if (status === 401 || status === 403 || status === 429)
+        return showLogin(request, reply, status, (err as Error).message, input.data.username);
       throw err;
     }
     reply.clearCookie(LOGIN_CSRF_COOKIE, { path: '/login' });
@@ -55,7 +63,13 @@ export function registerLoginRoutes(app: FastifyInstance, ctx: ServiceContext, t
   });
 
   app.post('/logout', async (request, reply) => {
+    const login = await loadLoginSession(ctx, request);
     await endLoginSession(ctx, request, reply);
-    return reply.redirect('/login', 303);
+    // Signed in through the provider: out of it too, when it says how (RP-initiated logout).
+    const provider =
+      login?.user.via === 'sso' && ctx.sso && ctx.config.publicUrl ? await ctx.sso.endSessionUrl(`${ctx.config.publicUrl}/login`) : null;
+    return reply.redirect(provider?.href ?? '/login', 303);
   });
+
+  registerSsoRoutes(app, ctx, showLogin);
 }

@@ -1,5 +1,5 @@
 // What every page route shares: the login session the request was authenticated with (set by
-// the pages' preHandler in http/pages.ts), posted form fields, and sending a page.
+// the pages' onRequest hook in http/pages.ts), posted form fields, and sending a page.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { LoginSession } from '../../people/store.ts';
@@ -12,7 +12,7 @@ export function setLoginOf(request: FastifyRequest, login: LoginSession): void {
   logins.set(request, login);
 }
 
-/** The request's login session, if the preHandler found one (the error page shows it). */
+/** The request's login session, if the onRequest hook found one (the error page shows it). */
 export function maybeLoginOf(request: FastifyRequest): LoginSession | null {
   return logins.get(request) ?? null;
 }
