@@ -1,7 +1,8 @@
 // The single-file tuner-agent as operators get it, with no Node on the host's PATH: installed by
 // the tuning service's /install.sh under dash (curl or wget, SHA-256 checked against the build's
 // SHA256SUMS), set up as two instances by `tuner-agent init`, and run from the container image's
-// root filesystem as the image's user with only environment variables. (e2e-agent-service.test.ts
+// root filesystem as the image's user with only environment variables, then with an agent.yaml
+// mounted at /etc/tuner-agent/agent.yaml. (e2e-agent-service.test.ts
 // runs the end-to-end agent test against the same binary.)
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -9,8 +10,10 @@ import { createHash } from 'node:crypto';
 import {
   appendFileSync,
   chmodSync,
+  chownSync,
   copyFileSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readFileSync,
   readdirSync,
@@ -24,6 +27,8 @@ import { basename, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pkg from '../package.json' with { type: 'json' };
 import { buildImage, IMAGE } from '../scripts/build-image.ts';
+import YAML from 'yaml';
+import { SYSTEM_CONFIG_FILE } from '../src/agent/config/location.ts';
 import { LEASE_FILE_NAME } from '../src/agent/process/loop.ts';
 import type { Cluster } from '../src/lab/cluster.ts';
 import { startAgentCluster } from './helpers/agent-cluster.ts';
@@ -266,7 +271,7 @@ test('two instances on one host: init makes a directory each, and each agent rep
 const skipImage = skip || (process.getuid?.() === 0 ? false : 'needs root (umoci unpack, chroot)');
 
 test(
-  'the container image: run from its root filesystem as its user, configured by the environment alone',
+  'the container image: run from its root filesystem as its user, configured by the environment alone, then by a mounted agent.yaml',
   { skip: skipImage },
   async () => {
     const work = tempDir('image');
@@ -344,5 +349,27 @@ test(
     const state = join(rootfs, IMAGE.stateDir);
     assert.ok(readdirSync(state).includes('tuner-agent.journal.json'), readdirSync(state).join(', '));
     assert.equal(statSync(join(state, 'tuner-agent.journal.json')).uid, uid);
+
+    // The same container configured by a file instead: `-v ./agent.yaml:/etc/tuner-agent/agent.yaml:ro`
+    // puts it where the agent looks last (as the mount shows it: mode 600, given to the image's user).
+    const mounted = join(rootfs, SYSTEM_CONFIG_FILE);
+    mkdirSync(dirname(mounted), { recursive: true });
+    writeFileSync(
+      mounted,
+      YAML.stringify({
+        postgresql: { connection_url: cluster.agentUrl },
+        tuner: { server_url: service.url, api_key: apiKey, database_id: databaseId },
+      }),
+      { mode: 0o600 },
+    );
+    chownSync(mounted, uid, gid);
+    const imageEnv = Object.fromEntries(spec.process.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+    const check = await exec('/usr/bin/unshare', [...chroot, '--check'], { cwd: work, env: imageEnv });
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+    assert.equal(
+      check.stdout.split('\n')[1],
+      `configuration: ${SYSTEM_CONFIG_FILE} (the system's, no agent.yaml in the working directory)`,
+      check.stdout,
+    );
   },
 );

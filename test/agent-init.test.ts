@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { agentYamlTemplate } from '../src/agent/config/template.ts';
+import { initInstance } from '../src/agent/process/init.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
 import { TARGETS } from '../src/agent/targets/registry.ts';
 import { runAgent } from './helpers/agent-process.ts';
@@ -32,6 +33,8 @@ const FILLED: Record<string, string> = {
   '<RESOURCE_GROUP_NAME>': 'rg',
   '<SERVER_NAME>': 'flex',
   '<REST_API_URLS>': 'https://pg1:8008,https://pg2:8008',
+  '<PROJECT>': 'my-project',
+  '<INSTANCE>': 'orders-sql',
 };
 
 for (const target of TARGETS.kinds) {
@@ -70,4 +73,13 @@ test('init under Node writes agent.yaml (owner-only) and says there is no binary
   const noTarget = await runAgent(['init', 'x'], { cwd: host, binary: null });
   assert.equal(noTarget.code, 2);
   assert.match(noTarget.stderr, /choose a target/);
+});
+
+test('on Windows, init copies the binary as tuner-agent.exe and says to run it so', () => {
+  const cwd = tempDir();
+  const executable = join(cwd, 'node.exe');
+  writeFileSync(executable, 'MZ');
+  const outcome = initInstance('db1', 'local', cwd, executable, true, 'win32');
+  assert.deepEqual(readdirSync(outcome.dir).sort(), ['agent.yaml', 'tuner-agent.exe']);
+  assert.match(outcome.text, /cd \S+db1 && \.\\tuner-agent\.exe --local --check/);
 });

@@ -141,6 +141,30 @@ test('apply → read back → revert restores every value exactly, "was not set"
   await cluster.sql('SELECT pg_reload_conf()');
 });
 
+test('a change writes only what differs from known-good: values the server runs already add no entry', async () => {
+  const dir = agentDir();
+  const workMem = (await setting('work_mem')).setting;
+  const applied = await agent(
+    dir,
+    '--local',
+    '--apply',
+    `work_mem=${workMem}`,
+    '--apply',
+    'random_page_cost=2',
+    '--apply',
+    'commit_delay=0',
+  );
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.equal((await setting('random_page_cost')).setting, '2');
+  assert.equal(await autoConf('random_page_cost'), '2');
+  // Asked for at the values the server runs (its defaults): no ALTER SYSTEM entry for them.
+  assert.equal(await autoConf('work_mem'), undefined);
+  assert.equal(await autoConf('commit_delay'), undefined);
+  const reverted = await agent(dir, '--local', '--revert');
+  assert.equal(reverted.code, 0, reverted.stderr);
+  assert.equal(await autoConf('random_page_cost'), undefined);
+});
+
 test('a forbidden or out-of-bounds value refuses the whole change and changes nothing', async () => {
   const dir = agentDir();
   const workMem = (await setting('work_mem')).setting;

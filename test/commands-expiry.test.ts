@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { KEY_REVOKED_REASON, TRIAL_EXPIRED_REASON } from '../src/service/databases/store.ts';
 import { advanceTuningSession } from '../src/service/tuning/advance.ts';
-import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
+import { ENGINE_LIMITS } from '../src/service/tuning/engine/turn.ts';
 import { ReportResponseSchema } from '../src/protocol/v1.ts';
 import type { PersonClient } from './helpers/service.ts';
 import { AgentClient, STORAGE_KINDS, type TestService } from './helpers/service.ts';

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
 import { ConfigError, loadConfig, type LoadOptions } from '../src/agent/config/load.ts';
 import { KEYS } from '../src/agent/config/keys.ts';
-import { redact } from '../src/agent/process/redact.ts';
+import { SYSTEM_CONFIG_FILE, locateConfig } from '../src/agent/config/location.ts';
+import { redact } from '../src/agent/base/redact.ts';
 import { DEFAULT_THRESHOLDS } from '../src/agent/applying/guardrails.ts';
+import { localConfig } from '../src/agent/targets/local/config.ts';
+import { managedAConfig } from '../src/agent/targets/managed-a/config.ts';
+import { managedBFlexConfig } from '../src/agent/targets/managed-b-flex/config.ts';
 
 const PASSWORD = 'pw-Secret-123';
 const API_KEY = 'tk_live_9f8e7d6c5b4a39281706';
@@ -69,7 +73,7 @@ test('environment variables override the file, key by key', () => {
   assert.equal(config.postgresql.allowRestart, true);
   assert.equal(config.tuner.databaseId, 'from-env');
   assert.equal(config.tuner.serverUrl, 'https://tuner.example.com');
-  assert.equal(config.local.memoryMb, 2048);
+  assert.equal(localConfig.of(config).memoryMb, 2048);
 });
 
 test('environment alone is enough, with every variable of the spec', () => {
@@ -90,11 +94,11 @@ test('environment alone is enough, with every variable of the spec', () => {
     CLOUDB_TENANT_ID: 'tenant',
   };
   const { config } = load(dirWith(), { env, target: 'managed-a' });
-  assert.equal(config.managedA.region, 'eu-west-1');
-  assert.equal(config.managedA.databaseIdentifier, 'prod-db');
-  assert.equal(config.managedA.secretAccessKey, 'secret/access+key');
-  assert.equal(config.managedBFlex.serverName, 'srv');
-  assert.equal(config.managedBFlex.clientSecret, 'sp-secret-value');
+  assert.equal(managedAConfig.of(config).region, 'eu-west-1');
+  assert.equal(managedAConfig.of(config).databaseIdentifier, 'prod-db');
+  assert.equal(managedAConfig.of(config).secretAccessKey, 'secret/access+key');
+  assert.equal(managedBFlexConfig.of(config).serverName, 'srv');
+  assert.equal(managedBFlexConfig.of(config).clientSecret, 'sp-secret-value');
   // Every variable the spec lists is one the agent knows.
   for (const name of Object.keys(env))
     assert.ok(
@@ -103,11 +107,110 @@ test('environment alone is enough, with every variable of the spec', () => {
     );
 });
 
-test('no file and no environment: one line that says what to create', () => {
-  const [line, ...rest] = problems(() => load(dirWith()));
+test('no file and no environment: one line that names the places looked in and says what to create', () => {
+  const cwd = dirWith();
+  const systemFile = join(dirWith(), 'etc', 'agent.yaml');
+  const [line, ...rest] = problems(() => load(cwd, { systemFile }));
   assert.equal(rest.length, 0);
-  assert.match(line!, /agent\.yaml does not exist and no agent environment variable is set/);
+  assert.ok(
+    line!.startsWith(`no configuration: none of ${join(cwd, 'agent.yaml')}, ${systemFile} exists and no agent environment variable is set`),
+    line,
+  );
+  assert.match(line!, /--config or AGENT_CONFIG/);
   assert.match(line!, /AGENT_POSTGRESQL_CONNECTION_URL/);
+});
+
+// ---- the search path: --config, else AGENT_CONFIG, else ./agent.yaml, else /etc/tuner-agent/agent.yaml
+
+/** An agent.yaml at `path` that says which one it is (its database id). */
+function configAt(path: string, id: string): string {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, good.replace(/database_id: .*/, `database_id: ${id}`));
+  return path;
+}
+
+/** Every step of the search path holds a file; `without` leaves some out. */
+function everyPlace(without: Array<'flag' | 'env' | 'cwd' | 'system'> = []) {
+  const root = dirWith();
+  const cwd = join(root, 'work');
+  mkdirSync(cwd);
+  const places = {
+    flag: join(root, 'flag', 'agent.yaml'),
+    env: join(root, 'env', 'agent.yaml'),
+    cwd: join(cwd, 'agent.yaml'),
+    system: join(root, 'etc', 'tuner-agent', 'agent.yaml'),
+  };
+  for (const [place, path] of Object.entries(places)) if (!without.includes(place as 'flag')) configAt(path, `from-${place}`);
+  return { cwd, places };
+}
+
+test('the search path: --config wins over AGENT_CONFIG, ./agent.yaml and the system file', () => {
+  const { cwd, places } = everyPlace();
+  const { config, source } = load(cwd, { file: places.flag, env: { AGENT_CONFIG: places.env }, systemFile: places.system });
+  assert.equal(config.tuner.databaseId, 'from-flag');
+  assert.equal(source, `${places.flag} (--config)`);
+});
+
+test('the search path: AGENT_CONFIG (relative to the working directory too) wins over ./agent.yaml and the system file', () => {
+  const { cwd, places } = everyPlace(['flag']);
+  for (const named of [places.env, join('..', 'env', 'agent.yaml')]) {
+    const { config, source, warnings } = load(cwd, { env: { AGENT_CONFIG: named }, systemFile: places.system });
+    assert.equal(config.tuner.databaseId, 'from-env');
+    assert.equal(source, `${places.env} (AGENT_CONFIG)`);
+    assert.deepEqual(warnings, [], 'AGENT_CONFIG is not an unknown AGENT_* variable');
+  }
+});
+
+test('the search path: ./agent.yaml wins over the system file', () => {
+  const { cwd, places } = everyPlace(['flag', 'env']);
+  const { config, source } = load(cwd, { systemFile: places.system });
+  assert.equal(config.tuner.databaseId, 'from-cwd');
+  assert.equal(source, `${places.cwd} (the working directory)`);
+});
+
+test('the search path: without ./agent.yaml, the system file', () => {
+  const { cwd, places } = everyPlace(['flag', 'env', 'cwd']);
+  const { config, source } = load(cwd, { systemFile: places.system, env: { AGENT_TUNER_DEBUG: 'true' } });
+  assert.equal(config.tuner.databaseId, 'from-system');
+  assert.equal(config.tuner.debug, true, 'the environment still wins over the file, key by key');
+  assert.equal(
+    source,
+    `${places.system} (the system's, no agent.yaml in the working directory), and 1 environment variable, which win over the file key by key`,
+  );
+});
+
+test('the search path: no file anywhere, the environment alone, and the source says so', () => {
+  const { cwd, places } = everyPlace(['flag', 'env', 'cwd', 'system']);
+  const env = {
+    AGENT_POSTGRESQL_CONNECTION_URL: `postgresql://agent_user:${PASSWORD}@h:5432/db`,
+    AGENT_TUNER_SERVER_URL: 'http://127.0.0.1:8080',
+    AGENT_TUNER_API_KEY: API_KEY,
+    AGENT_TUNER_DATABASE_ID: 'from-environment',
+  };
+  const { config, source } = load(cwd, { systemFile: places.system, env });
+  assert.equal(config.tuner.databaseId, 'from-environment');
+  assert.equal(source, `no file (none of ${places.cwd}, ${places.system} exists): the environment only, 4 environment variables`);
+});
+
+test('a file named with --config or AGENT_CONFIG that does not exist is an error naming it, never a fallback', () => {
+  const { cwd, places } = everyPlace(['flag', 'env']);
+  const env = { AGENT_POSTGRESQL_CONNECTION_URL: `postgresql://agent_user:${PASSWORD}@h:5432/db` };
+  const fromFlag = problems(() => load(cwd, { file: places.flag, env, systemFile: places.system }));
+  assert.equal(fromFlag.length, 1);
+  assert.match(fromFlag[0]!, new RegExp(`^--config ${places.flag}: no such file; .*looks for ${places.cwd}, then ${places.system}$`));
+  const fromEnv = problems(() => load(cwd, { env: { ...env, AGENT_CONFIG: places.env }, systemFile: places.system }));
+  assert.equal(fromEnv.length, 1);
+  assert.match(fromEnv[0]!, new RegExp(`^AGENT_CONFIG=${places.env}: no such file`));
+});
+
+test('an empty AGENT_CONFIG names nothing: the search path applies', () => {
+  const { cwd, places } = everyPlace(['flag', 'env']);
+  assert.equal(load(cwd, { env: { AGENT_CONFIG: '' }, systemFile: places.system }).config.tuner.databaseId, 'from-cwd');
+});
+
+test("the system file's default place is /etc/tuner-agent/agent.yaml, searched after the working directory", () => {
+  assert.equal(SYSTEM_CONFIG_FILE, '/etc/tuner-agent/agent.yaml');
+  assert.deepEqual(locateConfig({ cwd: '/srv/db1', env: {} }).searched, ['/srv/db1/agent.yaml', '/etc/tuner-agent/agent.yaml']);
 });
 
 test('invalid YAML names the line and column', () => {

@@ -20,10 +20,23 @@ import {
 } from '../src/optimizer/index.ts';
 import { fitModel } from '../src/optimizer/bayes.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 
 const M16: Machine = { memoryBytes: 16 * GiB, vcpus: 4 };
-const reload = createSpace({ target: 'local', mode: 'reload-only', machine: M16, settings: pg15Settings() });
-const restart = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: pg15Settings() });
+const reload = createSpace({
+  target: 'local',
+  capabilities: TARGETS.capabilitiesOf('local'),
+  mode: 'reload-only',
+  machine: M16,
+  settings: pg15Settings(),
+});
+const restart = createSpace({
+  target: 'local',
+  capabilities: TARGETS.capabilitiesOf('local'),
+  mode: 'restart',
+  machine: M16,
+  settings: pg15Settings(),
+});
 
 /** Nothing wrong: no temporary files, checkpoints by time, every block in the cache. */
 const QUIET: WorkloadSignals = {
@@ -132,7 +145,12 @@ describe('diagnoses', () => {
     assert.equal(d?.reason, "JIT compilation took 23 % of the statements' execution time (4.6 s of 20.0 s, 3 statements): jit on→off");
     assert.deepEqual(diagnose(reload, { ...QUIET, execMs: 20_000, jitMs: 1_000, jitStatements: 3 }), [], 'five per cent: left alone');
     assert.deepEqual(diagnose(reload, { ...QUIET, execMs: 20_000, jitMs: null }), [], 'no JIT figures (before 1.10)');
-    const off = createSpace({ target: 'local', machine: M16, settings: pg15Settings({ jit: { setting: 'off' } }) });
+    const off = createSpace({
+      target: 'local',
+      capabilities: TARGETS.capabilitiesOf('local'),
+      machine: M16,
+      settings: pg15Settings({ jit: { setting: 'off' } }),
+    });
     assert.deepEqual(diagnose(off, { ...QUIET, execMs: 20_000, jitMs: 4_600 }), [], 'already off');
   });
 

@@ -153,9 +153,15 @@ describe('always on, end to end (real tuner-agent, throwaway cluster, PGlite sto
       const first = await until(
         'the first trial measured',
         async () => {
-          const trial = (await getTuningSession(person, databaseId, started.id)).iterations.find(isTrialJson);
-          // While it is measured, the server runs with it.
-          if (trial?.state === 'measuring') applied = await workMem();
+          const trialNow = async () => (await getTuningSession(person, databaseId, started.id)).iterations.find(isTrialJson);
+          const trial = await trialNow();
+          // While it is measured, the server runs with it. Read between two looks that both say
+          // measuring: on a loaded machine the window may close, and the next window's command
+          // put work_mem back, between one look and the read that follows it.
+          if (trial?.state === 'measuring') {
+            const value = await workMem();
+            if ((await trialNow())?.state === 'measuring') applied = value;
+          }
           return trial && ['ok', 'failed'].includes(trial.state) ? trial : null;
         },
         90_000,

@@ -111,6 +111,44 @@ test('--config naming a directory is one clear line with exit 2, not a stack tra
   assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
 });
 
+test('--check says which configuration file it read: --config, AGENT_CONFIG, ./agent.yaml, or none', async () => {
+  const yaml = ['postgresql:', '  connection_url: postgresql://agent_user:x@127.0.0.1:9/postgres', ...TUNER, ''].join('\n');
+  const elsewhere = join(dirWith(yaml), 'agent.yaml');
+  const cases: Array<{ args: string[]; env: NodeJS.ProcessEnv; cwd: string; says: (cwd: string) => string }> = [
+    { args: ['--config', elsewhere], env: {}, cwd: dirWith(), says: () => `configuration: ${elsewhere} (--config)` },
+    { args: [], env: { AGENT_CONFIG: elsewhere }, cwd: dirWith(), says: () => `configuration: ${elsewhere} (AGENT_CONFIG)` },
+    { args: [], env: {}, cwd: dirWith(yaml), says: (cwd) => `configuration: ${join(cwd, 'agent.yaml')} (the working directory)` },
+    {
+      args: [],
+      env: { AGENT_POSTGRESQL_CONNECTION_URL: 'postgresql://agent_user:x@127.0.0.1:9/postgres' },
+      cwd: dirWith(),
+      says: (cwd) =>
+        `configuration: no file (none of ${join(cwd, 'agent.yaml')}, /etc/tuner-agent/agent.yaml exists): the environment only, 1 environment variable`,
+    },
+  ];
+  for (const { args, env, cwd, says } of cases) {
+    const run = await agent(cwd, ['--local', '--check', ...args], env);
+    assert.equal(run.code, 3, run.stdout + run.stderr);
+    assert.equal(run.stdout.split('\n')[1], says(cwd), run.stdout);
+  }
+});
+
+test('a --config or AGENT_CONFIG that does not exist is one line naming it, exit 2, even with the environment set', async () => {
+  const dir = dirWith(['postgresql:', '  connection_url: postgresql://agent_user:x@127.0.0.1:9/postgres', ''].join('\n'));
+  const env = { AGENT_POSTGRESQL_CONNECTION_URL: 'postgresql://agent_user:x@127.0.0.1:9/postgres' };
+  const missing = join(dir, 'nowhere', 'agent.yaml');
+  for (const [args, extra, named] of [
+    [['--config', missing], {}, `--config ${missing}`],
+    [[], { AGENT_CONFIG: missing }, `AGENT_CONFIG=${missing}`],
+  ] as const) {
+    const run = await agent(dir, ['--local', '--check', ...args], { ...env, ...extra });
+    assert.equal(run.code, 2, run.stdout + run.stderr);
+    assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+    assert.ok(run.stderr.startsWith(`tuner-agent: ${named}: no such file; `), run.stderr);
+    assert.equal(run.stdout, '', 'no check ran on another file');
+  }
+});
+
 test('invalid YAML is reported alone, without a misleading "is missing" line', async () => {
   const run = await agent(
     dirWith(['postgresql:', '  connection_url: postgresql://a@b/c', '  include_queries: [true', ...TUNER, ''].join('\n')),

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { after, before, beforeEach, test } from 'node:test';
 import pg from 'pg';
 import { freePort } from '../src/lab/cluster.ts';
-import { readReportBody } from '../src/service/storage/report-body.ts';
+import { readReportBody } from '../src/service/agents/report-body.ts';
 import type { AgentProcess } from './helpers/agent-process.ts';
 import {
   KNOWN_GOOD,

@@ -48,8 +48,12 @@ let session: LoginSession;
 before(async () => {
   if (skip) return;
   opened = await openFreshStorage('pglite');
-  const user = await opened.storage.createUser('fleet-person', 'not-a-real-hash', false);
-  session = { user, csrfToken: 'csrf', expiresAt: new Date(Date.now() + 3600_000) };
+  const user = await opened.storage.createOrganization('fleet-person', 'fleet-person', 'not-a-real-hash');
+  session = {
+    user: { ...user, via: 'password', address: null, token: null },
+    csrfToken: 'csrf',
+    expiresAt: new Date(Date.now() + 3600_000),
+  };
   for (const scenario of SCENARIOS) await addDatabase(opened.storage, user, `${scenario.replaceAll('_', ' ')} db`, scenario);
   await sleep(SHORT_LEASE_MS + 200);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

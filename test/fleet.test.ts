@@ -7,11 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
-import { fleetFlags, filterFleet, needsAttentionRank, sortFleet, verifiedGain } from '../src/service/fleet/attention.ts';
+import { answerFleet, fleetFlags, filterFleet, needsAttentionRank, sortFleet, verifiedGain } from '../src/service/fleet/attention.ts';
 import { readFleet } from '../src/service/fleet/fleet.ts';
 import { FLEET_FLAGS } from '../src/service/fleet/flags.ts';
-import { FleetQuerySchema, fleetQueryFromPage, type FleetQuery } from '../src/service/fleet/query.ts';
-import type { FleetEntry } from '../src/service/fleet/store.ts';
+import { FLEET_PAGE_SIZE, FLEET_SORTS, FleetQuerySchema, fleetQueryFromPage, type FleetQuery } from '../src/service/fleet/query.ts';
+import type { FleetAnswer, FleetEntry } from '../src/service/fleet/store.ts';
 import { FleetViewSchema, fleetView } from '../src/service/fleet/views.ts';
 import type { LoginSession } from '../src/service/people/store.ts';
 import type { Queryable, SqlDriver } from '../src/service/storage/driver.ts';
@@ -42,7 +42,16 @@ import { STORAGE_KINDS } from './helpers/service.ts';
 const query = (q: Partial<FleetQuery> = {}): FleetQuery => FleetQuerySchema.parse(q);
 
 const PERSON: LoginSession = {
-  user: { id: 'u', accountId: 'a', username: 'dba', isAdmin: false, createdAt: new Date(0) },
+  user: {
+    id: 'u',
+    organizationId: 'a',
+    username: 'dba',
+    role: 'operator',
+    createdAt: new Date(0),
+    via: 'password',
+    address: null,
+    token: null,
+  },
   csrfToken: 'csrf',
   expiresAt: new Date(0),
 };
@@ -50,7 +59,7 @@ const PERSON: LoginSession = {
 /** A database whose agent sent five one-minute reports (synthetic statements); with `spills`, the
  * report query (103) writes 16 MB of temporary files per call. */
 async function databaseReporting(storage: Storage, user: User, name: string, spills: boolean): Promise<string> {
-  const { id } = await storage.createDatabase(user.accountId, { id: randomUUID(), name, target: 'local' });
+  const { id } = await storage.createDatabase(user.organizationId, { id: randomUUID(), name, target: 'local' });
   const leaseId = await startAgent(storage, id);
   for (let seq = 0; seq < 5; seq++) {
     const r = syntheticReport(Date.now() - (5 - seq) * 60_000, 60, MIX, 10, 1);
@@ -96,15 +105,15 @@ for (const kind of STORAGE_KINDS) {
     test('every state is computed from the rows the service wrote, in one statement', async () => {
       const { driver, storage, dispose } = await openFreshStorage(kind);
       try {
-        const user = await storage.createUser('fleet-person', 'not-a-real-hash', false);
-        const other = await storage.createUser('someone-else', 'not-a-real-hash', false);
+        const user = await storage.createOrganization('fleet-person', 'fleet-person', 'not-a-real-hash');
+        const other = await storage.createOrganization('someone-else', 'someone-else', 'not-a-real-hash');
         await addDatabase(storage, other, 'not yours', 'idle');
         const ids = new Map<string, Scenario>();
         for (const scenario of SCENARIOS) ids.set(await addDatabase(storage, user, `db ${scenario}`, scenario), scenario);
         await sleep(SHORT_LEASE_MS + 200);
 
         const { db, count } = counting(driver);
-        const entries = await createFleetStore(db).fleet(user.accountId);
+        const entries = await createFleetStore(db).fleet(user.organizationId);
         assert.equal(count(), 1, 'one statement for the whole fleet');
         assert.deepEqual(entries.map((e) => e.name).sort(), SCENARIOS.map((s) => `db ${s}`).sort(), "only the person's account");
         for (const entry of entries) {
@@ -145,7 +154,7 @@ for (const kind of STORAGE_KINDS) {
 
         // The JSON view is what its schema says, and the people's answer filters and sorts.
         const answer = await readFleet({ stores: { fleet: createFleetStore(driver) } }, user, query({ state: 'attention' }));
-        const view = FleetViewSchema.parse(fleetView(answer.all, answer.shown, query({ state: 'attention' })));
+        const view = FleetViewSchema.parse(fleetView(answer, query({ state: 'attention' })));
         assert.deepEqual(
           view.databases.map((d) => d.name),
           ['db awaiting_approval', 'db lost', 'db blocked', 'db failed', 'db stopped', 'db no_agent'],
@@ -153,8 +162,28 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(view.total, SCENARIOS.length);
         assert.equal(view.counts.kept, 1);
         assert.equal(view.counts.idle, 3);
-        const keptView = FleetViewSchema.parse(fleetView(answer.all, [by('kept')], query())).databases[0]!;
+        const keptView = FleetViewSchema.parse(fleetView({ ...answer, shown: [by('kept')] }, query())).databases[0]!;
         assert.ok(Math.abs(keptView.kept!.verifiedGain! - 0.2) < 1e-9);
+
+        // The storage's states, filters, order, counts and pages are those of attention.ts, for
+        // every state, and every sort over pages of 4.
+        const store = createFleetStore(driver);
+        const names = (a: FleetAnswer) => ({ ...a, shown: a.shown.map((e) => e.name) });
+        const asked = [
+          ...FLEET_FLAGS.map((state) => query({ state })),
+          ...FLEET_SORTS.flatMap((sort) =>
+            (['all', 'attention', 'idle'] as const).flatMap((state) => [1, 2, 3].map((page) => query({ sort, state, page }))),
+          ),
+        ];
+        for (const q of asked) {
+          assert.deepEqual(names(await store.fleetPage(user.organizationId, q, 4)), names(answerFleet(entries, q, 4)), JSON.stringify(q));
+        }
+        for (const q of ['DB K', 'lost', 'nothing like it'])
+          assert.deepEqual(
+            names(await store.fleetPage(user.organizationId, query({ q }), 4)),
+            names(answerFleet(entries, query({ q }), 4)),
+            q,
+          );
       } finally {
         await dispose();
       }
@@ -163,13 +192,13 @@ for (const kind of STORAGE_KINDS) {
     test('advice pending: for the database whose reports spill temporary files, not the other; not while a session runs', async () => {
       const { driver, storage, dispose } = await openFreshStorage(kind);
       try {
-        const user = await storage.createUser('fleet-person', 'not-a-real-hash', false);
+        const user = await storage.createOrganization('fleet-person', 'fleet-person', 'not-a-real-hash');
         const spilling = await databaseReporting(storage, user, 'spills', true);
         const calm = await databaseReporting(storage, user, 'calm', false);
         const deps = { stores: { databases: storage, tuning: storage, advice: storage } };
         const fleet = async () => {
           const { db, count } = counting(driver);
-          const entries = await createFleetStore(db).fleet(user.accountId);
+          const entries = await createFleetStore(db).fleet(user.organizationId);
           assert.equal(count(), 1, 'one statement, the advice joined');
           return new Map(entries.map((e) => [e.id, e]));
         };
@@ -191,7 +220,14 @@ for (const kind of STORAGE_KINDS) {
           ['spills', 'calm'],
         );
         // The JSON and the page say it.
-        const view = FleetViewSchema.parse(fleetView(all, all, query()));
+        const answer = await createFleetStore(driver).fleetPage(user.organizationId, query(), 100);
+        assert.deepEqual(
+          answer.shown.map((e) => e.name),
+          ['spills', 'calm'],
+          'the storage orders it so too',
+        );
+        assert.deepEqual([answer.counts.advice, answer.attention], [1, 1]);
+        const view = FleetViewSchema.parse(fleetView(answer, query()));
         const spillingView = view.databases.find((d) => d.id === spilling)!;
         assert.deepEqual(spillingView.states, ['advice']);
         assert.deepEqual(spillingView.advice && [spillingView.advice.findings, spillingView.advice.parameters], [
@@ -199,7 +235,7 @@ for (const kind of STORAGE_KINDS) {
           ['work_mem'],
         ]);
         assert.equal(view.counts.advice, 1);
-        const text = fleetPage(PERSON, { all, shown: all }, query(), new Date()).value;
+        const text = fleetPage(PERSON, answer, query(), new Date()).value;
         const cells = [...text.matchAll(/<tr data-database="([^"]+)"[\s\S]*?<td class="advice">([\s\S]*?)<\/td>/g)].map((m) => [
           m[1],
           m[2],
@@ -215,22 +251,26 @@ for (const kind of STORAGE_KINDS) {
       }
     });
 
-    test('1,000 databases: one storage round-trip', async () => {
+    test('1,000 databases: one storage round-trip, the counts of all and one page', async () => {
       const { driver, storage, dispose } = await openFreshStorage(kind);
       try {
-        const user = await storage.createUser('fleet-person', 'not-a-real-hash', false);
+        const user = await storage.createOrganization('fleet-person', 'fleet-person', 'not-a-real-hash');
         // Databases without agents are the bulk (cheap to make); a few of each state among them.
         for (const scenario of SCENARIOS) await addDatabase(storage, user, `state ${scenario}`, scenario);
         await driver.query(
-          `INSERT INTO databases (id, account_id, name, target)
+          `INSERT INTO databases (id, organization_id, name, target)
            SELECT gen_random_uuid(), $1::uuid, 'bulk ' || lpad(i::text, 4, '0'), 'local' FROM generate_series(1, $2::int) AS i`,
-          [user.accountId, 1000 - SCENARIOS.length],
+          [user.organizationId, 1000 - SCENARIOS.length],
         );
         const { db, count } = counting(driver);
         const answer = await readFleet({ stores: { fleet: createFleetStore(db) } }, user, query({ sort: 'attention' }));
-        assert.equal(answer.all.length, 1000);
+        assert.equal(answer.total, 1000);
+        assert.equal(answer.counts.no_agent, 1000 - SCENARIOS.length + 1);
         assert.equal(count(), 1);
+        assert.equal(answer.shown.length, FLEET_PAGE_SIZE);
         assert.equal(answer.shown[0]!.name, 'state awaiting_approval');
+        const last = await readFleet({ stores: { fleet: createFleetStore(driver) } }, user, query({ sort: 'name', page: 10 }));
+        assert.deepEqual([last.matched, last.shown.length, last.shown.at(-1)!.name], [1000, FLEET_PAGE_SIZE, 'state tuning']);
       } finally {
         await dispose();
       }
@@ -336,14 +376,17 @@ test('filters: by state, by a piece of the name (any case), both at once', () =>
 });
 
 test("the query: strict for the API, forgiving for the page's GET parameters", () => {
-  assert.deepEqual(query(), { sort: 'attention', state: 'all', q: '' });
+  assert.deepEqual(query(), { sort: 'attention', state: 'all', q: '', page: 1 });
   assert.equal(FleetQuerySchema.safeParse({ sort: 'cost' }).success, false);
   assert.equal(FleetQuerySchema.safeParse({ state: 'blocked', extra: 1 }).success, false);
   assert.deepEqual(fleetQueryFromPage(new URLSearchParams('sort=cost&state=blocked&q=%20orders%20&page=2')), {
     sort: 'attention',
     state: 'blocked',
     q: 'orders',
+    page: 2,
   });
+  assert.equal(fleetQueryFromPage(new URLSearchParams('page=0')).page, 1, 'a page that is not one: the first');
+  assert.equal(FleetQuerySchema.safeParse({ page: 'x' }).success, false);
   assert.deepEqual(fleetQueryFromPage(new URLSearchParams(`q=${'x'.repeat(101)}`)).q, '');
   assert.equal(fleetHref(query()), '/');
   assert.equal(fleetHref(query({ state: 'blocked', q: 'a&b' })), '/?state=blocked&q=a%26b');
@@ -351,7 +394,7 @@ test("the query: strict for the API, forgiving for the page's GET parameters", (
 
 test('the page: rows in the order asked, names escaped, filter and sort controls that keep each other', () => {
   const person: LoginSession = {
-    user: { id: 'u', accountId: 'a', username: 'dba', isAdmin: false, createdAt: T0 },
+    user: { id: 'u', organizationId: 'a', username: 'dba', role: 'operator', createdAt: T0, via: 'password', address: null, token: null },
     csrfToken: 'csrf',
     expiresAt: T0,
   };
@@ -361,8 +404,7 @@ test('the page: rows in the order asked, names escaped, filter and sort controls
     entry('blocked one', { agent: { ...entry('x').agent!, applyBlockedReason: 'default.postgres15 <b>' } }),
   ];
   const q = query({ state: 'attention', q: 'C' });
-  const shown = sortFleet(filterFleet(fleet, q), q.sort);
-  const text = fleetPage(person, { all: fleet, shown }, q, T0).value;
+  const text = fleetPage(person, answerFleet(fleet, q, FLEET_PAGE_SIZE), q, T0).value;
   assert.ok(!text.includes('<script>alert'), 'a name is text, never markup');
   assert.ok(text.includes('&lt;script&gt;alert(1)&lt;/script&gt;'));
   assert.ok(text.includes('default.postgres15 &lt;b&gt;'));
@@ -380,4 +422,13 @@ test('the page: rows in the order asked, names escaped, filter and sort controls
   assert.ok(text.includes('value="C"'));
   assert.match(text, /<option value="attention" selected>/);
   assert.ok(!/<script(?! src)/.test(text), 'no inline script (the CSP forbids it)');
+  assert.ok(!text.includes('id="fleet-pager"'), 'one page: no pager');
+  // Pages of one: the second of three, with links to the first and the third that keep the query.
+  const second = query({ sort: 'name', page: 2 });
+  const paged = fleetPage(person, answerFleet(fleet, second, 1), second, T0).value;
+  assert.match(paged, /<tr data-database="[^"]+" data-states="[^"]+">\s*<td><a href="[^"]+">blocked one</);
+  assert.ok(paged.includes('href="/?sort=name" rel="prev"'));
+  assert.ok(paged.includes('href="/?sort=name&amp;page=3" rel="next"'));
+  assert.match(paged, /2–2 of 3 \(page 2 of 3\)/);
+  assert.ok(paged.includes('href="/?state=kept&amp;sort=name"'), 'a state chip goes back to the first page');
 });

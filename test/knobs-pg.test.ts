@@ -20,9 +20,11 @@ import {
   type Machine,
   type NumericKnob,
   type PgSettingRow,
+  reachOf,
 } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { GiB } from '../src/knobs/units.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 
 const MACHINES: Machine[] = [
   { memoryBytes: 1 * GiB, vcpus: 1 },
@@ -80,8 +82,8 @@ describe('catalog against pg_settings (PostgreSQL 15)', () => {
       const lo = Number(row.min_val);
       const hi = Number(row.max_val);
       for (const m of MACHINES) {
-        for (const target of k.targets) {
-          const b = k.bounds(m, target);
+        for (const target of TARGETS.kindsTuning(reachOf(k))) {
+          const b = k.bounds(m, TARGETS.capabilitiesOf(target));
           assert.ok(
             b.min >= lo && b.max <= hi,
             `${k.name} on ${m.memoryBytes / GiB} GiB/${m.vcpus} (${target}): ${b.min}..${b.max} not within ${lo}..${hi}`,
@@ -101,7 +103,6 @@ function probe(name: string, type: 'integer' | 'real', unit: NumericKnob['unit']
     unit,
     context: 'user',
     apply: 'reload',
-    targets: ['local'],
     scale: 'linear',
     summary: 'test probe',
     bounds: () => ({ min: 0, max: 0 }),
@@ -204,7 +205,7 @@ function formatLiteral(text: string): string {
 function pick(knob: Knob, machine: Machine, at: number): KnobValue {
   if (knob.type === 'bool') return at < 0.5 ? 'off' : 'on';
   if (knob.type === 'enum') return knob.values[Math.round(at * (knob.values.length - 1))]!;
-  const { min, max } = knob.bounds(machine, 'local');
+  const { min, max } = knob.bounds(machine, TARGETS.capabilitiesOf('local'));
   const x = knob.scale === 'log' ? min * (max / min) ** at : min + (max - min) * at;
   return knob.type === 'integer' ? Math.min(max, Math.max(min, Math.round(x))) : normalizeReal(x);
 }
@@ -269,7 +270,13 @@ describe('validateChange on a real server', () => {
       effective_io_concurrency: 200,
       checkpoint_timeout: '15min',
     };
-    const verdict = validateChange(change, { machine, mode: 'reload-only', target: 'local', settings });
+    const verdict = validateChange(change, {
+      machine,
+      mode: 'reload-only',
+      target: 'local',
+      capabilities: TARGETS.capabilitiesOf('local'),
+      settings,
+    });
     assert.ok(verdict.ok, verdict.ok ? '' : verdict.errors.join('\n'));
     const byKnob = new Map(verdict.entries.map((e) => [KNOBS.find((k) => k.name === e.name)!, e.value] as const));
     const after = await applyAll(byKnob);
@@ -279,7 +286,13 @@ describe('validateChange on a real server', () => {
       assert.equal(after[e.name]!.setting, formatSettingValue(knob, e.value), e.name);
     }
     // The same change on Cloud B's list: checkpoint_timeout and jit are not there.
-    const b = validateChange(change, { machine, mode: 'reload-only', target: 'managed-b-flex', settings });
+    const b = validateChange(change, {
+      machine,
+      mode: 'reload-only',
+      target: 'managed-b-flex',
+      capabilities: TARGETS.capabilitiesOf('managed-b-flex'),
+      settings,
+    });
     assert.ok(!b.ok);
     assert.deepEqual(b.problems.map((p) => p.knobs[0]).sort(), ['checkpoint_timeout', 'jit']);
     await cluster.sql('ALTER SYSTEM RESET ALL');
@@ -289,7 +302,13 @@ describe('validateChange on a real server', () => {
     const settings = await readSettings();
     const r = validateChange(
       { shared_buffers: '256MB', max_worker_processes: 12, wal_buffers: '16MB' },
-      { machine: { memoryBytes: 16 * GiB, vcpus: 4 }, mode: 'reload-only', target: 'local', settings },
+      {
+        machine: { memoryBytes: 16 * GiB, vcpus: 4 },
+        mode: 'reload-only',
+        target: 'local',
+        capabilities: TARGETS.capabilitiesOf('local'),
+        settings,
+      },
     );
     assert.ok(!r.ok);
     assert.deepEqual(

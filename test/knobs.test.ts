@@ -8,7 +8,6 @@ import { GiB, MiB, PAGE_BYTES } from '../src/knobs/units.ts';
 import {
   catalogFor,
   checkContexts,
-  MANAGED_B_FLEX_KNOBS,
   formatForAlterSystem,
   formatQuantity,
   getKnob,
@@ -20,7 +19,7 @@ import {
   parseSetting,
   parseValue,
   rint,
-  TARGET_KINDS,
+  reachOf,
   validateChange,
   type Knob,
   type Machine,
@@ -29,6 +28,10 @@ import {
   type ValidationContext,
   type ValidationResult,
 } from '../src/knobs/index.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
+import { MANAGED_B_FLEX_KNOBS } from '../src/agent/targets/managed-b-flex/parameters.ts';
+
+const TARGET_KINDS = TARGETS.kinds;
 
 const MACHINES: Machine[] = [
   { memoryBytes: 1 * GiB, vcpus: 1 },
@@ -48,8 +51,11 @@ function numeric(name: string): NumericKnob {
   return k;
 }
 
-function ctx(over: Partial<ValidationContext> = {}): ValidationContext {
-  return { machine: M16, mode: 'restart', target: 'local', settings: pg15Settings(), ...over };
+/** The context the agent gives: its target's capabilities come from the registry (none for an unknown kind). */
+function ctx(over: Partial<Omit<ValidationContext, 'capabilities'>> = {}): ValidationContext {
+  const target = over.target ?? 'local';
+  const capabilities = TARGETS.has(target) ? TARGETS.capabilitiesOf(target) : (undefined as unknown as ValidationContext['capabilities']);
+  return { machine: M16, mode: 'restart', target, capabilities, settings: pg15Settings(), ...over };
 }
 
 function refused(result: ValidationResult) {
@@ -72,8 +78,8 @@ describe('catalog', () => {
     for (const k of KNOBS) {
       assert.match(k.name, /^[a-z_]+$/);
       assert.equal(k.apply, k.context === 'postmaster' ? 'restart' : 'reload', k.name);
-      assert.ok(k.targets.length > 0, k.name);
-      for (const t of k.targets) assert.ok(TARGET_KINDS.includes(t), `${k.name}: ${t}`);
+      assert.ok(TARGETS.kindsTuning(reachOf(k)).length > 0, k.name);
+      for (const t of TARGETS.kindsTuning(reachOf(k))) assert.ok(TARGET_KINDS.includes(t), `${k.name}: ${t}`);
     }
   });
 
@@ -100,7 +106,7 @@ describe('catalog', () => {
     assert.deepEqual([...MANAGED_B_FLEX_KNOBS].sort(), [...spec].sort());
     for (const mode of ['reload-only', 'restart'] as TuningMode[]) {
       assert.deepEqual(
-        catalogFor('managed-b-flex', mode)
+        catalogFor(TARGETS.capabilitiesOf('managed-b-flex'), mode)
           .map((k) => k.name)
           .sort(),
         [...spec].sort(),
@@ -112,25 +118,25 @@ describe('catalog', () => {
 
   test('reload-only catalogs hold no restart knob; restart catalogs add the restart knobs', () => {
     for (const target of TARGET_KINDS) {
-      const reload = catalogFor(target, 'reload-only');
-      const restart = catalogFor(target, 'restart');
+      const reload = catalogFor(TARGETS.capabilitiesOf(target), 'reload-only');
+      const restart = catalogFor(TARGETS.capabilitiesOf(target), 'restart');
       assert.ok(
         reload.every((k) => k.apply === 'reload'),
         target,
       );
       for (const k of reload) assert.ok(restart.includes(k), `${target}: ${k.name}`);
-      for (const k of restart) assert.ok(k.targets.includes(target));
+      for (const k of restart) assert.ok(TARGETS.kindsTuning(reachOf(k)).includes(target));
     }
-    const localRestart = catalogFor('local', 'restart').map((k) => k.name);
+    const localRestart = catalogFor(TARGETS.capabilitiesOf('local'), 'restart').map((k) => k.name);
     for (const name of ['shared_buffers', 'max_worker_processes', 'wal_buffers']) {
       assert.ok(localRestart.includes(name), name);
       assert.equal(knob(name).apply, 'restart', name);
-      assert.ok(!catalogFor('local', 'reload-only').some((k) => k.name === name), name);
+      assert.ok(!catalogFor(TARGETS.capabilitiesOf('local'), 'reload-only').some((k) => k.name === name), name);
     }
   });
 
   test('Aurora gets no checkpoint, background writer or WAL-size knobs: its storage layer does that work', () => {
-    const aurora = catalogFor('managed-a-cluster', 'restart').map((k) => k.name);
+    const aurora = catalogFor(TARGETS.capabilitiesOf('managed-a-cluster'), 'restart').map((k) => k.name);
     for (const name of [
       'max_wal_size',
       'min_wal_size',
@@ -152,8 +158,8 @@ describe('catalog', () => {
     for (const machine of [...MACHINES, { memoryBytes: 0.5 * GiB, vcpus: 1 }, { memoryBytes: 2048 * GiB, vcpus: 192 }]) {
       for (const k of KNOBS) {
         if (k.type !== 'integer' && k.type !== 'real') continue;
-        for (const target of k.targets) {
-          const b = k.bounds(machine, target);
+        for (const target of TARGETS.kindsTuning(reachOf(k))) {
+          const b = k.bounds(machine, TARGETS.capabilitiesOf(target));
           assert.ok(Number.isFinite(b.min) && Number.isFinite(b.max), k.name);
           assert.ok(b.min <= b.max, `${k.name} on ${machine.memoryBytes}/${machine.vcpus}: ${b.min} > ${b.max}`);
           if (k.type === 'integer') assert.ok(Number.isInteger(b.min) && Number.isInteger(b.max), k.name);
@@ -166,12 +172,12 @@ describe('catalog', () => {
   test('shared_buffers: 128 MB (or 5 % of small RAM) to 40 % of RAM, and further on Aurora', () => {
     const sb = numeric('shared_buffers');
     const page = PAGE_BYTES;
-    const small = sb.bounds({ memoryBytes: 1 * GiB, vcpus: 1 }, 'local');
+    const small = sb.bounds({ memoryBytes: 1 * GiB, vcpus: 1 }, TARGETS.capabilitiesOf('local'));
     assert.equal(small.min, Math.ceil((0.05 * GiB) / page));
-    const mid = sb.bounds(M16, 'local');
+    const mid = sb.bounds(M16, TARGETS.capabilitiesOf('local'));
     assert.equal(mid.min, (128 * MiB) / page);
     assert.equal(mid.max, Math.floor((0.4 * 16 * GiB) / page));
-    const aurora = sb.bounds(M16, 'managed-a-cluster');
+    const aurora = sb.bounds(M16, TARGETS.capabilitiesOf('managed-a-cluster'));
     // Aurora's default is about 75 % of RAM: it must be inside the range.
     assert.ok(aurora.max >= (0.75 * 16 * GiB) / page);
   });
@@ -180,24 +186,31 @@ describe('catalog', () => {
     const wm = numeric('work_mem');
     // Not under 1 MB where there is memory (a search chasing noise proposed 150 kB on 24 GB), and
     // down to PostgreSQL's 64 kB only on the smallest machines.
-    assert.equal(wm.bounds(M16, 'local').min, 1024);
-    assert.equal(wm.bounds({ memoryBytes: 1 * GiB, vcpus: 1 }, 'local').min, 256);
-    assert.equal(wm.bounds({ memoryBytes: 256 * MiB, vcpus: 1 }, 'local').min, 64);
-    assert.ok(wm.bounds({ memoryBytes: 256 * GiB, vcpus: 64 }, 'local').max > wm.bounds(M16, 'local').max);
+    assert.equal(wm.bounds(M16, TARGETS.capabilitiesOf('local')).min, 1024);
+    assert.equal(wm.bounds({ memoryBytes: 1 * GiB, vcpus: 1 }, TARGETS.capabilitiesOf('local')).min, 256);
+    assert.equal(wm.bounds({ memoryBytes: 256 * MiB, vcpus: 1 }, TARGETS.capabilitiesOf('local')).min, 64);
+    assert.ok(
+      wm.bounds({ memoryBytes: 256 * GiB, vcpus: 64 }, TARGETS.capabilitiesOf('local')).max >
+        wm.bounds(M16, TARGETS.capabilitiesOf('local')).max,
+    );
     const mpw = numeric('max_parallel_workers');
-    for (const m of MACHINES) assert.ok(mpw.bounds(m, 'local').max <= Math.max(2, m.vcpus), `vcpus ${m.vcpus}`);
+    for (const m of MACHINES) assert.ok(mpw.bounds(m, TARGETS.capabilitiesOf('local')).max <= Math.max(2, m.vcpus), `vcpus ${m.vcpus}`);
     // A machine's worker slots always leave room for its parallel workers.
-    for (const m of MACHINES) assert.ok(numeric('max_worker_processes').bounds(m, 'local').max >= mpw.bounds(m, 'local').max);
+    for (const m of MACHINES)
+      assert.ok(
+        numeric('max_worker_processes').bounds(m, TARGETS.capabilitiesOf('local')).max >=
+          mpw.bounds(m, TARGETS.capabilitiesOf('local')).max,
+      );
   });
 
   test('group commit and write-back knobs: durability-safe ranges, self-hosted PostgreSQL (local, Patroni) and RDS only, refused outside them', () => {
     // commit_delay only waits before a flush that still happens: no commit returns unflushed.
     for (const name of ['commit_delay', 'commit_siblings', 'wal_writer_flush_after', 'checkpoint_flush_after', 'backend_flush_after']) {
-      assert.deepEqual(knob(name).targets, ['local', 'managed-a', 'patroni'], name);
+      assert.deepEqual(TARGETS.kindsTuning(reachOf(knob(name))), ['local', 'managed-a', 'patroni'], name);
       assert.equal(knob(name).apply, 'reload', name);
     }
-    assert.deepEqual(numeric('commit_delay').bounds(M16, 'local'), { min: 0, max: 1_000 });
-    assert.deepEqual(numeric('commit_siblings').bounds(M16, 'local'), { min: 1, max: 50 });
+    assert.deepEqual(numeric('commit_delay').bounds(M16, TARGETS.capabilitiesOf('local')), { min: 0, max: 1_000 });
+    assert.deepEqual(numeric('commit_siblings').bounds(M16, TARGETS.capabilitiesOf('local')), { min: 1, max: 50 });
     accepted(validateChange({ commit_delay: 200, commit_siblings: 5, checkpoint_flush_after: 0, backend_flush_after: 64 }, ctx()));
     const r = refused(validateChange({ commit_delay: 100_000, commit_siblings: 0, checkpoint_flush_after: 512 }, ctx()));
     assert.equal(r.errors.length, 3);
@@ -210,7 +223,7 @@ describe('catalog', () => {
   });
 
   test('jit_above_cost and hash_mem_multiplier: log-scaled, jit_above_cost never -1 (jit = off says that)', () => {
-    assert.deepEqual(numeric('jit_above_cost').bounds(M16, 'local'), { min: 1e4, max: 1e7 });
+    assert.deepEqual(numeric('jit_above_cost').bounds(M16, TARGETS.capabilitiesOf('local')), { min: 1e4, max: 1e7 });
     assert.equal(numeric('jit_above_cost').scale, 'log');
     assert.equal(numeric('hash_mem_multiplier').scale, 'log');
     accepted(validateChange({ jit_above_cost: 500_000, hash_mem_multiplier: 4 }, ctx()));
@@ -220,14 +233,17 @@ describe('catalog', () => {
 
   test('effective_io_concurrency depends on storage', () => {
     const eic = numeric('effective_io_concurrency');
-    assert.ok(eic.bounds({ ...M16, storage: 'hdd' }, 'local').max < eic.bounds({ ...M16, storage: 'ssd' }, 'local').max);
+    assert.ok(
+      eic.bounds({ ...M16, storage: 'hdd' }, TARGETS.capabilitiesOf('local')).max <
+        eic.bounds({ ...M16, storage: 'ssd' }, TARGETS.capabilitiesOf('local')).max,
+    );
     assert.equal(eic.context, 'user');
   });
 
   test('max_wal_size stays a small share of a known disk', () => {
     const mws = numeric('max_wal_size');
-    const unknownDisk = mws.bounds(M16, 'local').max;
-    const smallDisk = mws.bounds({ ...M16, storageBytes: 20 * GiB }, 'local').max;
+    const unknownDisk = mws.bounds(M16, TARGETS.capabilitiesOf('local')).max;
+    const smallDisk = mws.bounds({ ...M16, storageBytes: 20 * GiB }, TARGETS.capabilitiesOf('local')).max;
     assert.ok(smallDisk < unknownDisk);
     assert.ok(smallDisk <= (20 * 1024) / 10);
   });
@@ -451,7 +467,7 @@ describe('validateChange', () => {
   test('a value above the machine bound names the knob, the value and the maximum in human units', () => {
     const r = refused(validateChange({ work_mem: '40GB' }, ctx()));
     assert.equal(r.errors.length, 1);
-    const max = formatQuantity(numeric('work_mem').bounds(M16, 'local').max, 'kB');
+    const max = formatQuantity(numeric('work_mem').bounds(M16, TARGETS.capabilitiesOf('local')).max, 'kB');
     assert.equal(max, '4GB');
     assert.match(r.errors[0]!, /^work_mem = 40GB is above the maximum 4GB for a machine with 16 GiB RAM/);
     assert.equal(r.problems[0]?.code, 'out-of-bounds');
@@ -668,8 +684,8 @@ describe('validateChange', () => {
     const noMachine = refused(validateChange({ work_mem: '8MB', jit: 'off' }, ctx({ machine: { memoryBytes: Number.NaN, vcpus: 0 } })));
     assert.equal(noMachine.errors.length, 2);
     assert.match(noMachine.errors[0]!, /work_mem = 8MB cannot be checked: machine memoryBytes/);
-    const badTarget = refused(validateChange({ work_mem: '8MB' }, ctx({ target: 'managed-c' })));
-    assert.match(badTarget.errors[0]!, /unknown target managed-c/);
+    const badTarget = refused(validateChange({ work_mem: '8MB' }, ctx({ target: 'managed-z' })));
+    assert.match(badTarget.errors[0]!, /unknown target managed-z/);
     accepted(validateChange({}, ctx()));
     // A JSON body may carry "__proto__" as an ordinary key: it is just an unknown name.
     const proto = refused(validateChange(JSON.parse('{"__proto__": "1", "constructor": "2"}') as Record<string, string>, ctx()));

@@ -15,17 +15,19 @@ import { decode, encode } from 'cbor2';
 import type { AgentConfig } from '../src/agent/config/load.ts';
 import { DEFAULT_THRESHOLDS } from '../src/agent/applying/guardrails.ts';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
-import { agentConnectionContext } from '../src/agent/database/db-tls.ts';
-import { createLogger } from '../src/agent/process/log.ts';
+import { agentConnectionContext } from '../src/agent/process/db-tls.ts';
+import { createLogger } from '../src/agent/base/log.ts';
 import { createManagedATarget } from '../src/agent/targets/managed-a/target.ts';
 import type { ManagedATimings } from '../src/agent/targets/managed-a/wait.ts';
-import type { Target } from '../src/agent/targets/target.ts';
+import type { Target } from '../src/target/target.ts';
 import { catalogFor } from '../src/knobs/index.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
 import { policyDocument } from '../src/agent/targets/managed-a/permissions.ts';
 import { startFakeAws, type FakeAws, type FakeGroup, type FakePolicy } from './fakes/aws/index.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
+import type { LocalConfig } from '../src/agent/targets/local/config.ts';
 
 const ACCESS_KEY_ID = 'AKIAFAKETUNER7Q2W';
 const SECRET_ACCESS_KEY = 'fAkE/secret+Key9Zr1TuNeR0x5mQv2kLp8sWc3';
@@ -145,7 +147,8 @@ const ALL_KNOBS: Record<string, string> = {
   max_parallel_workers_per_gather: '1',
   max_parallel_maintenance_workers: '1',
   random_page_cost: '1.1',
-  seq_page_cost: '1',
+  // Every value differs from the server's default: one at its default is not written (only what changes is).
+  seq_page_cost: '0.9',
   effective_io_concurrency: '200',
   default_statistics_target: '200',
   jit: 'off',
@@ -240,7 +243,7 @@ test('custom group end to end with the extended policy: --check, --apply reaches
     /PASS {2}Cloud A: DB instance found: mydb, db\.m5\.large, postgres \d+\.\d+, available, Multi-AZ no, Performance Insights on/,
   );
   assert.match(check.stdout, /PASS {2}parameter group is custom \(not default\.\*\): DB parameter group tuner-mydb is custom/);
-  assert.match(check.stdout, /PASS {2}machine size: 8192 MB, 2 vCPUs \(EC2 DescribeInstanceTypes m5\.large/);
+  assert.match(check.stdout, /PASS {2}machine size: 8 GiB RAM and 2 vCPUs \(EC2 DescribeInstanceTypes m5\.large/);
   assert.match(check.stdout, /PASS {2}CloudWatch metrics \(cloudwatch:GetMetricData\): 9 series/);
   assert.match(check.stdout, /PASS {2}Performance Insights metrics \(pi:GetResourceMetrics\): 4 series/);
   assert.doesNotMatch(check.stdout, /WARN {2}(?!tuning service configured)/, 'nothing lost with the extended policy');
@@ -440,7 +443,7 @@ test('a group shared with other instances: a warning that names them', async () 
 });
 
 test('restart mode, all 30 knobs at once: two modify calls (20 + 10), one reboot, every value in pg_settings; --revert reboots back', async () => {
-  const names = catalogFor('managed-a', 'restart').map((k) => k.name);
+  const names = catalogFor(TARGETS.capabilitiesOf('managed-a'), 'restart').map((k) => k.name);
   assert.deepEqual(Object.keys(ALL_KNOBS).sort(), [...names].sort(), 'the change covers the whole catalog');
   assert.ok(names.length > 20);
   await newFake();
@@ -607,7 +610,7 @@ test("--managed-a-cluster with the extended policy: instance-level values go to 
     check.stdout,
     /PASS {2}Cloud A: DB cluster and its writer instance found: writer of cluster aurora-1: aurora-a, db\.r6g\.large, aurora-postgresql/,
   );
-  assert.match(check.stdout, /PASS {2}machine size: 16384 MB, 2 vCPUs/);
+  assert.match(check.stdout, /PASS {2}machine size: 16 GiB RAM and 2 vCPUs/);
   assert.doesNotMatch(check.stdout, /WARN {2}(?!tuning service configured)/, 'nothing lost with the extended policy');
 
   const apply = await agent(dir, ['--managed-a-cluster', '--apply', 'work_mem=8MB', '--apply', 'jit=off']);
@@ -747,26 +750,27 @@ async function inProcess(options: {
   identifier: string;
   cluster?: boolean;
   allowRestart?: boolean;
-  local?: AgentConfig['local'];
+  local?: LocalConfig;
   timings?: Partial<ManagedATimings>;
 }): Promise<InProcess> {
   process.env['AWS_ENDPOINT_URL'] = fake!.url;
   const db = await connectDb(cluster.agentUrl, {
-    connection: agentConnectionContext(options.cluster ? 'managed-a-cluster' : 'managed-a', rdsCa.certFile),
+    connection: await agentConnectionContext(options.cluster ? 'managed-a-cluster' : 'managed-a', rdsCa.certFile),
   });
   const log: string[] = [];
   const config: AgentConfig = {
-    postgresql: { connectionUrl: cluster.agentUrl, includeQueries: true, allowRestart: options.allowRestart ?? false },
-    local: options.local ?? {},
-    managedA: {
-      accessKeyId: ACCESS_KEY_ID,
-      secretAccessKey: SECRET_ACCESS_KEY,
-      region: 'us-east-1',
-      databaseIdentifier: options.identifier,
-    },
-    managedBFlex: {},
+    postgresql: { connectionUrl: cluster.agentUrl, includeQueries: true, includePlans: false, allowRestart: options.allowRestart ?? false },
     tuner: { debug: true },
     guardrails: DEFAULT_THRESHOLDS,
+    targets: {
+      local: options.local ?? {},
+      managed_a: {
+        accessKeyId: ACCESS_KEY_ID,
+        secretAccessKey: SECRET_ACCESS_KEY,
+        region: 'us-east-1',
+        databaseIdentifier: options.identifier,
+      },
+    },
   };
   const target = await createManagedATarget({
     db,

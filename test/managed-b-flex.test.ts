@@ -11,7 +11,7 @@ import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { after, before, beforeEach, test } from 'node:test';
 import { loadConfig } from '../src/agent/config/load.ts';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
-import { createLogger } from '../src/agent/process/log.ts';
+import { createLogger } from '../src/agent/base/log.ts';
 import { machineOfServer } from '../src/agent/targets/managed-b-flex/machine.ts';
 import { estimateComputeSize, knownComputeSize } from '../src/agent/targets/managed-b-flex/skus.ts';
 import { createManagedBFlexTarget } from '../src/agent/targets/managed-b-flex/target.ts';
@@ -22,8 +22,8 @@ import { applyChange } from '../src/agent/applying/apply.ts';
 import { Journal } from '../src/agent/applying/journal.ts';
 import { randomSuggest } from '../src/optimizer/index.ts';
 import { buildSpace, sessionSpaceInput } from '../src/service/tuning/space.ts';
-import { agentConnectionContext } from '../src/agent/database/db-tls.ts';
-import type { Target } from '../src/agent/targets/target.ts';
+import { agentConnectionContext } from '../src/agent/process/db-tls.ts';
+import type { Target } from '../src/target/target.ts';
 import { GiB } from '../src/knobs/units.ts';
 import { AGENT_USER_PASSWORD_FOR_TESTS, startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
@@ -136,7 +136,7 @@ after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-test('permissions --managed-b-flex: the custom role as JSON that parses, then the setup steps as # lines', async () => {
+test('permissions --managed-b-flex: the custom role alone on stdout, JSON that parses; the setup steps as # lines on stderr', async () => {
   const empty = mkdtempSync(join(tmpdir(), 'tuner-agent-b-'));
   dirs.push(empty);
   for (const [dir, scope] of [
@@ -145,10 +145,7 @@ test('permissions --managed-b-flex: the custom role as JSON that parses, then th
   ] as const) {
     const run = await runAgent(['permissions', '--managed-b-flex'], { cwd: dir });
     assert.equal(run.code, 0, run.stderr);
-    const lines = run.stdout.split('\n');
-    const firstComment = lines.findIndex((l) => l.startsWith('#'));
-    assert.ok(firstComment > 0, 'the steps follow the JSON');
-    const role = JSON.parse(lines.slice(0, firstComment).join('\n')) as {
+    const role = JSON.parse(run.stdout) as {
       Name: string;
       Description: string;
       Actions: string[];
@@ -158,10 +155,10 @@ test('permissions --managed-b-flex: the custom role as JSON that parses, then th
     assert.deepEqual(role.AssignableScopes, [scope]);
     assert.ok(role.Name && role.Description);
     assert.ok(
-      lines.slice(firstComment).every((l) => l === '' || l.startsWith('#')),
-      'after the JSON, only # lines',
+      run.stderr.split('\n').every((l) => l === '' || l.startsWith('#')),
+      'on stderr, only # lines',
     );
-    const steps = lines.slice(firstComment).join('\n');
+    const steps = run.stderr;
     assert.match(steps, /az role definition create --role-definition @/);
     assert.match(steps, new RegExp(`az role assignment create .*--scope ${scope.replace(/[<>]/g, '.')}`));
     assert.match(steps, /az ad sp create-for-rbac .*--role/);
@@ -189,7 +186,7 @@ test("--check passes with the VM's managed identity (IMDS form), every Resource 
     run.stdout,
     /PASS {2}flexible server readable \(Microsoft\.DBforPostgreSQL\/flexibleServers\/read\): tuner-flex-1: SKU Standard_D4ds_v5 \(GeneralPurpose\)/,
   );
-  assert.match(run.stdout, /PASS {2}machine size: 16 GiB, 4 vCPUs/);
+  assert.match(run.stdout, /PASS {2}machine size: 16 GiB RAM and 4 vCPUs/);
   assert.match(run.stdout, /PASS {2}extension allow-list \(server parameter azure\.extensions\) contains pg_stat_statements/);
   assert.match(run.stdout, /PASS {2}server parameter pg_stat_statements\.track is ALL or TOP: pg_stat_statements\.track = all/);
   assert.match(run.stdout, /PASS {2}tuned parameters are changeable without a restart: all 13/);
@@ -530,7 +527,7 @@ test('an unknown SKU: a warning, vCPUs from its name and memory on the small sid
   assert.equal(check.code, 0, check.stdout);
   assert.match(
     check.stdout,
-    /WARN {2}machine size: 24 GiB, 6 vCPUs: SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB/,
+    /WARN {2}machine size: 24 GiB RAM and 6 vCPUs: SKU Standard_D6zz_v9 is not in tuner-agent's table of Cloud B compute sizes: the agent assumes 6 vCPUs and 24 GiB/,
   );
   const run = await agent(dir, ['--apply', 'work_mem=4MB']);
   assert.equal(run.code, 0, run.stderr);
@@ -574,7 +571,7 @@ async function inProcess(run: (target: Target, db: Db, lines: string[]) => Promi
   const saved = process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'];
   process.env['AZURE_POD_IDENTITY_AUTHORITY_HOST'] = azure.url;
   const { config } = loadConfig({ cwd: agentDir(), env: {}, target: 'managed-b-flex', needsService: false });
-  const db = await connectDb(cluster.agentUrl, { connection: agentConnectionContext('managed-b-flex') });
+  const db = await connectDb(cluster.agentUrl, { connection: await agentConnectionContext('managed-b-flex') });
   const lines: string[] = [];
   const target = await createManagedBFlexTarget({ db, config, log: createLogger({ debug: true, write: (l) => lines.push(l) }) });
   try {

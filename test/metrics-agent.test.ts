@@ -9,7 +9,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { AGENT_VERSION } from '../src/agent/process/version.ts';
+import { AGENT_VERSION } from '../src/agent/base/version.ts';
 import { freePort, type Cluster } from '../src/lab/cluster.ts';
 import { startAgentCluster, writeLocalAgentConfig } from './helpers/agent-cluster.ts';
 import { runAgent, startAgent, type AgentProcess } from './helpers/agent-process.ts';

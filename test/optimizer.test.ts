@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pg15Settings } from './helpers/pg15-settings.ts';
-import { GiB, MANAGED_B_FLEX_KNOBS, PAGE_BYTES, type Machine, type TargetKind } from '../src/knobs/index.ts';
+import { MANAGED_B_FLEX_KNOBS } from '../src/agent/targets/managed-b-flex/parameters.ts';
+import { GiB, PAGE_BYTES, type Machine, type TargetKind } from '../src/knobs/index.ts';
 import {
   best,
   createSpace,
@@ -25,6 +26,7 @@ import { featuresFor, trainingData } from '../src/optimizer/model.ts';
 import { createRng } from '../src/optimizer/random.ts';
 
 import { M1, M16, M64, assertValid, space } from './helpers/search-space.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 
 const dim = (s: SearchSpace, name: string) => {
   const d = s.dimensions.find((x) => x.name === name);
@@ -39,7 +41,7 @@ const numericDim = (s: SearchSpace, name: string) => {
 
 describe('search space', () => {
   test('reload-only by default: restart knobs are left out, current settings give their values', () => {
-    const s = createSpace({ target: 'local', machine: M16, settings: pg15Settings() });
+    const s = createSpace({ target: 'local', capabilities: TARGETS.capabilitiesOf('local'), machine: M16, settings: pg15Settings() });
     assert.equal(s.mode, 'reload-only');
     const names = s.dimensions.map((d) => d.name);
     for (const restart of ['shared_buffers', 'wal_buffers', 'max_worker_processes']) assert.ok(!names.includes(restart), restart);
@@ -127,7 +129,12 @@ describe('search space', () => {
     });
     assert.equal(numericDim(narrow, 'work_mem').max, 1048576);
     // A server that needs a restart for a knob the catalog reloads: left out in reload-only mode.
-    const strict = createSpace({ target: 'local', machine: M16, settings: pg15Settings({ work_mem: { context: 'postmaster' } }) });
+    const strict = createSpace({
+      target: 'local',
+      capabilities: TARGETS.capabilitiesOf('local'),
+      machine: M16,
+      settings: pg15Settings({ work_mem: { context: 'postmaster' } }),
+    });
     assert.match(strict.excluded.find((e) => e.name === 'work_mem')?.reason ?? '', /needs a restart/);
   });
 
@@ -135,7 +142,7 @@ describe('search space', () => {
     const list = Object.values(pg15Settings()).map((r) =>
       r.name === 'work_mem' ? { ...r, unwritable: 'read-only on the flexible server x' } : r,
     );
-    const s = createSpace({ target: 'local', machine: M16, settings: list });
+    const s = createSpace({ target: 'local', capabilities: TARGETS.capabilitiesOf('local'), machine: M16, settings: list });
     assert.ok(!s.dimensions.some((d) => d.name === 'work_mem'));
     assert.deepEqual(s.excluded, [{ name: 'work_mem', reason: 'read-only on the flexible server x' }]);
     for (let seed = 0; seed < 5; seed++) assert.ok(!('work_mem' in suggest({ space: s, history: [], seed }).config));
@@ -143,11 +150,20 @@ describe('search space', () => {
 
   test('settings as the agent reports them (a list, no range columns) are enough; missing constraint inputs are named', () => {
     const list = Object.values(pg15Settings()).map(({ name, setting, unit, context }) => ({ name, setting, unit, context }));
-    const s = createSpace({ target: 'local', mode: 'restart', machine: M16, settings: list });
+    const s = createSpace({
+      target: 'local',
+      capabilities: TARGETS.capabilitiesOf('local'),
+      mode: 'restart',
+      machine: M16,
+      settings: list,
+    });
     assert.equal(s.dimensions.length, 30);
     assertValid(s, randomSuggest({ space: s, history: [], seed: 1 }).config);
     const without = list.filter((r) => r.name !== 'max_connections' && r.name !== 'wal_segment_size');
-    assert.throws(() => createSpace({ target: 'local', machine: M16, settings: without }), /lack max_connections, wal_segment_size/);
+    assert.throws(
+      () => createSpace({ target: 'local', capabilities: TARGETS.capabilitiesOf('local'), machine: M16, settings: without }),
+      /lack max_connections, wal_segment_size/,
+    );
   });
 });
 

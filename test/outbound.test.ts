@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Agent, fetch } from 'undici';
-import { configureOutbound, routeChecks } from '../src/agent/sending/outbound.ts';
+import { OutboundError, configureOutbound, routeChecks } from '../src/agent/sending/outbound.ts';
 import { freePort, type Cluster } from '../src/lab/cluster.ts';
 import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { makeTestCa, type TestCa } from '../src/lab/tls.ts';
@@ -70,6 +70,21 @@ describe('routes, decided per URL', () => {
         [[true, 'http://169.254.169.254/: directly (no proxy)']],
       );
     });
+  });
+
+  test('a proxy variable no URL parser reads is a configuration error naming it, its password masked', () => {
+    for (const name of ['HTTPS_PROXY', 'http_proxy']) {
+      withProxyEnv({ [name]: 'http://pu:Hp1/Jo2@Ki3@127.0.0.1:18499' }, () => {
+        assert.throws(
+          () => configureOutbound({}),
+          (err: Error) =>
+            err instanceof OutboundError &&
+            err.message.startsWith(`${name} is not a valid proxy URL`) &&
+            err.message.endsWith('http://pu:****@127.0.0.1:18499') &&
+            !/Hp1|Jo2|Ki3/.test(err.message),
+        );
+      });
+    }
   });
 
   test('tuner.proxy_url wins over the environment', () => {
@@ -283,7 +298,52 @@ describe('through a real proxy', { skip: skipWithoutTinyproxy }, () => {
     });
     assert.equal(badProxy.code, 2);
     assert.match(badProxy.stderr, /tuner\.proxy_url: expected an http:\/\/ or https:\/\/ proxy URL/);
-    transcript.push(missing.stdout, missing.stderr, badProxy.stdout, badProxy.stderr);
+    // An unencoded `/` and `@` in HTTPS_PROXY's password: no URL parser reads it; the agent says
+    // which variable, masks the password, and prints no stack.
+    const unencoded = await runAgent(['--local', '--check'], {
+      cwd: agentDir(['postgresql:', `  connection_url: ${cluster.agentUrl}`]),
+      env: { HTTPS_PROXY: 'http://pu:Hp1/Jo2@Ki3@127.0.0.1:18499' },
+    });
+    assert.equal(unencoded.code, 2, unencoded.stderr);
+    assert.match(
+      unencoded.stderr,
+      /^tuner-agent: HTTPS_PROXY is not a valid proxy URL: percent-encode the user name and password in it \(%40 for an at sign, %2F for a slash, .*\): http:\/\/pu:\*+@127\.0\.0\.1:18499$/m,
+    );
+    for (const part of ['Hp1', 'Jo2', 'Ki3', 'TypeError', '    at ']) assert.ok(!unencoded.stderr.includes(part), unencoded.stderr);
+    transcript.push(missing.stdout, missing.stderr, badProxy.stdout, badProxy.stderr, unencoded.stdout, unencoded.stderr);
+  });
+
+  test('a proxy that asks for credentials (407): --check names it, for none and for wrong ones', async () => {
+    const dir = agentDir([
+      'postgresql:',
+      `  connection_url: ${cluster.agentUrl}`,
+      'tuner:',
+      `  server_url: ${service.url}`,
+      '  api_key: tuner_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG',
+      '  database_id: 00000000-0000-4000-8000-000000000001',
+      `  ca_file: ${ca.certFile}`,
+    ]);
+    const port = new URL(proxy.url).port;
+    const cases = [
+      {
+        proxyUrl: `http://127.0.0.1:${port}`,
+        says: /the proxy asked for credentials \(407 Proxy Authentication Required\): put its user name/,
+      },
+      // tinyproxy answers a wrong password's CONNECT with 401.
+      {
+        proxyUrl: `http://tuner:wrong-${PROXY_AUTH.password}@127.0.0.1:${port}`,
+        says: /the proxy refused its credentials \(401 Unauthorized\)/,
+      },
+    ];
+    for (const { proxyUrl, says } of cases) {
+      const run = await runAgent(['--local', '--check'], { cwd: dir, env: { HTTPS_PROXY: proxyUrl } });
+      transcript.push(run.stdout, run.stderr);
+      assert.equal(run.code, 3, run.stdout + run.stderr);
+      const line = /^ {2}FAIL {2}tuning service reachable at .*$/m.exec(run.stdout)?.[0] ?? '';
+      assert.match(line, /: the tuning service at https:\/\/127\.0\.0\.1:\d+ cannot be reached: /, run.stdout);
+      assert.match(line, says, run.stdout);
+      assert.doesNotMatch(run.stdout + run.stderr, /replaceAll|is not a function/);
+    }
   });
 
   test("the proxy's password appears nowhere in what the agents printed", () => {

@@ -9,6 +9,7 @@ import { after, test } from 'node:test';
 import { KEYS } from '../src/agent/config/keys.ts';
 import { ConfigError, loadConfig } from '../src/agent/config/load.ts';
 import { DEFAULT_APPLY_TIMEOUT_SECONDS, PATRONI_KEYS, patroniConfigOf } from '../src/agent/targets/patroni/config.ts';
+import { patroniSection } from '../src/agent/targets/patroni/config.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'tuner-patroni-config-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -50,9 +51,9 @@ test('the environment wins: comma-separated URLs, numbers from strings; one URL 
     AGENT_PATRONI_REST_API_URLS: 'http://a:8008, http://b:8008',
     AGENT_PATRONI_APPLY_TIMEOUT_SECONDS: '30',
   });
-  assert.deepEqual(config.patroni?.restApiUrls, ['http://a:8008', 'http://b:8008']);
-  assert.equal(config.patroni?.applyTimeoutSeconds, 30);
-  assert.deepEqual(load(`  rest_api_urls: http://one:8008\n`).config.patroni?.restApiUrls, ['http://one:8008']);
+  assert.deepEqual(patroniSection.of(config).restApiUrls, ['http://a:8008', 'http://b:8008']);
+  assert.equal(patroniSection.of(config).applyTimeoutSeconds, 30);
+  assert.deepEqual(patroniSection.of(load(`  rest_api_urls: http://one:8008\n`).config).restApiUrls, ['http://one:8008']);
 });
 
 test('every problem names its key; a secret is never shown; half a credential is refused', () => {
@@ -83,18 +84,18 @@ test('--local does not need the patroni section; its keys are still known (no un
   writeFileSync(join(dir, 'agent.yaml'), 'postgresql:\n  connection_url: postgresql://u:p@h/db\npatroni:\n  cafile: /etc/ca.pem\n');
   const { config, warnings } = loadConfig({ cwd: dir, env: {}, target: 'local', needsService: false });
   assert.deepEqual(warnings, []);
-  assert.equal(config.patroni?.caFile, '/etc/ca.pem');
+  assert.equal(patroniSection.of(config).caFile, '/etc/ca.pem');
   assert.equal(config.tuner.caFile, undefined, "patroni.cafile is not the tuning service's CA");
 });
 
-test('every key has an AGENT_PATRONI_ variable and help; no key name repeats another section (load.ts resolves by name)', () => {
+test('every key has an AGENT_PATRONI_ variable and help; no key or variable is defined twice', () => {
   for (const k of PATRONI_KEYS) {
     assert.equal(k.env, `AGENT_PATRONI_${k.key.toUpperCase()}`);
     assert.ok(k.help.length > 20, k.key);
   }
-  const names = KEYS.map((k) => k.key);
-  assert.deepEqual(
-    names.filter((name, i) => names.indexOf(name) !== i),
-    [],
-  );
+  // The loader reads each key by its section (targets-closed.test.ts): a name may recur in
+  // another section, never twice in one, and no environment variable may serve two keys.
+  const repeated = (xs: string[]) => xs.filter((x, i) => xs.indexOf(x) !== i);
+  assert.deepEqual(repeated(KEYS.map((k) => `${k.section}.${k.key}`)), []);
+  assert.deepEqual(repeated(KEYS.map((k) => k.env)), []);
 });

@@ -3,6 +3,8 @@
 // with a local override blocks tuning until it agrees; a replica that stops streaming is a
 // guardrail breach; and a Patroni member is told apart from a plain server (for --local).
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { detectPatroni, localRefusal } from '../src/agent/targets/patroni/detect.ts';
@@ -23,7 +25,10 @@ before(async () => {
   db = await connectDb(lab.members[0]!.agentUrl);
   target = createPatroniTarget({
     db,
-    config: { postgresql: { connectionUrl: lab.members[0]!.agentUrl, includeQueries: true, allowRestart: false }, local: {} },
+    config: {
+      postgresql: { connectionUrl: lab.members[0]!.agentUrl, includeQueries: true, includePlans: false, allowRestart: false },
+      targets: {},
+    },
     patroni: {
       restApiUrls: lab.members.map((m) => m.apiUrl),
       username: lab.apiUser,
@@ -76,6 +81,31 @@ test('a member with a local override blocks tuning until it agrees', async () =>
     await replica.sql('SELECT pg_reload_conf()');
   }
   await until('the member to agree again', async () => (await target.applyBlockedReason()) === null, 10_000);
+});
+
+test('a member that missed a change (its postgresql.conf behind the dynamic configuration) is asked to reload, and then runs it', async () => {
+  await target.writeOverrides({ work_mem: { set: true, value: '20480' } }, { allowRestart: false });
+  const replica = lab.members.find((m) => m.name !== 'm0')!;
+  const workMemOn = async () =>
+    (await replica.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`))[0]!.setting;
+  assert.equal(await workMemOn(), '20480');
+  // As a member restarting when the change came is left: Patroni holds the value, its file does not.
+  const conf = join(replica.dataDir, 'postgresql.conf');
+  const text = readFileSync(conf, 'utf8');
+  assert.match(text, /^work_mem = '20480'$/m);
+  writeFileSync(conf, text.replace(/^work_mem = '20480'\n/m, ''));
+  await replica.sql('SELECT pg_reload_conf()');
+  assert.equal(await workMemOn(), '4096');
+  try {
+    // The same value again: a patch that changes nothing makes Patroni reload nobody; the write
+    // waits for every member, asks the one behind to reload after two of Patroni's loops, and
+    // Patroni writes its file anew.
+    await target.writeOverrides({ work_mem: { set: true, value: '20480' } }, { allowRestart: false });
+    assert.equal(await workMemOn(), '20480');
+    assert.match(readFileSync(conf, 'utf8'), /^work_mem = '20480'$/m);
+  } finally {
+    await target.writeOverrides({ work_mem: { set: false } }, { allowRestart: false });
+  }
 });
 
 test('a switchover in the middle of a trial is detected, and the trial is put back through the dynamic configuration', async () => {

@@ -55,7 +55,10 @@ after(async () => {
 function target(restApiUrls: string[], password = lab.apiPassword): PatroniTarget {
   const t = createPatroniTarget({
     db,
-    config: { postgresql: { connectionUrl: lab.members[0]!.agentUrl, includeQueries: true, allowRestart: false }, local: {} },
+    config: {
+      postgresql: { connectionUrl: lab.members[0]!.agentUrl, includeQueries: true, includePlans: false, allowRestart: false },
+      targets: {},
+    },
     patroni: { restApiUrls, username: lab.apiUser, password, applyTimeoutSeconds: 30, maxReplicaLagMb: 64 },
   });
   targets.push(t);

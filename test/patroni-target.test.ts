@@ -27,8 +27,13 @@ function target(options: { allowRestart?: boolean; applyTimeoutSeconds?: number 
   const t = createPatroniTarget({
     db,
     config: {
-      postgresql: { connectionUrl: lab.members[0]!.agentUrl, includeQueries: true, allowRestart: options.allowRestart ?? false },
-      local: {},
+      postgresql: {
+        connectionUrl: lab.members[0]!.agentUrl,
+        includeQueries: true,
+        includePlans: false,
+        allowRestart: options.allowRestart ?? false,
+      },
+      targets: {},
     },
     patroni: {
       restApiUrls: lab.members.map((m) => m.apiUrl),

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/agent/config/load.ts';
 import { runAgent, type AgentRun } from './helpers/agent-process.ts';
+import { managedAConfig } from '../src/agent/targets/managed-a/config.ts';
 
 const dirs: string[] = [];
 const transcript: string[] = [];
@@ -80,7 +81,7 @@ test('one key in agent.yaml and the other in the environment make a pair', () =>
     target: 'managed-a',
     needsService: true,
   });
-  assert.deepEqual([config.managedA.accessKeyId, config.managedA.secretAccessKey], [ACCESS_KEY_ID, SECRET_ACCESS_KEY]);
+  assert.deepEqual([managedAConfig.of(config).accessKeyId, managedAConfig.of(config).secretAccessKey], [ACCESS_KEY_ID, SECRET_ACCESS_KEY]);
 });
 
 test('a partial set of CLOUDB_* variables: exit 2, naming the missing ones', async () => {

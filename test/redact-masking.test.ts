@@ -1,10 +1,10 @@
-// The agent's one secret masking (src/agent/process/redact.ts) against every form a user types a password
+// The agent's one secret masking (src/agent/base/redact.ts) against every form a user types a password
 // in: each form the hostile test found leaking, then a property test of random secrets of every
 // printable ASCII character (a seeded PRNG, so a failure reproduces from its case number).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRng } from '../src/optimizer/index.ts';
-import { forgetSecrets, maskPasswordForms, redact, registerConnectionString } from '../src/agent/process/redact.ts';
+import { forgetSecrets, maskPasswordForms, redact, registerConnectionString } from '../src/agent/base/redact.ts';
 
 /** Every 6-character run of `secret` found in `output`. */
 function leakedRuns(secret: string, output: string): string[] {

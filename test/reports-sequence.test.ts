@@ -22,12 +22,12 @@ for (const kind of STORAGE_KINDS) {
     let lab: AdminService;
     let service: TestService;
     let admin: PersonClient;
-    let accountId: string;
+    let organizationId: string;
 
     before(async () => {
       lab = await startAdminService(kind);
       ({ service, admin } = lab);
-      accountId = (await service.storage.listUsers()).find((u) => u.username === 'admin')!.accountId;
+      organizationId = (await service.storage.findUserForLogin('admin'))!.user.organizationId;
     });
     after(() => lab?.close());
 
@@ -51,7 +51,7 @@ for (const kind of STORAGE_KINDS) {
       );
       assert.equal(events.status, 200);
       return {
-        reports: (await service.storage.reportSeries(accountId, databaseId, 100)).length,
+        reports: (await service.storage.reportSeries(organizationId, databaseId, 100)).length,
         tags: events.body.events
           .filter((e) => e.code === 'tag')
           .map((e) => e.message)

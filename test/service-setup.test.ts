@@ -2,6 +2,7 @@
 // (checked with the agent's own config loader), docs/protocol.md being current, configuration
 // errors, HTML escaping, the first admin, and migrations run by two replicas at once.
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { migrate, MIGRATIONS } from '../src/service/storage/migrations.ts';
 import { installScript } from '../src/service/http/downloads.ts';
 import { readDownloads } from '../src/service/setup/downloads.ts';
 import { setupSnippets, shellQuote } from '../src/service/setup/snippets.ts';
-import { agentConnectionContext } from '../src/agent/database/db-tls.ts';
+import { agentConnectionContext } from '../src/agent/process/db-tls.ts';
 import { planConnection } from '../src/postgres/connect.ts';
 import { setupPage } from '../src/service/web/setup-page.ts';
 import { html } from '../src/service/web/html.ts';
@@ -30,6 +31,9 @@ import {
   startTestService,
 } from './helpers/service.ts';
 import { startRequest } from './helpers/service-reports.ts';
+import { managedAConfig } from '../src/agent/targets/managed-a/config.ts';
+import { managedBFlexConfig } from '../src/agent/targets/managed-b-flex/config.ts';
+import type { AgentConfig } from '../src/agent/config/agent-config.ts';
 
 const DATABASE_ID = '6f1c1a52-8a3e-4c1d-9d2a-0c5b7f0e9a11';
 const API_KEY = 'tuner_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde';
@@ -50,6 +54,9 @@ const FILLED: Record<string, string> = {
   '<CLIENT_ID>': 'client-id',
   '<CLIENT_SECRET>': 'client-secret',
   '<TENANT_ID>': 'tenant-id',
+  '<INSTANCE_IP>': '10.20.0.5',
+  '<PROJECT>': 'orders-project',
+  '<INSTANCE>': 'orders-sql',
 };
 
 function fill(text: string): string {
@@ -66,8 +73,14 @@ function containerEnv(command: string): Record<string, string> {
   return env;
 }
 
+/** A configuration without what only one of the two forms carries. */
+function withoutContainerOnly(config: AgentConfig): AgentConfig {
+  const { clientId: _id, clientSecret: _secret, tenantId: _tenant, ...flex } = managedBFlexConfig.of(config);
+  return { ...config, targets: { ...config.targets, local: {}, managed_b_flex: flex } };
+}
+
 for (const target of TARGETS.kinds) {
-  test(`setup snippets for --${target}: the spec's names, accepted by the agent's own config loader`, () => {
+  test(`setup snippets for --${target}: the spec's names, accepted by the agent's own config loader`, async () => {
     const snippets = setupSnippets({
       target,
       databaseId: DATABASE_ID,
@@ -85,12 +98,14 @@ for (const target of TARGETS.kinds) {
     assert.equal(yaml['tuner']?.['api_key'], API_KEY);
     assert.equal(yaml['tuner']?.['database_id'], DATABASE_ID);
     assert.equal(yaml['tuner']?.['server_url'], 'https://tuner.example.com');
+    // A list key is written as docs/patroni.md writes it: a YAML list, not one comma-separated string.
+    if (target === 'patroni') assert.match(snippets.agentYaml, /^ {2}rest_api_urls: \[ https:\/\/pg1:8008, https:\/\/pg2:8008 \]$/m);
 
     const env = containerEnv(snippets.containerCommand);
     const knownEnv = new Set(KEYS.map((k) => k.env));
     for (const name of Object.keys(env)) assert.ok(knownEnv.has(name), `${name} is a variable the agent knows`);
     assert.equal(env['AGENT_TUNER_API_KEY'], API_KEY);
-    assert.match(snippets.containerCommand, /^docker run -d --restart always /);
+    assert.match(snippets.containerCommand, /^docker run -d --restart always /m);
     assert.ok(snippets.containerCommand.trimEnd().endsWith(`registry.example.com/tuner-agent:latest --${target}`));
     assert.match(snippets.binaryCommands, new RegExp(`^\\./tuner-agent --${target}$`, 'm'));
     // The spec's installer one-liner, with this service's address.
@@ -116,27 +131,16 @@ for (const target of TARGETS.kinds) {
       const url = fromFile.config.postgresql.connectionUrl;
       assert.doesNotMatch(url, /<[A-Z_]+>/, 'every placeholder of the URL is explained');
       assert.equal(
-        planConnection(url, agentConnectionContext(target)).sslmode,
-        ['local', 'patroni'].includes(target) ? 'prefer' : 'verify-full',
+        planConnection(url, await agentConnectionContext(target)).sslmode,
+        ['local', 'patroni'].includes(target) ? 'prefer' : target === 'managed-c' ? 'verify-ca' : 'verify-full',
       );
       const filledEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, fill(v)]));
       const fromEnv = loadConfig({ cwd: empty, env: filledEnv, target, needsService: true });
       assert.deepEqual(fromEnv.warnings, []);
       // The container form adds what only a container needs: the service principal of Cloud B;
       // the file form adds the local restart command, which has no use in a container.
-      assert.deepEqual(
-        {
-          ...fromEnv.config,
-          local: {},
-          managedBFlex: { ...fromEnv.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined },
-        },
-        {
-          ...fromFile.config,
-          local: {},
-          managedBFlex: { ...fromFile.config.managedBFlex, clientId: undefined, clientSecret: undefined, tenantId: undefined },
-        },
-      );
-      if (target === 'managed-b-flex') assert.equal(fromEnv.config.managedBFlex.tenantId, 'tenant-id');
+      assert.deepEqual(withoutContainerOnly(fromEnv.config), withoutContainerOnly(fromFile.config));
+      if (target === 'managed-b-flex') assert.equal(managedBFlexConfig.of(fromEnv.config).tenantId, 'tenant-id');
 
       // Cloud A's ECS task: the same variables less the access keys (the task role signs).
       if (target === 'managed-a' || target === 'managed-a-cluster') {
@@ -162,8 +166,8 @@ for (const target of TARGETS.kinds) {
         for (const name of Object.keys(taskEnv)) assert.ok(knownEnv.has(name), `${name} is a variable the agent knows`);
         assert.equal(taskEnv['AGENT_CLOUDA_ACCESS_KEY_ID'], undefined);
         const fromTask = loadConfig({ cwd: empty, env: taskEnv, target, needsService: true });
-        assert.equal(fromTask.config.managedA.accessKeyId, undefined);
-        assert.equal(fromTask.config.managedA.region, 'us-east-1');
+        assert.equal(managedAConfig.of(fromTask.config).accessKeyId, undefined);
+        assert.equal(managedAConfig.of(fromTask.config).region, 'us-east-1');
       } else {
         assert.equal(snippets.ecsTaskDefinition, null);
       }
@@ -192,13 +196,22 @@ test('downloads: only the binaries SHA256SUMS names and that are there; with non
     const pageWith = (binaryTargets: readonly string[]) =>
       setupPage({
         login: {
-          user: { id: 'u', accountId: 'a', username: 'admin', isAdmin: true, createdAt: new Date() },
+          user: {
+            id: 'u',
+            organizationId: 'a',
+            username: 'admin',
+            role: 'admin',
+            createdAt: new Date(),
+            via: 'password',
+            address: null,
+            token: null,
+          },
           csrfToken: 'c',
           expiresAt: new Date(),
         },
         database: {
           id: DATABASE_ID,
-          accountId: 'a',
+          organizationId: 'a',
           name: 'orders',
           target: 'local',
           reportIntervalSeconds: null,
@@ -347,13 +360,47 @@ test('secrets never reach the log, even at trace level', async () => {
     await new AgentClient(service.url, databaseId, `${apiKey}x`).report({});
     await admin.post(`/api/manage/databases/${databaseId}/keys/${apiKeyId}/revoke`);
     await agent.report({});
+    // People and API tokens: a password given, one generated, a token made, used, and revoked.
+    const given = await admin.post<{ password: null }>('/api/manage/users', {
+      username: 'dba',
+      password: 'a-given-password-456',
+      role: 'viewer',
+    });
+    const generated = await admin.post<{ password: string }>('/api/manage/users', { username: 'ops', role: 'operator' });
+    const made = await admin.post<{ token: { id: string }; secret: string }>('/api/manage/tokens', {
+      name: 'ci',
+      role: 'viewer',
+      expiresInDays: 1,
+    });
+    const bearer = (secret: string) => fetch(`${service.url}/api/manage/databases`, { headers: { authorization: `Bearer ${secret}` } });
+    assert.equal((await bearer(made.body.secret)).status, 200);
+    await admin.post(`/api/manage/tokens/${made.body.token.id}/revoke`);
+    assert.equal((await bearer(made.body.secret)).status, 401);
+    assert.equal(given.status, 201);
     const sessionToken = admin.cookie.split('=')[1]!;
     const logs = service.logs.join('');
     assert.ok(logs.includes('agent started'), 'the log is written');
-    for (const secret of [ADMIN_PASSWORD, 'a-wrong-password-123', apiKey, apiKey.slice(6), sessionToken, admin.csrfToken]) {
-      assert.ok(!logs.includes(secret), `a secret in the log: ${secret.slice(0, 4)}…`);
-    }
+    const secrets = [
+      ADMIN_PASSWORD,
+      'a-wrong-password-123',
+      'a-given-password-456',
+      generated.body.password,
+      made.body.secret,
+      made.body.secret.slice(9),
+    ];
+    secrets.push(apiKey, apiKey.slice(6), sessionToken, admin.csrfToken);
+    for (const secret of secrets) assert.ok(!logs.includes(secret), `a secret in the log: ${secret.slice(0, 4)}…`);
     assert.ok(!/authorization|cookie/i.test(logs), 'no headers in the log');
+    // Nor in the audit log, which records all of the above: its rows, as stored.
+    const storage = new pg.Client({ connectionString: store.databaseUrl });
+    await storage.connect();
+    try {
+      const audit = (await storage.query<{ row: string }>('SELECT row_to_json(a)::text AS row FROM audit_events a')).rows.map((r) => r.row);
+      assert.ok(audit.length >= 8, `the audit log is written (${audit.length})`);
+      for (const secret of secrets) assert.ok(!audit.join('\n').includes(secret), `a secret in the audit log: ${secret.slice(0, 4)}…`);
+    } finally {
+      await storage.end();
+    }
   } finally {
     await service.close();
     await store.dispose();

@@ -1,6 +1,6 @@
 // The tuning service over real HTTP on loopback, with its real storage, on both storages:
 // people's API → agent start → reports → command round trip → ack; the lease rules; hostile
-// requests; accounts kept apart; a restart on the same storage.
+// requests; organizations kept apart; a restart on the same storage.
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
@@ -15,6 +15,10 @@ import {
 import { AgentClient, PersonClient, STORAGE_KINDS, assertClientError, type TestService } from './helpers/service.ts';
 import { LeaseClock, startAdminService, type AdminService } from './helpers/service-admin.ts';
 import { reportRequest, sampleMetrics, startRequest } from './helpers/service-reports.ts';
+import { until } from './helpers/until.ts';
+import { hashPassword } from '../src/service/people/passwords.ts';
+
+const ALICE_PASSWORD = 'alice-password-for-tests';
 
 interface CommandView {
   id: string;
@@ -147,7 +151,9 @@ for (const kind of STORAGE_KINDS) {
         ],
       });
       assert.equal(fifth.nextReportInSeconds, 15);
-      assert.ok(new Date(fifth.leaseExpiresAt).getTime() < Date.now() + 60_000, 'lease renewed for 3 × 15 s');
+      // The agent learns of 15 s from this answer and was on 60 s until now: the lease the fourth
+      // report renewed for 3 × 60 s is not cut to 3 × 15 s under it.
+      assert.ok(Date.parse(fifth.leaseExpiresAt) >= Date.parse(fourth.leaseExpiresAt), 'the lease is not cut by a shorter interval');
       const events = await admin.get<{ events: Array<{ code: string; commandId: string }> }>(`/api/manage/databases/${databaseId}/events`);
       assert.deepEqual(
         events.body.events.map((e) => [e.code, e.commandId]),
@@ -190,20 +196,30 @@ for (const kind of STORAGE_KINDS) {
       // Stop releases: the old lease cannot report, a new agent gets in.
       assert.equal((await agentA.stop({ leaseId: leaseA.leaseId })).status, 204);
       assertClientError(await agentA.report(reportRequest(leaseA.leaseId, 1)), 409, 'lease_expired');
+      await admin.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 });
       const leaseB = await startAgent(agentB, { hostname: 'host-b', pid: 222 });
       assert.notEqual(leaseB.leaseId, leaseA.leaseId);
 
       // Expiry: with a 1 s interval the lease lasts 3 s; once it lapses another agent gets in, and
-      // the lapsed agent is told to start again. A renewal the lease clock counts from 3.3 s ago
-      // is one that lapsed, with no waiting.
-      await admin.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 });
+      // the lapsed agent is told to start again. A renewal never moves the lease's end closer: one
+      // the lease clock counts from 3.3 s ago leaves the lease as it was.
       const renewed = await report(agentB, leaseB.leaseId, 0);
       assert.equal(renewed.nextReportInSeconds, 1);
       assertClientError(await agentA.start(startRequest({ hostname: 'host-a' })), 409, 'agent_conflict', 'host-b');
       clock.shift(-3_300);
-      await report(agentB, leaseB.leaseId, 1);
+      const early = await report(agentB, leaseB.leaseId, 1);
       clock.shift(3_300);
-      const leaseA2 = await startAgent(agentA, { hostname: 'host-a', pid: 113 });
+      assert.equal(early.leaseExpiresAt, renewed.leaseExpiresAt, 'a renewal never moves the end closer');
+      assertClientError(await agentA.start(startRequest({ hostname: 'host-a' })), 409, 'agent_conflict', 'host-b');
+      const leaseA2 = await until(
+        'the 3 s lease to lapse',
+        async () => {
+          const answer = await agentA.start(startRequest({ hostname: 'host-a', pid: 113 }));
+          return answer.status === 200 ? AgentStartResponseSchema.parse(answer.body) : null;
+        },
+        15_000,
+        100,
+      );
       assertClientError(await agentB.report(reportRequest(leaseB.leaseId, 2)), 409, 'lease_expired');
       await report(agentA, leaseA2.leaseId, 0);
       await agentA.stop({ leaseId: leaseA2.leaseId });
@@ -374,11 +390,11 @@ for (const kind of STORAGE_KINDS) {
       await report(again, lease.leaseId, 2 ** 50 + 1);
     });
 
-    test("accounts are apart: a user never sees nor touches another account's database", async () => {
-      const created = await admin.post<{ password: string }>('/api/manage/users', { username: `alice-${kind}` });
-      assert.equal(created.status, 201, JSON.stringify(created.body));
-      assert.match(created.body.password, /^[A-Za-z0-9_-]{22}$/);
-      const alice = await PersonClient.login(service.url, `alice-${kind}`, created.body.password);
+    test("organizations are apart: a person never sees nor touches another organization's database", async () => {
+      // The people's API adds people to the admin's own organization; another organization is made
+      // in the storage, as the first admin's is.
+      await service.storage.createOrganization(`alice-org-${kind}`, `alice-${kind}`, await hashPassword(ALICE_PASSWORD));
+      const alice = await PersonClient.login(service.url, `alice-${kind}`, ALICE_PASSWORD);
       const adminDb = await admin.createDatabase('admin only');
       const aliceDb = await alice.createDatabase('alice db', 'managed-a');
 
@@ -402,7 +418,10 @@ for (const kind of STORAGE_KINDS) {
         404,
         'not_found',
       );
-      assertClientError(await alice.post('/api/manage/users', { username: 'mallory' }), 403, 'forbidden');
+      const adminUsers = await admin.get<{ users: Array<{ id: string; username: string }> }>('/api/manage/users');
+      assert.ok(!adminUsers.body.users.some((u) => u.username === `alice-${kind}`), "another organization's people are not listed");
+      const adminId = adminUsers.body.users.find((u) => u.username === 'admin')!.id;
+      assertClientError(await alice.patch(`/api/manage/users/${adminId}`, { role: 'viewer' }), 404, 'not_found');
       // The admin's key still works: alice's revoke did nothing.
       await startAgent(new AgentClient(service.url, adminDb.databaseId, adminDb.apiKey));
     });
@@ -450,13 +469,18 @@ for (const kind of STORAGE_KINDS) {
       const agent = new AgentClient(service.url, databaseId, apiKey);
       const lease = await startAgent(agent);
       for (let seq = 0; seq < 8; seq++) await report(agent, lease.leaseId, seq, { metrics: null });
-      const removed = await service.storage.prune({ maxAgeDays: 30, maxReportsPerDatabase: 3, maxEventsPerDatabase: 3 });
+      const removed = await service.storage.prune({
+        maxAgeDays: 30,
+        maxReportsPerDatabase: 3,
+        maxEventsPerDatabase: 3,
+        auditMaxAgeDays: 400,
+      });
       assert.ok(removed.reports >= 5, `removed ${removed.reports}`);
       assert.equal(removed.analyzed, kind === 'pglite', 'PGlite, without autovacuum, gets its statistics from the retention job');
       const latest = await admin.get<{ report: { seq: number } }>(`/api/manage/databases/${databaseId}/reports/latest`);
       assert.equal(latest.body.report.seq, 7);
-      const adminUser = (await service.storage.listUsers()).find((u) => u.username === 'admin')!;
-      const series = await service.storage.reportSeries(adminUser.accountId, databaseId, 100);
+      const adminUser = (await service.storage.findUserForLogin('admin'))!.user;
+      const series = await service.storage.reportSeries(adminUser.organizationId, databaseId, 100);
       assert.equal(series.length, 3);
       await agent.stop({ leaseId: lease.leaseId });
     });

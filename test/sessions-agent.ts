@@ -16,7 +16,8 @@ import {
 } from '../src/protocol/v1.ts';
 import { roundOrder } from '../src/measure/verify.ts';
 import { ENVIRONMENT_TRIP } from '../src/service/tuning/trips.ts';
-import { ENGINE_LIMITS } from '../src/service/tuning/engine.ts';
+import { ENGINE_LIMITS } from '../src/service/tuning/engine/turn.ts';
+import type { IterationPlans } from '../src/service/tuning/iteration-plans.ts';
 import { createRng, type Rng } from '../src/optimizer/index.ts';
 import { PAGE_BYTES } from '../src/knobs/index.ts';
 import { PG15_KNOB_SETTINGS } from './helpers/pg15-settings.ts';
@@ -71,6 +72,11 @@ export class SimulatedAgent {
   spills = false;
   /** Reverts fail (the database refuses them, say). */
   failReverts = false;
+  /** As the real agent does when the service cannot answer (a storage failover): a report or an
+   * acknowledgement that fails (5xx, no answer) is sent again, the same one, after a pause; each
+   * such failure counted here. Off: any failure fails the test at once. */
+  retryFailures = false;
+  failuresRetried = 0;
   private readonly rng: Rng;
 
   constructor(baseUrl: string, databaseId: string, apiKey: string) {
@@ -163,7 +169,7 @@ export class SimulatedAgent {
       targetMetrics: sampleTargetMetrics(end),
       events: this.events.splice(0),
     };
-    const response = await this.client.report(body, { gzip: true });
+    const response = await this.untilAnswered(() => this.client.report(body, { gzip: true }));
     assert.equal(response.status, 200, JSON.stringify(response.body));
     this.lastEnd = end;
     const parsed = ReportResponseSchema.parse(response.body);
@@ -179,8 +185,21 @@ export class SimulatedAgent {
     }
     const ack = this.outcomes.get(command.id);
     if (!ack) return;
-    const response = await this.client.ack(command.id, { ...ack, leaseId: this.leaseId });
+    const response = await this.untilAnswered(() => this.client.ack(command.id, { ...ack, leaseId: this.leaseId }));
     assert.equal(response.status, 204, JSON.stringify(response.body));
+  }
+
+  /** The request's answer; with retryFailures, sent again while the service fails it. */
+  private async untilAnswered<T extends { status: number }>(send: () => Promise<T>): Promise<T> {
+    for (;;) {
+      const response = await send().catch((err: unknown) => {
+        if (!this.retryFailures) throw err;
+        return null;
+      });
+      if (response && (response.status < 500 || !this.retryFailures)) return response;
+      this.failuresRetried++;
+      await sleep(250);
+    }
   }
 
   private execute(command: Command): CommandAckRequest | null {
@@ -206,6 +225,9 @@ export class SimulatedAgent {
       if (command.to === 'baseline') this.knownGood = new Map(this.baseline);
       return done({});
     }
+    // The simulated agent runs with postgresql.include_plans off, as agents do by default.
+    if (command.kind === 'plan')
+      return { leaseId: '', status: 'refused', effective: {}, errors: ['include_plans is off'], restarted: false, restored: false };
     const plan: ApplyPlan = command.keep ? { status: 'applied' } : this.plan(command, ++this.trials);
     if (plan.status === 'ignore') return null;
     if (plan.status !== 'applied')
@@ -306,7 +328,17 @@ export interface SessionJson {
   noise?: number | null;
   finalCommandId: string | null;
   fromAdvice?: { findings: string[]; from: string; to: string } | null;
-  progress?: { ok: number; failed: number; cancelled: number; contaminated: number; baselineWindows: number; abRounds: number };
+  progress?: {
+    ok: number;
+    failed: number;
+    cancelled: number;
+    contaminated: number;
+    planNeutral: number;
+    refused: number;
+    baselineWindows: number;
+    abRounds: number;
+  };
+  planAware: boolean;
 }
 
 export interface IterationJson {
@@ -327,6 +359,7 @@ export interface IterationJson {
   stats: Record<string, number | null> | null;
   sentAt: string | null;
   window: { start: string; end: string; attempts: number } | null;
+  plans: IterationPlans | null;
 }
 
 export async function getTuningSession(

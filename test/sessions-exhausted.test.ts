@@ -9,9 +9,11 @@ import { createRng, createSpace, encode, suggest, type Observation, type Point }
 import { nothingLeft } from '../src/service/tuning/history.ts';
 import type { TuningIterationRecord } from '../src/service/tuning/store.ts';
 import { pg15Settings } from './helpers/pg15-settings.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 
 const space = createSpace({
   target: 'local',
+  capabilities: TARGETS.capabilitiesOf('local'),
   mode: 'reload-only',
   machine: { memoryBytes: 16 * 1024 ** 3, vcpus: 4 },
   settings: pg15Settings(),

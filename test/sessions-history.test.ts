@@ -7,10 +7,12 @@ import { createSpace, decode, encode } from '../src/optimizer/index.ts';
 import { judgeSession, searchBest, searchRecommendation } from '../src/service/tuning/history.ts';
 import type { TuningIterationKind, TuningIterationRecord, TuningSessionRecord } from '../src/service/tuning/store.ts';
 import { pg15Settings } from './helpers/pg15-settings.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 
 const T0 = Date.parse('2026-11-25T10:00:00Z');
 const space = createSpace({
   target: 'local',
+  capabilities: TARGETS.capabilitiesOf('local'),
   mode: 'reload-only',
   machine: { memoryBytes: 16 * 1024 ** 3, vcpus: 4 },
   settings: pg15Settings(),
@@ -47,6 +49,7 @@ const session: TuningSessionRecord = {
   windowNowSeconds: null,
   windowMinSeconds: 10,
   verifyEarly: true,
+  planAware: false,
   finalCommandId: null,
   finalSentAt: null,
   mode: 'reload-only',
@@ -91,6 +94,7 @@ function iteration(
     reports: 10,
     failure: null,
     finishedAt: new Date(T0 + (at + 10) * 1000),
+    plans: null,
   };
 }
 

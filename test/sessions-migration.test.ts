@@ -4,31 +4,14 @@
 // rename of `sessions` to `login_sessions` still logs its user in.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import type { SqlDriver } from '../src/service/storage/driver.ts';
 import { MIGRATIONS, migrate } from '../src/service/storage/migrations.ts';
-import { openPgliteDriver } from '../src/service/storage/pglite-driver.ts';
-import { openPostgresDriver } from '../src/service/storage/postgres-driver.ts';
 import { createSqlStorage } from '../src/service/storage/sql-storage.ts';
-import { STORAGE_KINDS, createScratchDatabase } from './helpers/service.ts';
-
-async function openDriver(kind: (typeof STORAGE_KINDS)[number]): Promise<{ driver: SqlDriver; dispose: () => Promise<void> }> {
-  if (kind === 'postgres') {
-    const scratch = await createScratchDatabase();
-    const driver = await openPostgresDriver({ url: scratch.url, poolSize: 2 });
-    return { driver, dispose: async () => (await driver.close(), await scratch.drop()) };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'tuner-migration-'));
-  const driver = await openPgliteDriver(dir);
-  return { driver, dispose: async () => (await driver.close(), rmSync(dir, { recursive: true, force: true })) };
-}
+import { STORAGE_KINDS, openScratchDriver } from './helpers/service.ts';
 
 for (const kind of STORAGE_KINDS) {
   test(`migration 3 on ${kind}: a session from schema 2 goes on with the verification's defaults`, async () => {
-    const { driver, dispose } = await openDriver(kind);
+    const { driver, dispose } = await openScratchDriver(kind);
     try {
       assert.deepEqual(
         await migrate(
@@ -102,7 +85,7 @@ for (const kind of STORAGE_KINDS) {
 
 for (const kind of STORAGE_KINDS) {
   test(`migration 4 on ${kind}: a login session from schema 3 still logs in, from login_sessions`, async () => {
-    const { driver, dispose } = await openDriver(kind);
+    const { driver, dispose } = await openScratchDriver(kind);
     try {
       assert.deepEqual(
         await migrate(

@@ -64,6 +64,7 @@ function iteration(
     reports: figures ? 10 : null,
     failure,
     finishedAt: new Date(T0 + (at + 10) * 60_000),
+    plans: null,
   };
 }
 

@@ -68,17 +68,20 @@ for (const kind of STORAGE_KINDS) {
       );
       assert.equal((await agent.report()).nextReportInSeconds, 1, 'while measuring, about six reports a window');
 
-      let sawVerifying = false;
+      // The answers to the reports sent while the session verified: the A/B windows are measured
+      // too, so the agent keeps reporting about six times a window (it fell back to its 60 s).
+      const verifyingIntervals: number[] = [];
       await agent.runUntil(
         'awaiting approval',
         async () => {
           const state = await stateOf(databaseId, started.id);
-          sawVerifying ||= state === 'verifying';
+          if (state === 'verifying') verifyingIntervals.push(agent.last!.nextReportInSeconds);
           return state === 'awaiting_approval';
         },
         { timeoutMs: 90_000 },
       );
-      assert.ok(sawVerifying, 'the session verified its best before recommending it');
+      assert.ok(verifyingIntervals.length > 0, 'the session verified its best before recommending it');
+      assert.deepEqual(new Set(verifyingIntervals), new Set([1]), 'while verifying, about six reports a window');
       const { session, iterations } = await getTuningSession(person, databaseId, started.id);
       const rounds = assertSessionShape(iterations, 5, ['ok']);
       assert.ok(rounds >= 3 && rounds <= 8, `${rounds} A/B rounds`);
@@ -358,6 +361,39 @@ for (const kind of STORAGE_KINDS) {
         `/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`,
       );
       assert.equal(stopped.body.session.state, 'stopped');
+    });
+
+    test('an agent gone for longer than a window pauses the session, which says so and goes on when it is back', async () => {
+      const { databaseId, agent } = await connect('gone');
+      const started = await startTuningSession(person, databaseId, { iterations: 3, windowSeconds: 2, warmupSeconds: 0, seed: 5 });
+      await agent.runUntil('a trial to be measured', async () =>
+        (await getTuningSession(person, databaseId, started.id)).iterations.some((it) => it.state === 'measuring'),
+      );
+      // The agent stops (its lease released), and the timer looks a minute later.
+      assert.equal((await agent.client.stop({ leaseId: agent.leaseId })).status, 204);
+      const before = (await getTuningSession(person, databaseId, started.id)).iterations;
+      await advanceTuningSession(service.storage, databaseId, { now: new Date(Date.now() + 60_000) });
+      const paused = await getTuningSession(person, databaseId, started.id);
+      assert.equal(paused.session.state, 'iterating');
+      assert.match(
+        paused.session.message ?? '',
+        /^paused: the agent is gone \(no live lease, no report since .*\): the session goes on when it reports again$/,
+      );
+      assert.deepEqual(
+        paused.iterations.map((it) => it.state),
+        before.map((it) => it.state),
+        'no window was condemned while nobody measured it',
+      );
+      // Back: the session goes on.
+      await agent.start();
+      await agent.report();
+      const resumed = await getTuningSession(person, databaseId, started.id);
+      assert.doesNotMatch(resumed.session.message ?? '', /^paused/);
+      await agent.runUntil('a later window measured', async () => {
+        const { iterations } = await getTuningSession(person, databaseId, started.id);
+        return iterations.some((it) => it.ordinal > before.at(-1)!.ordinal && it.state !== 'applying' && it.state !== 'measuring');
+      });
+      await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
     });
 
     test('stop returns a trial to known-good; revert returns the database to its baseline', async () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { helpText, main, parseInvocation } from '../src/agent/process/cli.ts';
 import { loadConfig } from '../src/agent/config/load.ts';
-import { createLogger } from '../src/agent/process/log.ts';
+import { createLogger } from '../src/agent/base/log.ts';
 import type { Db } from '../src/agent/database/db.ts';
 import { TARGETS } from '../src/agent/targets/registry.ts';
 import { catalogFor, effectiveMode } from '../src/knobs/index.ts';
@@ -20,7 +20,7 @@ const registry = TARGETS.with(noopDefinition);
 
 test('the built-in registry does not know the fixture, and a kind is defined once', () => {
   assert.ok(!TARGETS.has('noop'));
-  assert.deepEqual(TARGETS.kinds, ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex', 'patroni']);
+  assert.deepEqual(TARGETS.kinds, ['local', 'managed-a', 'managed-a-cluster', 'managed-b-flex', 'managed-c', 'patroni']);
   assert.throws(() => registry.with(noopDefinition), /target kind noop is defined twice/);
 });
 
@@ -51,15 +51,20 @@ test('tuner-agent permissions --noop prints the fixture’s document', async () 
 });
 
 test('the definition creates the target the CLI runs, and names its peers', async () => {
-  const env = { AGENT_POSTGRESQL_CONNECTION_URL: 'postgresql://agent_user@localhost/postgres' };
-  // The noop kind has no section of its own: the configuration is the common keys only.
-  const { config } = loadConfig({ cwd: '/nonexistent', env, target: 'local', needsService: false });
+  const env = {
+    AGENT_POSTGRESQL_CONNECTION_URL: 'postgresql://agent_user@localhost/postgres',
+    AGENT_NOOP_ENDPOINT: 'https://noop.invalid',
+  };
+  // Its own section is read with the registry that has it (test/targets-closed.test.ts: every path).
+  const { config } = loadConfig({ cwd: '/nonexistent', env, target: 'noop', needsService: false, registry });
   const definition = registry.definitionOf('noop');
   const target = await definition.create('noop', { db: {} as Db, config, log: createLogger({ debug: false, write: () => {} }) });
   assert.equal(target.kind, 'noop');
   await target.writeOverrides({ work_mem: { set: true, value: '8MB' } }, { allowRestart: false });
   assert.deepEqual(await target.readOverrides(['work_mem', 'jit']), { work_mem: { set: true, value: '8MB' }, jit: { set: false } });
-  assert.deepEqual(await target.preflight(), [{ name: 'noop: nothing to check', ok: true, detail: 'the noop target needs no rights' }]);
+  assert.deepEqual(await target.preflight(), [
+    { name: 'noop: nothing to check', ok: true, detail: 'the noop target needs no rights (its API: https://noop.invalid)' },
+  ]);
   assert.deepEqual(
     definition.peers('noop', config, {}).map((p) => p.url),
     ['https://noop.invalid/'],
@@ -67,16 +72,17 @@ test('the definition creates the target the CLI runs, and names its peers', asyn
 });
 
 test('the catalog tunes what the capabilities say, reload-only where the target never restarts', () => {
+  // The catalog is given capabilities as data (it never looks a kind up in a registry).
   assert.deepEqual(
-    catalogFor('noop', 'restart', registry).map((k) => k.name),
+    catalogFor(registry.capabilitiesOf('noop'), 'restart').map((k) => k.name),
     ['work_mem', 'random_page_cost'],
   );
-  assert.equal(effectiveMode('noop', 'restart', registry), 'reload-only');
-  assert.deepEqual(catalogFor('noop', 'restart'), [], 'the built-in registry tunes nothing on an unknown kind');
+  assert.equal(effectiveMode(registry.capabilitiesOf('noop'), 'restart'), 'reload-only');
+  assert.throws(() => TARGETS.capabilitiesOf('noop'), /unknown target noop/);
   // The built-in targets' capabilities give the catalog it had: Cloud B the spec's 13, reload-only.
-  assert.equal(catalogFor('managed-b-flex', 'restart').length, 13);
-  assert.equal(effectiveMode('managed-b-flex', 'restart'), 'reload-only');
-  assert.equal(effectiveMode('local', 'restart'), 'restart');
+  assert.equal(catalogFor(TARGETS.capabilitiesOf('managed-b-flex'), 'restart').length, 13);
+  assert.equal(effectiveMode(TARGETS.capabilitiesOf('managed-b-flex'), 'restart'), 'reload-only');
+  assert.equal(effectiveMode(TARGETS.capabilitiesOf('local'), 'restart'), 'restart');
 });
 
 test('the service labels it and keeps its sessions reload-only', () => {

@@ -12,13 +12,14 @@ import pg from 'pg';
 import { buildMetricsReport, createCollector, diffSnapshots, type Snapshot } from '../src/agent/collect/index.ts';
 import { AGENT_QUERY_MARKER, connectDb, type Db } from '../src/agent/database/db.ts';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
-import { KNOBS, settingsByName, validateChange, type PgSettingRow } from '../src/knobs/index.ts';
+import { KNOBS, reachOf, settingsByName, validateChange, type PgSettingRow } from '../src/knobs/index.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
 import { availableMajors, SUPPORTED_MAJORS } from '../src/lab/postgres-binaries.ts';
 import { MetricsReportSchema } from '../src/protocol/report.ts';
 import { runAgent } from './helpers/agent-process.ts';
 import { until } from './helpers/until.ts';
 import { createWreckableTable, guardRevertsWreckingTrial, startRangeWorkload } from './helpers/wrecking-trial.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 
 const available = availableMajors();
 const missing = SUPPORTED_MAJORS.filter((m) => !available.includes(m));
@@ -169,19 +170,27 @@ for (const major of SUPPORTED_MAJORS) {
       );
       const refusedHere: string[] = [];
       const machine = { memoryBytes: 16 * 1024 ** 3, vcpus: 4 };
-      for (const knob of KNOBS.filter((k) => k.targets.includes('local'))) {
+      for (const knob of KNOBS.filter((k) => TARGETS.kindsTuning(reachOf(k)).includes('local'))) {
         const row = rows[knob.name];
         const fits = row !== undefined && row.vartype === knob.type && row.unit === knob.unit;
         if (!fits) {
           // The agent's own check must refuse what this server cannot take as the catalog means it.
-          const value = knob.type === 'enum' ? knob.values[0]! : knob.type === 'bool' ? 'on' : knob.bounds(machine, 'local').min;
-          const result = validateChange({ [knob.name]: value }, { settings: rows, machine, target: 'local', mode: 'restart' });
+          const value =
+            knob.type === 'enum'
+              ? knob.values[0]!
+              : knob.type === 'bool'
+                ? 'on'
+                : knob.bounds(machine, TARGETS.capabilitiesOf('local')).min;
+          const result = validateChange(
+            { [knob.name]: value },
+            { settings: rows, machine, target: 'local', capabilities: TARGETS.capabilitiesOf('local'), mode: 'restart' },
+          );
           assert.equal(result.ok, false, `${knob.name} = ${value} must be refused on ${major}`);
           refusedHere.push(knob.name);
           continue;
         }
         if (knob.type === 'integer' || knob.type === 'real') {
-          const b = knob.bounds(machine, 'local');
+          const b = knob.bounds(machine, TARGETS.capabilitiesOf('local'));
           assert.ok(
             b.min >= Number(row.min_val) && b.max <= Number(row.max_val),
             `${knob.name}: ${b.min}..${b.max} within ${row.min_val}..${row.max_val}`,

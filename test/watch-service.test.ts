@@ -3,7 +3,8 @@
 // receiver on loopback (node:http): a session keeps work_mem's verified configuration; while the
 // gain holds the watch says holding and nothing is sent; once the workload runs at the baseline's
 // speed again the watch says gone, the dashboard's events and the fleet show it, and the webhook
-// delivers one signed kept_gain_gone event, once. Then the mix changes: workload_changed names
+// delivers one signed kept_gain_gone event, once, to the service-wide webhook and to the
+// organization's own (signed with its own secret). Then the mix changes: workload_changed names
 // the statements that appeared. The configuration is never reverted by the watch.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -25,9 +26,12 @@ import { scrape } from './helpers/prometheus.ts';
 import { SimulatedAgent, getTuningSession, runtimeFactor, startTuningSession } from './sessions-agent.ts';
 
 const SECRET = 'watch-webhook-secret-0123456789abcdef';
+const ORGANIZATION_SECRET = 'watch-organization-webhook-secret-0123456789';
 const METRICS_TOKEN = 'metrics-token-for-watch-tests-0123456789';
 
 interface Delivery {
+  /** /hook: the service-wide webhook's; /org-hook: the organization's. */
+  path: string;
   headers: IncomingMessage['headers'];
   body: string;
 }
@@ -36,7 +40,7 @@ const receiver = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+    deliveries.push({ path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
     res.writeHead(200).end();
   });
 });
@@ -63,7 +67,13 @@ for (const kind of STORAGE_KINDS) {
       store = await createServiceStore(kind);
       service = await startTestService(
         store,
-        { TUNER_WEBHOOK_URL: hook, TUNER_WEBHOOK_SECRET: SECRET, TUNER_METRICS_TOKEN: METRICS_TOKEN },
+        // The organization's webhook is on loopback too, which it may reach only when allowed.
+        {
+          TUNER_WEBHOOK_URL: hook,
+          TUNER_WEBHOOK_SECRET: SECRET,
+          TUNER_METRICS_TOKEN: METRICS_TOKEN,
+          TUNER_WEBHOOK_ALLOW_NETWORKS: '127.0.0.1',
+        },
         `127.0.0.1:${await freePort()}`,
         { watch: { everyMs: 250, judgeEverySeconds: 1, workloadPeriodSeconds: 6 } },
       );
@@ -88,8 +98,14 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(before.value('tuner_service_watch_events_total', { kind: 'kept_gain_gone' }), 0);
       assert.equal(before.value('tuner_service_workload_changed'), 0);
       const { databaseId, apiKey } = await person.createDatabase('watched', 'local');
-      // This database's deliveries (the receiver serves both storages' services).
-      const ours = () => deliveries.filter((d) => parsed(d).database.id === databaseId);
+      const organizationHook = await person.post('/api/manage/webhooks', {
+        url: `${hook.replace(/\/hook$/, '/org-hook')}`,
+        secret: ORGANIZATION_SECRET,
+      });
+      assert.equal(organizationHook.status, 201);
+      // This database's deliveries (the receiver serves both storages' services), to the
+      // service-wide webhook and to the organization's.
+      const ours = (path = '/hook') => deliveries.filter((d) => d.path === path && parsed(d).database.id === databaseId);
       const agent = new SimulatedAgent(service.url, databaseId, apiKey);
       await agent.start();
       await agent.report();
@@ -158,6 +174,21 @@ for (const kind of STORAGE_KINDS) {
       );
       assert.equal(parsed(delivery!).database.id, databaseId);
       assert.equal(delivery!.headers['tuner-event-id'], parsed(delivery!).id);
+      // The organization's webhook: the same event, signed with its own secret.
+      const toOrganization = ours('/org-hook');
+      assert.deepEqual(
+        toOrganization.map((d) => [d.body, d.headers['tuner-event-id']]),
+        [[delivery!.body, parsed(delivery!).id]],
+      );
+      assert.equal(
+        verifyWebhookSignature({
+          secret: ORGANIZATION_SECRET,
+          header: String(toOrganization[0]!.headers['tuner-signature']),
+          body: delivery!.body,
+        }).ok,
+        true,
+        "signed with the organization's secret",
+      );
       assert.equal((await eventCodes(databaseId)).filter((e) => e.code === 'kept_gain_gone').length, 1, 'raised once');
       assert.equal(agent.knownGood.get('work_mem'), keptWorkMem, 'the watch did not revert the kept configuration');
       assert.ok(!agent.received.some((c) => c.kind === 'revert' && c.to === 'baseline'), 'no revert was sent');
@@ -176,6 +207,12 @@ for (const kind of STORAGE_KINDS) {
       const wDeadline = Date.now() + 10_000;
       while (!ours().some((d) => parsed(d).kind === 'workload_changed') && Date.now() < wDeadline) await sleep(100);
       assert.equal(ours().filter((d) => parsed(d).kind === 'workload_changed').length, 1);
+      const oDeadline = Date.now() + 10_000;
+      while (ours('/org-hook').length < 2 && Date.now() < oDeadline) await sleep(100);
+      assert.deepEqual(
+        ours('/org-hook').map((d) => parsed(d).kind),
+        ['kept_gain_gone', 'workload_changed'],
+      );
 
       const after = await scrape(metricsUrl, METRICS_TOKEN);
       assert.equal(after.value('tuner_service_kept_watch', { state: 'gone' }), 1);
@@ -183,7 +220,7 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(after.value('tuner_service_workload_changed'), 1);
       assert.equal(after.value('tuner_service_watch_events_total', { kind: 'kept_gain_gone' }), 1);
       assert.equal(after.value('tuner_service_watch_events_total', { kind: 'workload_changed' }), 1);
-      assert.ok(!service.logs.some((line) => line.includes(SECRET)), 'the secret is never logged');
+      assert.ok(!service.logs.some((line) => line.includes(SECRET) || line.includes(ORGANIZATION_SECRET)), 'the secrets are never logged');
     });
   });
 }

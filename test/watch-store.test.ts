@@ -14,7 +14,7 @@ for (const kind of STORAGE_KINDS) {
     test('due only while kept; one save wins; the event once; the fleet and the counts see it', async () => {
       const { storage, dispose } = await openFreshStorage(kind);
       try {
-        const user = await storage.createUser('watch-person', 'not-a-real-hash', false);
+        const user = await storage.createOrganization('watch-person', 'watch-person', 'not-a-real-hash');
         const kept = await addDatabase(storage, user, 'kept', 'kept');
         await addDatabase(storage, user, 'reverted', 'kept_then_reverted');
         await addDatabase(storage, user, 'idle', 'idle');
@@ -44,7 +44,7 @@ for (const kind of STORAGE_KINDS) {
         // Two replicas judging the same state at once: one save wins, one event.
         const saved = await Promise.all([storage.saveWatch(record, null, [event()]), storage.saveWatch(record, null, [event()])]);
         assert.deepEqual(saved.toSorted(), [false, true]);
-        const events = await storage.recentEvents(user.accountId, kept, 10);
+        const events = await storage.recentEvents(user.organizationId, kept, 10);
         assert.deepEqual(
           events.map((e) => [e.code, e.level]),
           [['kept_gain_gone', 'warn']],
@@ -60,7 +60,7 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(await storage.saveWatch({ ...later, state: 'gone' }, stored, []), true);
         assert.equal((await storage.watchDue(3600, 100)).length, 0, 'judged just now: not due');
 
-        const fleet = await storage.fleet(user.accountId);
+        const fleet = await storage.fleet(user.organizationId);
         const byName = new Map(fleet.map((e) => [e.name, e]));
         assert.equal(byName.get('kept')?.watch, 'gone');
         assert.equal(byName.get('reverted')?.watch, null);

@@ -71,7 +71,7 @@ function serviceContext(storage: Storage, url: string): { ctx: ServiceContext; l
   if (request.kind !== 'run') throw new Error('expected a run configuration');
   const logs: WebhookLogEntry[] = [];
   const ctx = createServiceContext(storage, request.config, { webhookLog: (e) => logs.push(e) });
-  assert.ok(ctx.webhook, 'the webhook is configured');
+  assert.ok(ctx.webhook.serviceWide, 'the service-wide webhook is configured');
   return { ctx, logs };
 }
 
@@ -84,7 +84,7 @@ function outboxEvent(databaseId: string | null = null): OutboxEvent {
     at: new Date(),
     details: { sessionId: randomUUID(), message: 'the gain is gone (test)' },
   });
-  return { eventId: id, databaseId, kind: 'kept_gain_gone', body };
+  return { eventId: id, databaseId, kind: 'kept_gain_gone', body, serviceWide: true };
 }
 
 interface OutboxRow {
@@ -102,7 +102,7 @@ async function row(driver: SqlDriver, eventId: string): Promise<OutboxRow | unde
   return r;
 }
 
-const start = (ctx: ServiceContext) => ctx.webhook!.start(50, (err) => assert.fail(`the outbox failed: ${String(err)}`));
+const start = (ctx: ServiceContext) => ctx.webhook.start(50, (err) => assert.fail(`the outbox failed: ${String(err)}`));
 
 for (const kind of STORAGE_KINDS) {
   describe(`the webhook's outbox on ${kind}`, () => {
@@ -136,15 +136,15 @@ for (const kind of STORAGE_KINDS) {
         );
         // Written again after delivery: still nothing sent again.
         assert.equal(await storage.enqueueWebhooks([e]), 0);
-        assert.deepEqual(await ctx.webhook!.sendDue(), []);
+        assert.deepEqual(await ctx.webhook.sendDue(), []);
         assert.equal(r.requests(e.eventId).length, 3);
         assert.ok(!JSON.stringify(logs).includes(SECRET) && !JSON.stringify(logs).includes(URL_QUERY_SECRET));
         // Retention: a delivered event goes with the reports of its age; a pending one stays.
-        await ctx.webhook!.close();
+        await ctx.webhook.close();
         const waiting = outboxEvent();
         await storage.enqueueWebhooks([waiting]);
         await sleep(10);
-        await storage.prune({ maxAgeDays: 0, maxReportsPerDatabase: 100, maxEventsPerDatabase: 100 });
+        await storage.prune({ maxAgeDays: 0, maxReportsPerDatabase: 100, maxEventsPerDatabase: 100, auditMaxAgeDays: 400 });
         assert.deepEqual([await row(driver, e.eventId), (await row(driver, waiting.eventId))?.state], [undefined, 'pending']);
       } finally {
         await ctx.webhook?.close();
@@ -170,8 +170,8 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(written[0] + written[1], events.length, 'each event stored once');
         start(a.ctx);
         start(b.ctx);
-        a.ctx.webhook!.kick();
-        b.ctx.webhook!.kick();
+        a.ctx.webhook.kick();
+        b.ctx.webhook.kick();
         await until(
           'every event delivered',
           async () => {
@@ -211,7 +211,7 @@ for (const kind of STORAGE_KINDS) {
         res.writeHead(failing.has(id) && n === 1 ? 503 : 200).end();
       });
       try {
-        const user = await opened.storage.createUser('outbox-person', 'not-a-real-hash', false);
+        const user = await opened.storage.createOrganization('outbox-person', 'outbox-person', 'not-a-real-hash');
         const databaseId = await addDatabase(opened.storage, user, 'orders', 'idle');
         // The first service: it tries one event (503: to be retried), and is cut off during the
         // first attempt of another.
@@ -222,13 +222,13 @@ for (const kind of STORAGE_KINDS) {
         const { ctx: before } = serviceContext(opened.storage, r.url);
         await opened.storage.enqueueWebhooks([retried]);
         assert.deepEqual(
-          (await before.webhook!.sendDue()).map((o) => [o.eventId, o.state, o.error]),
+          (await before.webhook.sendDue()).map((o) => [o.eventId, o.state, o.error]),
           [[retried.eventId, 'pending', 'HTTP 503']],
         );
         await opened.storage.enqueueWebhooks([cutOff]);
-        const round = before.webhook!.sendDue();
+        const round = before.webhook.sendDue();
         await until('the cut-off attempt under way', () => Promise.resolve(r.requests(cutOff.eventId).length === 1), 5000, 20);
-        await before.webhook!.close();
+        await before.webhook.close();
         assert.deepEqual(
           (await round).map((o) => [o.eventId, o.state]),
           [[cutOff.eventId, 'cancelled']],
@@ -271,7 +271,7 @@ for (const kind of STORAGE_KINDS) {
           15_000,
           100,
         );
-        await next.webhook!.close();
+        await next.webhook.close();
         assert.deepEqual(
           [watched, retried].map((e) => r.requests(e.eventId).length),
           [1, 2],

@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { binaryName } from '../../scripts/build-agent.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const BUILD_COMMAND = `npm run build:agent -- --target linux-${process.arch}`;
@@ -30,7 +31,7 @@ export function builtBinary(
   target: string,
   buildCommand = `npm run build:agent -- --target ${target}`,
 ): { path: string } | { missing: string } {
-  const built = join(root, 'dist', `tuner-agent-${target}`);
+  const built = join(root, 'dist', binaryName(target));
   if (!existsSync(built)) return { missing: `no ${built}: build it with ${buildCommand}` };
   const newest = Math.max(...SOURCES.map((s) => newestSource(join(root, s))));
   if (statSync(built).mtimeMs < newest) return { missing: `${built} is older than the sources: rebuild it with ${buildCommand}` };

@@ -32,6 +32,8 @@ export interface LocalAgentConfig {
   apiKey: string;
   databaseId: string;
   includeQueries?: boolean;
+  /** postgresql.include_plans: the agent answers plan commands (give agent_user pg_read_all_data too). */
+  includePlans?: boolean;
   /** host:port of the agent's own /metrics. */
   metricsListen?: string;
 }
@@ -42,6 +44,7 @@ export function writeLocalAgentConfig(dir: string, config: LocalAgentConfig): st
     'postgresql:',
     `  connection_url: ${config.cluster.agentUrl}`,
     ...(config.includeQueries ? ['  include_queries: true'] : []),
+    ...(config.includePlans ? ['  include_plans: true'] : []),
     'tuner:',
     `  server_url: ${config.serverUrl}`,
     `  api_key: ${config.apiKey}`,

@@ -59,11 +59,11 @@ export async function openWatchedPage(
   return { page, problems };
 }
 
-/** Logs the admin in with the login form and waits for the dashboard. */
-export async function logInOnPage(page: Page, serviceUrl: string): Promise<void> {
+/** Logs a person (the admin unless told) in with the login form and waits for the dashboard. */
+export async function logInOnPage(page: Page, serviceUrl: string, who = { username: 'admin', password: ADMIN_PASSWORD }): Promise<void> {
   await page.goto(`${serviceUrl}/login`);
-  await page.fill('input[name=username]', 'admin');
-  await page.fill('input[name=password]', ADMIN_PASSWORD);
+  await page.fill('input[name=username]', who.username);
+  await page.fill('input[name=password]', who.password);
   await page.click('button[type=submit]');
   await page.waitForURL(`${serviceUrl}/`);
 }

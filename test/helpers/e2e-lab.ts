@@ -22,8 +22,9 @@ export interface E2eLab {
   agent: AgentProcess;
   /** The agent's folder (agent.yaml), and the load's scripts. */
   dir: string;
-  /** Runs `workload` with `clients` (stopping the load before) and waits for a report that has it in it. */
-  runLoad(workload: Workload, clients?: number): Promise<void>;
+  /** Runs `workload` with `clients` (stopping the load before) and waits for a report that has it
+   * in it (within `withinMs`, 60 s by default: longer than the agent's report interval). */
+  runLoad(workload: Workload, clients?: number, withinMs?: number): Promise<void>;
   stopLoad(): Promise<void>;
   /** Sets how often the agent reports (it learns it from its next report's answer). */
   setReportInterval(seconds: number): Promise<void>;
@@ -33,9 +34,12 @@ export interface E2eLab {
 export interface E2eLabOptions {
   /** Whose tables the cluster gets (their setup runs once). */
   workloads: readonly Workload[];
-  reportIntervalSeconds?: number;
+  /** How often the agent reports (1 s by default); null leaves the service's default (60 s). */
+  reportIntervalSeconds?: number | null;
   /** The agent sends the statements' texts. */
   includeQueries?: boolean;
+  /** The agent asks the planner (postgresql.include_plans), agent_user granted pg_read_all_data. */
+  includePlans?: boolean;
   start?: AdminServiceOptions['start'];
 }
 
@@ -55,7 +59,7 @@ export async function startE2eLab(name: string, options: E2eLabOptions): Promise
       const answer = await person.post(`/api/manage/databases/${created.databaseId}/report-interval`, { reportIntervalSeconds: seconds });
       assert.equal(answer.status, 200, JSON.stringify(answer.body));
     };
-    await setReportInterval(options.reportIntervalSeconds ?? 1);
+    if (options.reportIntervalSeconds !== null) await setReportInterval(options.reportIntervalSeconds ?? 1);
     const dir = mkdtempSync(join(tmpdir(), `tuner-${name}-`));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     writeLocalAgentConfig(dir, {
@@ -64,7 +68,9 @@ export async function startE2eLab(name: string, options: E2eLabOptions): Promise
       apiKey: created.apiKey,
       databaseId: created.databaseId,
       ...(options.includeQueries && { includeQueries: true }),
+      ...(options.includePlans && { includePlans: true }),
     });
+    if (options.includePlans) await cluster.sql('GRANT pg_read_all_data TO agent_user');
     const agent = startAgent(['--local'], { cwd: dir });
     cleanups.push(async () => {
       agent.child.kill('SIGTERM');
@@ -72,7 +78,7 @@ export async function startE2eLab(name: string, options: E2eLabOptions): Promise
     });
     let load: RunningLoad | undefined;
     cleanups.push(() => load?.stop());
-    const runLoad = async (workload: Workload, clients = 2) => {
+    const runLoad = async (workload: Workload, clients = 2, withinMs = 60_000) => {
       await load?.stop();
       load = await startLoad(cluster, workload, { dir, clients });
       const since = Date.now();
@@ -85,7 +91,7 @@ export async function startE2eLab(name: string, options: E2eLabOptions): Promise
           const latest = answer.body.report;
           return latest?.metrics && Date.parse(latest.receivedAt) > since + 1500 && latest.metrics.derived.calls > 0;
         },
-        60_000,
+        withinMs,
       );
     };
     const stopLoad = async () => {

@@ -14,7 +14,9 @@ import { openPgliteDriver } from '../../src/service/storage/pglite-driver.ts';
 import { openPostgresDriver } from '../../src/service/storage/postgres-driver.ts';
 import { createSqlStorage } from '../../src/service/storage/sql-storage.ts';
 import type { Storage } from '../../src/service/storage/storage.ts';
-import { applyBest, endTuningSession, personStep } from '../../src/service/tuning/engine.ts';
+import { applyBest } from '../../src/service/tuning/engine/applying-best.ts';
+import { endTuningSession } from '../../src/service/tuning/engine/end.ts';
+import { personTurn } from '../../src/service/tuning/engine/turn.ts';
 import type { SessionBest, SessionVerification, TuningSessionRecord } from '../../src/service/tuning/store.ts';
 import { SAMPLE_SETTINGS, reportRequest, startRequest } from './service-reports.ts';
 import { createScratchDatabase, type StorageKind } from './service.ts';
@@ -99,7 +101,7 @@ async function report(storage: Storage, databaseId: string, leaseId: string, seq
 
 /** A tuning session just created (baseline), as a person starts one. */
 export async function createSession(storage: Storage, user: User, databaseId: string): Promise<TuningSessionRecord> {
-  const created = await storage.createTuningSession(user.accountId, {
+  const created = await storage.createTuningSession(user.organizationId, {
     id: randomUUID(),
     databaseId,
     mode: 'reload-only',
@@ -107,6 +109,7 @@ export async function createSession(storage: Storage, user: User, databaseId: st
     windowSeconds: 60,
     windowMinSeconds: 60,
     verifyEarly: true,
+    planAware: false,
     warmupSeconds: 10,
     abRoundsMin: 3,
     abRoundsMax: 8,
@@ -131,9 +134,9 @@ export async function createSession(storage: Storage, user: User, databaseId: st
 async function keep(storage: Storage, user: User, databaseId: string, leaseId: string): Promise<TuningSessionRecord> {
   const session = await createSession(storage, user, databaseId);
   await storage.withTuningSession(databaseId, session.id, {}, async (tx, s) => {
-    const step = personStep(tx, s, await tx.now());
+    const turn = personTurn(tx, s, await tx.now());
     await tx.updateSession({ state: 'verifying', verification });
-    await applyBest(step, best, user.id);
+    await applyBest(turn, best, user.id);
   });
   const command = await report(storage, databaseId, leaseId, 1);
   if (command?.kind !== 'apply' || !command.keep) throw new Error('the agent was not handed the kept apply');
@@ -154,7 +157,7 @@ async function keep(storage: Storage, user: User, databaseId: string, leaseId: s
 /** A person reverts the session to the baseline (revertTuningSession's step). */
 async function revert(storage: Storage, user: User, databaseId: string, sessionId: string, leaseId: string | null) {
   await storage.withTuningSession(databaseId, sessionId, {}, async (tx, s) => {
-    await endTuningSession(personStep(tx, s, await tx.now()), 'reverted', `reverted by ${user.username}`, 'baseline', user.id);
+    await endTuningSession(personTurn(tx, s, await tx.now()), 'reverted', `reverted by ${user.username}`, 'baseline', user.id);
   });
   if (leaseId === null) return;
   const command = await report(storage, databaseId, leaseId, 2);
@@ -171,7 +174,7 @@ async function revert(storage: Storage, user: User, databaseId: string, sessionI
 
 /** A database named `name` in the scenario's state; its id. `lost` needs SHORT_LEASE_MS to pass. */
 export async function addDatabase(storage: Storage, user: User, name: string, scenario: Scenario): Promise<string> {
-  const { id } = await storage.createDatabase(user.accountId, { id: randomUUID(), name, target: 'local' });
+  const { id } = await storage.createDatabase(user.organizationId, { id: randomUUID(), name, target: 'local' });
   if (scenario === 'no_agent') return id;
   if (scenario === 'lost') {
     await startAgent(storage, id, SHORT_LEASE);

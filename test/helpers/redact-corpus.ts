@@ -151,19 +151,63 @@ export const CORPUS: CorpusStatement[] = [
   },
   {
     sql: "/* outer /* inner 'not a string */ still a comment */ ALTER ROLE r_quote PASSWORD 'AfterComment-1'",
-    redacted: "/* outer /* inner 'not a string */ still a comment */ ALTER ROLE r_quote PASSWORD $1",
-    secrets: ['AfterComment-1'],
+    redacted: '/* */ ALTER ROLE r_quote PASSWORD $1',
+    secrets: ['AfterComment-1', 'still a comment'],
     runs: true,
   },
   {
     sql: "-- rotate the password\nALTER ROLE r_quote PASSWORD 'LineComment-2'",
-    redacted: '-- …\nALTER ROLE r_quote PASSWORD $1',
-    secrets: ['LineComment-2'],
+    redacted: '--\nALTER ROLE r_quote PASSWORD $1',
+    secrets: ['LineComment-2', 'rotate'],
   },
   {
     sql: '/* dsn postgresql://u:CommentPw-9@db/app */ SELECT $1',
-    redacted: '/* … */ SELECT $1',
+    redacted: '/* */ SELECT $1',
     secrets: ['CommentPw-9'],
+  },
+  // Comments lose their content whatever it says: the hostile probe's three forms, whose words no
+  // list of English keywords knows, and comments with no word at all beside the secret.
+  {
+    sql: "ALTER ROLE r_quote PASSWORD 'x' /* pw: S3cretF1-zzz */",
+    redacted: 'ALTER ROLE r_quote PASSWORD $1 /* */',
+    secrets: ['S3cretF1-zzz'],
+    runs: true,
+  },
+  {
+    sql: 'ALTER ROLE r_quote /* kennwort S3cretF2-zzz */ CONNECTION LIMIT 5',
+    redacted: 'ALTER ROLE r_quote /* */ CONNECTION LIMIT 5',
+    secrets: ['S3cretF2-zzz', 'kennwort'],
+    runs: true,
+  },
+  {
+    // Not run: pg_stat_statements keeps the first text of a queryid, and `SELECT 1` is common.
+    sql: 'SELECT 1 /* pw S3cretF3-zzz */',
+    redacted: 'SELECT $1 /* */',
+    secrets: ['S3cretF3-zzz'],
+  },
+  {
+    sql: "SELECT 'probe' AS keywordless_block /* Kq8vN2-xLw0pZ */",
+    redacted: 'SELECT $1 AS keywordless_block /* */',
+    secrets: ['Kq8vN2-xLw0pZ'],
+    runs: true,
+  },
+  {
+    sql: 'SELECT count(*) AS keywordless_line FROM pg_class -- Hp1Jo2Ki3-line',
+    redacted: 'SELECT count(*) AS keywordless_line FROM pg_class --',
+    secrets: ['Hp1Jo2Ki3-line'],
+    runs: true,
+  },
+  {
+    sql: "ALTER ROLE r_quote /* outer /* Zr7-nested-Q4 */ Wm5-after-nest */ VALID UNTIL 'infinity'",
+    redacted: 'ALTER ROLE r_quote /* */ VALID UNTIL $1',
+    secrets: ['Zr7-nested-Q4', 'Wm5-after-nest'],
+    runs: true,
+  },
+  {
+    // A sqlcommenter tag: its values are an application's (a route, a trace id), kept nowhere either.
+    sql: "/*controller='orders',traceparent='00-5bd66ef5095369c7b0d1f8f4bd33716a-c532cb4098ac3dd2-01'*/ SELECT * FROM orders WHERE id = $1",
+    redacted: '/* */ SELECT * FROM orders WHERE id = $1',
+    secrets: ['5bd66ef5095369c7b0d1f8f4bd33716a', 'controller'],
   },
   {
     sql: "SELECT B'1010', X'DEADBEEF', N'national-Secret5'",
@@ -201,13 +245,13 @@ export const CORPUS: CorpusStatement[] = [
   },
 ];
 
-/** Texts PostgreSQL normalized: they come out exactly as they went in. */
+/** Texts PostgreSQL normalized, their comments already empty: they come out exactly as they went in. */
 export const NORMALIZED = [
   'SELECT abalance FROM pgbench_accounts WHERE aid = $1',
   'UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2',
   'INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)',
-  'SELECT a$b, "it\'s ""quoted""", t.x::numeric(10,2), 1.5e-3 FROM t WHERE c = $3 AND d <> $12 -- trailing note',
-  '/* controller=orders,action=show */ SELECT * FROM orders WHERE id = $1',
+  'SELECT a$b, "it\'s ""quoted""", t.x::numeric(10,2), 1.5e-3 FROM t WHERE c = $3 AND d <> $12',
+  '/* */ SELECT * FROM orders WHERE id = $1 --',
   'WITH x AS MATERIALIZED (SELECT $1 AS v) MERGE INTO t USING x ON t.v = x.v WHEN MATCHED THEN UPDATE SET v = x.v',
   'SELECT pg_sleep($1)',
   'BEGIN',

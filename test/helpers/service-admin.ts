@@ -43,9 +43,10 @@ export interface AdminService {
   database(name: string, target?: string): Promise<{ databaseId: string; apiKey: string; apiKeyId: string; agent: AgentClient }>;
   /** Stops the service (its storage stays). */
   stop(): Promise<void>;
-  /** Starts it again on the same storage and address, the admin logged in again. */
-  start(): Promise<void>;
-  restart(): Promise<void>;
+  /** Starts it again on the same storage and address, the admin logged in again; with `env`
+   * instead of the environment it was first started with, when given (an operator's change). */
+  start(env?: Record<string, string>): Promise<void>;
+  restart(env?: Record<string, string>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -53,7 +54,7 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
   const store = await createServiceStore(kind);
   const listen = `127.0.0.1:${await freePort()}`;
   const downloads = options.fakeDownloads ? fakeDownloads() : undefined;
-  const env = { ...options.env, ...(downloads && { TUNER_DOWNLOADS_DIR: downloads }) };
+  const environment = (env: Record<string, string> | undefined) => ({ ...env, ...(downloads && { TUNER_DOWNLOADS_DIR: downloads }) });
   let service: TestService | undefined;
   let admin: PersonClient;
   const stop = async () => {
@@ -69,8 +70,8 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
     if (!service) throw new Error('the test service is stopped');
     return service;
   };
-  const start = async () => {
-    service = await startTestService(store, env, listen, options.start);
+  const start = async (env = options.env) => {
+    service = await startTestService(store, environment(env), listen, options.start);
     admin = await PersonClient.login(service.url, 'admin', ADMIN_PASSWORD);
   };
   try {
@@ -97,9 +98,9 @@ export async function startAdminService(kind: StorageKind = 'pglite', options: A
     },
     stop,
     start,
-    async restart() {
+    async restart(env) {
       await stop();
-      await start();
+      await start(env);
     },
     close,
   };

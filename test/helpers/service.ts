@@ -12,6 +12,10 @@ import { ErrorResponseSchema, routes } from '../../src/protocol/v1.ts';
 import { parseServiceArgs, type ServiceConfig } from '../../src/service/app/config.ts';
 import { startService, type RunningService, type StartOptions } from '../../src/service/app/server.ts';
 import { openStorage } from '../../src/service/storage/open.ts';
+import type { SqlDriver } from '../../src/service/storage/driver.ts';
+import type { Storage } from '../../src/service/storage/storage.ts';
+import { openPgliteDriver } from '../../src/service/storage/pglite-driver.ts';
+import { openPostgresDriver } from '../../src/service/storage/postgres-driver.ts';
 
 export type StorageKind = 'pglite' | 'postgres';
 export const STORAGE_KINDS: readonly StorageKind[] = ['pglite', 'postgres'];
@@ -92,6 +96,14 @@ export async function createServiceStore(kind: StorageKind): Promise<ServiceStor
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The service's storage itself, on a store of its own (for tests of a port without the HTTP
+ * server); dispose closes it and removes the store. */
+export async function openTestStorage(kind: StorageKind): Promise<{ storage: Storage; dispose: () => Promise<void> }> {
+  const store = await createServiceStore(kind);
+  const storage = await openStorage({ dataDir: store.dataDir, databaseUrl: store.databaseUrl });
+  return { storage, dispose: async () => (await storage.close(), await store.dispose()) };
 }
 
 export interface TestService extends RunningService {
@@ -179,6 +191,12 @@ export class PersonClient {
   post<T = unknown>(path: string, body?: unknown) {
     return this.request<T>('POST', path, body);
   }
+  patch<T = unknown>(path: string, body?: unknown) {
+    return this.request<T>('PATCH', path, body);
+  }
+  delete<T = unknown>(path: string) {
+    return this.request<T>('DELETE', path);
+  }
 
   /** Creates a database and its first key: what the setup page does. */
   async createDatabase(name: string, target = 'local'): Promise<{ databaseId: string; apiKey: string; apiKeyId: string }> {
@@ -246,4 +264,19 @@ export function assertClientError(response: JsonResponse, status: number, code: 
   if (mentions === undefined) return;
   if (typeof mentions === 'string') assert.ok(parsed.data.error.message.includes(mentions), `message mentions ${mentions}: ${context}`);
   else assert.match(parsed.data.error.message, mentions, context);
+}
+
+/** A raw storage driver on a storage of its own (a scratch database, or a PGlite folder), for tests
+ * that write an older schema by hand before migrating it. */
+export async function openScratchDriver(
+  kind: (typeof STORAGE_KINDS)[number],
+): Promise<{ driver: SqlDriver; dispose: () => Promise<void> }> {
+  if (kind === 'postgres') {
+    const scratch = await createScratchDatabase();
+    const driver = await openPostgresDriver({ url: scratch.url, poolSize: 2 });
+    return { driver, dispose: async () => (await driver.close(), await scratch.drop()) };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'tuner-migration-'));
+  const driver = await openPgliteDriver(dir);
+  return { driver, dispose: async () => (await driver.close(), rmSync(dir, { recursive: true, force: true })) };
 }

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/agent/config/load.ts';
 import type { Db } from '../../src/agent/database/db.ts';
 import { createGuard, knownGoodFigures } from '../../src/agent/applying/guardrails.ts';
 import { Journal } from '../../src/agent/applying/journal.ts';
-import { createLogger } from '../../src/agent/process/log.ts';
+import { createLogger } from '../../src/agent/base/log.ts';
 import { createLocalTarget } from '../../src/agent/targets/local/target.ts';
 import type { Cluster } from '../../src/lab/cluster.ts';
 import { until } from './until.ts';
