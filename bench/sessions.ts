@@ -30,7 +30,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent/collect/index.ts';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { startStack, type Stack } from '../src/lab/stack.ts';
@@ -40,37 +39,18 @@ import { queryMix, windowStats, type QueryMix } from '../src/measure/objective.t
 import { pairedInterval, roundOrder, type Interval } from '../src/measure/verify.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { SESSION_DEFAULTS } from '../src/service/tuning/params.ts';
+import { benchArgs } from './args.ts';
 
-/** A bad flag: its message, no stack, exit status 2. */
-function usage(message: string): never {
-  console.error(`bench/sessions: ${message}`);
-  process.exit(2);
-}
-
-const { values: flags } = (() => {
-  try {
-    return parseArgs({
-      options: {
-        short: { type: 'boolean' },
-        workload: { type: 'string' },
-        sessions: { type: 'string' },
-        window: { type: 'string' },
-        warmup: { type: 'string' },
-        rounds: { type: 'string' },
-        seed: { type: 'string' },
-        'until-first-gain': { type: 'boolean' },
-      },
-    });
-  } catch (error) {
-    return usage((error as Error).message);
-  }
-})();
-/** A whole number from a flag, at least `min`, or a clear error naming it. */
-function whole(flag: string, value: string | undefined, fallback: number, min: number): number {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min) usage(`--${flag} ${value}: expected a whole number, at least ${min}`);
-  return Number(value);
-}
+const { flags, usage, whole } = benchArgs('bench/sessions', {
+  short: { type: 'boolean' },
+  workload: { type: 'string' },
+  sessions: { type: 'string' },
+  window: { type: 'string' },
+  warmup: { type: 'string' },
+  rounds: { type: 'string' },
+  seed: { type: 'string' },
+  'until-first-gain': { type: 'boolean' },
+});
 const SHORT = flags.short === true;
 const WORKLOADS: Workload[] = (flags.workload ?? (SHORT ? 'select-1' : 'work-mem,jit,index-join,select-1')).split(',').map((name) => {
   try {

@@ -34,8 +34,8 @@ import { buildMetricsReport, createCollector, diffSnapshots } from '../src/agent
 import { loadConfig } from '../src/agent/config/load.ts';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { Journal } from '../src/agent/applying/journal.ts';
-import { createLogger } from '../src/agent/process/log.ts';
-import { readSettings } from '../src/agent/applying/settings.ts';
+import { createLogger } from '../src/agent/base/log.ts';
+import { readSettings } from '../src/agent/database/settings.ts';
 import { localGrantsSql } from '../src/agent/targets/local/permissions.ts';
 import { createLocalTarget } from '../src/agent/targets/local/target.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
@@ -61,6 +61,7 @@ import {
 import { clipNumber } from '../src/optimizer/space.ts';
 import type { MetricsReport } from '../src/protocol/report.ts';
 import { configDiff } from '../src/service/tuning/space.ts';
+import { TARGETS } from '../src/agent/targets/registry.ts';
 
 const FLAGS = {
   short: { type: 'boolean' },
@@ -463,7 +464,13 @@ async function runWorkload(workload: Workload, cachedOracle: Config | null): Pro
       log: createLogger({ write: () => undefined }),
     };
     const machine = (await target.machine()).machine;
-    const space = createSpace({ target: 'local', mode: workload.mode, machine, settings: await readSettings(db) });
+    const space = createSpace({
+      target: 'local',
+      capabilities: TARGETS.capabilitiesOf('local'),
+      mode: workload.mode,
+      machine,
+      settings: await readSettings(db),
+    });
     const h: Harness = {
       cluster,
       db,
