@@ -108,6 +108,27 @@ test('a member that missed a change (its postgresql.conf behind the dynamic conf
   }
 });
 
+test('a member that missed a change does not block tuning for good: asked to reload before the refusal, it agrees', async () => {
+  await target.writeOverrides({ work_mem: { set: true, value: '20480' } }, { allowRestart: false });
+  const replica = lab.members.find((m) => m.name !== 'm0')!;
+  const workMemOn = async () =>
+    (await replica.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`))[0]!.setting;
+  const conf = join(replica.dataDir, 'postgresql.conf');
+  try {
+    // The member missed the change (as a leader demoted by a switchover, restarting when it came,
+    // is left). Before the fix, every change was refused from here on, so no change ever came
+    // to make Patroni write its file again: tuning stayed blocked for good.
+    writeFileSync(conf, readFileSync(conf, 'utf8').replace(/^work_mem = '20480'\n/m, ''));
+    await replica.sql('SELECT pg_reload_conf()');
+    assert.equal(await workMemOn(), '4096');
+    assert.equal(await target.applyBlockedReason(), null);
+    assert.equal(await workMemOn(), '20480');
+    assert.match(readFileSync(conf, 'utf8'), /^work_mem = '20480'$/m);
+  } finally {
+    await target.writeOverrides({ work_mem: { set: false } }, { allowRestart: false });
+  }
+});
+
 test('a switchover in the middle of a trial is detected, and the trial is put back through the dynamic configuration', async () => {
   const found = await dynamicConfig();
   const atStart = await readTopology(target.api);

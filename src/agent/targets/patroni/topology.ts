@@ -5,7 +5,7 @@
 import { errorMessage } from '../../base/log.ts';
 import type { ClusterView, PatroniApi } from './api.ts';
 import type { MemberSessions } from './members.ts';
-import { isLeader, parametersOf, readMembers, type Wanted } from './write.ts';
+import { isLeader, parametersOf, readMembers, reloadNudgeMs, settleMembers, type Wanted } from './write.ts';
 import { MiB } from '../../../knobs/units.ts';
 
 export interface TopologyMember {
@@ -96,19 +96,35 @@ export function replicationBreaches(replicas: readonly ReplicaHealth[], maxLagBy
  * Why tuning is blocked because a member does not run the dynamic configuration for `names`
  * (ALTER SYSTEM on a member, a parameter in one member's patroni.yml), or null when every
  * reachable member agrees. A value waiting for a restart is not a disagreement.
+ *
+ * A member can also differ because it missed a change: one restarting when the change came (a
+ * leader just demoted by a switchover) keeps its old postgresql.conf, and Patroni writes the file
+ * again only at the next change of the dynamic configuration. Refusing every change would make
+ * sure that next change never comes, and tuning would stay blocked for good. So a member that
+ * differs is first asked to reload (POST /reload makes Patroni write its file anew), for two of
+ * Patroni's loops; only what a reload does not mend (a local override) blocks tuning.
  */
 export async function disagreementReason(api: PatroniApi, sessions: MemberSessions, names: readonly string[]): Promise<string | null> {
-  let state;
+  let settled;
   try {
-    const params = parametersOf(await api.dynamicConfig());
+    const dynamic = await api.dynamicConfig();
+    const params = parametersOf(dynamic);
     const wanted: Wanted = Object.fromEntries(names.map((n) => [n, params.get(n.toLowerCase())]));
-    state = await readMembers(api, sessions, wanted);
+    const state = await readMembers(api, sessions, wanted);
+    if (state.differs.length === 0) return null;
+    settled =
+      state.lagging.length === 0
+        ? { agreed: false as const, last: state }
+        : await settleMembers(api, sessions, wanted, reloadNudgeMs(dynamic), undefined, 0);
   } catch (err) {
     return `the Patroni cluster's members cannot be compared with its dynamic configuration: ${errorMessage(err)}`;
   }
-  if (state.differs.length === 0) return null;
+  if (settled.agreed) return null;
+  if (!settled.last) {
+    return `the Patroni cluster's members cannot be compared with its dynamic configuration: ${errorMessage(settled.error)}`;
+  }
   return (
-    `a member does not run Patroni's dynamic configuration, so a change could not be verified there: ${state.differs.join('; ')}. ` +
+    `a member does not run Patroni's dynamic configuration, so a change could not be verified there: ${settled.last.differs.join('; ')}. ` +
     `Tuning waits until it agrees: remove the local override (ALTER SYSTEM RESET <name> and a reload on that member, ` +
     `or the parameter in that member's patroni.yml postgresql.parameters)`
   );

@@ -140,8 +140,48 @@ async function askToReload(api: PatroniApi, cluster: ClusterView, names: readonl
   }
 }
 
-/** Waits until no reachable member differs from `wanted` (a value waiting for a restart counts
- * as applied); throws after `timeoutMs` naming what still differs. */
+/** How waiting for the members ended: every reachable member agrees, or not by the deadline
+ * (`last`: what was read last, if anything could be; `error`: why not). */
+export type Settled = { agreed: true; state: MembersState } | { agreed: false; last?: MembersState; error?: unknown };
+
+/** Polls the members until none differs from `wanted` (a value waiting for a restart counts as
+ * applied) or `timeoutMs` passes. A member still behind `nudgeAfterMs` after the start is asked
+ * to reload, and asked again every `nudgeAfterMs` while it stays behind: one asked while its
+ * Patroni was still starting (a member just demoted) may not have taken the first request. */
+export async function settleMembers(
+  api: PatroniApi,
+  sessions: MemberSessions,
+  wanted: Wanted,
+  timeoutMs: number,
+  loadedBefore?: ReadonlyMap<string, number>,
+  nudgeAfterMs = Infinity,
+): Promise<Settled> {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  const askedAt = new Map<string, number>();
+  let last: MembersState | undefined;
+  let error: unknown;
+  for (;;) {
+    try {
+      last = await readMembers(api, sessions, wanted, loadedBefore);
+      if (last.differs.length === 0) return { agreed: true, state: last };
+      const now = Date.now();
+      const behind =
+        now - started >= nudgeAfterMs ? last.lagging.filter((name) => now - (askedAt.get(name) ?? -Infinity) >= nudgeAfterMs) : [];
+      if (behind.length > 0) {
+        for (const name of behind) askedAt.set(name, now);
+        await askToReload(api, last.cluster, behind);
+      }
+    } catch (err) {
+      error = err;
+    }
+    if (Date.now() > deadline) return { agreed: false, ...(last && { last }), error };
+    await sleep(POLL_MS);
+  }
+}
+
+/** Waits until no reachable member differs from `wanted` (settleMembers); throws after
+ * `timeoutMs` naming what still differs. */
 export async function waitForMembers(
   api: PatroniApi,
   sessions: MemberSessions,
@@ -150,29 +190,10 @@ export async function waitForMembers(
   loadedBefore?: ReadonlyMap<string, number>,
   nudgeAfterMs = Infinity,
 ): Promise<MembersState> {
-  const started = Date.now();
-  const deadline = started + timeoutMs;
-  const nudged = new Set<string>();
-  let last: MembersState | undefined;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      last = await readMembers(api, sessions, wanted, loadedBefore);
-      if (last.differs.length === 0) return last;
-      const behind = Date.now() - started >= nudgeAfterMs ? last.lagging.filter((name) => !nudged.has(name)) : [];
-      if (behind.length > 0) {
-        for (const name of behind) nudged.add(name);
-        await askToReload(api, last.cluster, behind);
-      }
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) {
-      const why = last ? last.differs.join('; ') : errorMessage(lastError);
-      throw new Error(`Patroni did not apply the change on every member within ${Math.round(timeoutMs / 1000)} s: ${why}`);
-    }
-    await sleep(POLL_MS);
-  }
+  const settled = await settleMembers(api, sessions, wanted, timeoutMs, loadedBefore, nudgeAfterMs);
+  if (settled.agreed) return settled.state;
+  const why = settled.last ? settled.last.differs.join('; ') : errorMessage(settled.error);
+  throw new Error(`Patroni did not apply the change on every member within ${Math.round(timeoutMs / 1000)} s: ${why}`);
 }
 
 /**
