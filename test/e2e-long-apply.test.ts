@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
+import pg from 'pg';
 import type { Cluster } from '../src/lab/cluster.ts';
 import { startAgentCluster } from './helpers/agent-cluster.ts';
 import { startAgent, type AgentProcess } from './helpers/agent-process.ts';
@@ -110,5 +111,101 @@ test(
     const now = await agentView();
     assert.equal(now?.startedAt, first.startedAt, 'the same lease all along: the agent never had to start again');
     assert.doesNotMatch(agent.output(), /asks for a new start/);
+  },
+);
+
+test(
+  "a guardrail's revert that waits longer than three report intervals: the agent keeps reporting, and keeps its lease",
+  { timeout: timeoutFor([30_000, 30_000, 60_000, 30_000, 60_000]) },
+  async () => {
+    // One agent on the cluster at a time: the first case's returns it to known-good as it stops.
+    if (agent) {
+      agent.child.kill('SIGTERM');
+      await agent.exited;
+      agent = undefined;
+    }
+    const sharedBuffers = async () =>
+      (await cluster.sql<{ v: string }>(`SELECT current_setting('shared_buffers') AS v`).catch(() => []))[0]?.v;
+    const found = await sharedBuffers();
+    const person = lab.admin;
+    const { databaseId, apiKey } = await person.createDatabase('long-revert', 'local');
+    assert.equal((await person.post(`/api/manage/databases/${databaseId}/report-interval`, { reportIntervalSeconds: 1 })).status, 200);
+    const own = mkdtempSync(join(tmpdir(), 'tuner-long-revert-'));
+    // Restarts go through at once, except while `hold` exists.
+    const hold = join(own, 'hold');
+    const waiting = join(own, 'waiting');
+    const restartCommand = `if [ -e ${hold} ]; then touch ${waiting}; while [ -e ${hold} ]; do sleep 0.1; done; fi; ${cluster.restartCommand}`;
+    writeFileSync(
+      join(own, 'agent.yaml'),
+      [
+        'postgresql:',
+        `  connection_url: ${cluster.agentUrl}`,
+        '  allow_restart: true',
+        'local:',
+        `  restart_command: ${JSON.stringify(restartCommand)}`,
+        // Stricter than the default, so that a few connections breach it.
+        'guardrails:',
+        '  connection_share_percent: 20',
+        'tuner:',
+        `  server_url: ${lab.service.url}`,
+        `  api_key: ${apiKey}`,
+        `  database_id: ${databaseId}`,
+        '',
+      ].join('\n'),
+    );
+    const reverting = startAgent(['--local'], { cwd: own });
+    const clients: pg.Client[] = [];
+    try {
+      const agentView = async () =>
+        (await person.get<{ database: { agent: AgentView | null } }>(`/api/manage/databases/${databaseId}`)).body.database.agent;
+      const first = await until('the first report', async () => ((await agentView())?.lastReportAt ? await agentView() : null), 30_000);
+      const issued = await person.post<{ command: { id: string } }>(`/api/manage/databases/${databaseId}/commands`, {
+        kind: 'apply',
+        values: { shared_buffers: '160MB' },
+        allowRestart: true,
+        keep: false,
+      });
+      assert.equal(issued.status, 201, JSON.stringify(issued.body));
+      await until('the trial applied', () => Promise.resolve(/\(apply\): applied/.test(reverting.output())), 60_000);
+
+      // The trial breaches the guardrail (30 connections of max_connections 100), and its revert's
+      // restart waits until the test lets it go.
+      writeFileSync(hold, '');
+      for (let i = 0; i < 30; i++) {
+        const client = new pg.Client({ connectionString: cluster.adminUrl });
+        client.on('error', () => undefined);
+        await client.connect();
+        clients.push(client);
+      }
+      await until('the revert waiting for its restart', () => Promise.resolve(existsSync(waiting)), 30_000);
+      assert.match(reverting.output(), /guardrail: connections at \d+ % of max_connections.*reverting trial/);
+      for (const client of clients.splice(0)) await client.end().catch(() => undefined);
+
+      const seen = new Set<string>();
+      try {
+        await until(
+          'four reports while the revert waits',
+          async () => {
+            const view = await agentView();
+            if (view?.lastReportAt) seen.add(view.lastReportAt);
+            return seen.size >= 5;
+          },
+          30_000,
+          100,
+        );
+      } finally {
+        rmSync(hold, { force: true });
+      }
+      await until('the trial reverted', async () => (await sharedBuffers()) === found, 60_000);
+      const now = await agentView();
+      assert.equal(now?.startedAt, first.startedAt, 'the same lease all along: the agent never had to start again');
+      assert.doesNotMatch(reverting.output(), /asks for a new start/);
+    } finally {
+      for (const client of clients) await client.end().catch(() => undefined);
+      rmSync(hold, { force: true });
+      reverting.child.kill('SIGTERM');
+      await Promise.race([reverting.exited, sleep(15_000)]);
+      rmSync(own, { recursive: true, force: true });
+    }
   },
 );

@@ -396,13 +396,16 @@ class AgentLoop {
   }
 
   /**
-   * Reports on schedule while `work` (a command) runs: an apply may wait minutes for its target
-   * (Patroni applying on every member, a cloud's long operation, a restart), and the lease, the
-   * service's windows and the dashboard all live on reports. The answers' commands are left for
-   * after: the one being carried out comes again until it is acknowledged, and so does any other.
+   * Reports on schedule while `work` (a command, a revert of the agent's own) runs: an apply or a
+   * revert may wait minutes for its target (Patroni applying on every member, a cloud's long
+   * operation, a restart), and the lease, the service's windows and the dashboard all live on
+   * reports. The answers' commands are left for after: the one being carried out comes again
+   * until it is acknowledged, and so does any other.
    */
   async #reportingWhile<T>(work: Promise<T>): Promise<T> {
     const { signal } = this.#options;
+    // Without a lease (still taking one) there is nothing to report under.
+    if (!this.#lease) return work;
     this.#executing = true;
     const settled = work.then(
       () => true,
@@ -534,7 +537,8 @@ class AgentLoop {
         const message = breachMessage(breaches, targetBreaches);
         ctx.log.warn(`${message}: reverting trial ${watched.commandId}`);
         this.#options.metrics?.guardrailBreached();
-        const outcome = await restore(ctx, 'knownGood', message);
+        // Reverting may wait as long as an apply (Patroni's members, a restart): reports go on.
+        const outcome = await this.#reportingWhile(restore(ctx, 'knownGood', message));
         if (outcome) this.#options.metrics?.reverted('guardrail', outcome.status);
         this.#event(
           'warn',
@@ -572,7 +576,7 @@ class AgentLoop {
     const { journal, log } = this.#ctx;
     if (!journal.data.inFlight && (this.#trial || !journal.needsRecovery())) return;
     const reason = journal.data.inFlight ? 'a change was interrupted' : 'a configuration that was not accepted is no longer watched';
-    await restore(this.#ctx, 'knownGood', reason).then(
+    await this.#reportingWhile(restore(this.#ctx, 'knownGood', reason)).then(
       (outcome) => {
         if (outcome) this.#options.metrics?.reverted('recovery', outcome.status);
         if (!journal.needsRecovery()) this.#trial = null;
