@@ -123,6 +123,17 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
     agent = startAgent(['--patroni'], { cwd: dir });
     return agent;
   };
+  /** CI keeps only what the runner prints: on a failure, what the agent said and how the
+   * cluster stood, beside the assertion. */
+  const explained = (body: () => Promise<void>) => async () => {
+    try {
+      await body();
+    } catch (err) {
+      const cluster = await lab.api(await lab.leader(), 'GET', '/cluster').catch((e: unknown) => ({ body: String(e) }));
+      console.log(`the cluster: ${JSON.stringify(cluster.body)}\nthe agent's last output:\n${agent?.output().slice(-8000) ?? '(none)'}`);
+      throw err;
+    }
+  };
   /** Waits for a report with the workload in it, received after `since`. */
   const reporting = (since: number) =>
     until(
@@ -208,7 +219,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
   test(
     'a trial goes through the dynamic configuration onto both members; a switchover mid-trial reverts it everywhere, contaminates its window, and the session goes on',
     { timeout: timeoutFor([180_000, 120_000, 240_000, 60_000, 30_000], 60_000) },
-    async () => {
+    explained(async () => {
       const since = Date.now();
       startAgentProcess();
       await reporting(since);
@@ -303,87 +314,100 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
         },
         30_000,
       );
-    },
+    }),
   );
 
-  test('the agent SIGKILLed mid-apply and started again: the dynamic configuration as it found it', { timeout: 300_000 }, async () => {
-    assert.ok(agent, 'the agent of the previous case runs');
-    const started = await startTuningSession(person, databaseId, {
-      iterations: 3,
-      windowSeconds: 12,
-      warmupSeconds: 1,
-      seed: 20261127,
-      requireApproval: false,
-      abRoundsMin: 3,
-      abRoundsMax: 3,
-    });
-    // Killed as soon as the dynamic configuration moves, before (or right after) the read-back.
-    const state = await until(
-      'a trial written into the dynamic configuration',
-      async () => {
-        if (changedNames(await parameters()).length === 0) return null;
-        const it = (await session(started.id)).iterations.find((i) => isTrialJson(i) && ['applying', 'measuring'].includes(i.state));
-        return it?.state ?? 'written';
-      },
-      180_000,
-      50,
-    );
-    await killAgent('SIGKILL');
-    console.log(`SIGKILLed with the trial ${state}`);
-    assert.ok(changedNames(await parameters()).length > 0, 'the dynamic configuration was changed when the agent died');
-    const stopped = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
-    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+  test(
+    'the agent SIGKILLed mid-apply and started again: the dynamic configuration as it found it',
+    { timeout: 300_000 },
+    explained(async () => {
+      assert.ok(agent, 'the agent of the previous case runs');
+      const started = await startTuningSession(person, databaseId, {
+        iterations: 3,
+        windowSeconds: 12,
+        warmupSeconds: 1,
+        seed: 20261127,
+        requireApproval: false,
+        abRoundsMin: 3,
+        abRoundsMax: 3,
+      });
+      // Killed as soon as the dynamic configuration moves, before (or right after) the read-back.
+      const state = await until(
+        'a trial written into the dynamic configuration',
+        async () => {
+          if (changedNames(await parameters()).length === 0) return null;
+          const it = (await session(started.id)).iterations.find((i) => isTrialJson(i) && ['applying', 'measuring'].includes(i.state));
+          return it?.state ?? 'written';
+        },
+        180_000,
+        50,
+      );
+      await killAgent('SIGKILL');
+      console.log(`SIGKILLed with the trial ${state}`);
+      assert.ok(changedNames(await parameters()).length > 0, 'the dynamic configuration was changed when the agent died');
+      const stopped = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
+      assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
 
-    const restarted = startAgentProcess();
-    await until('the dynamic configuration as the agent found it', async () => changedNames(await parameters()).length === 0, 90_000, 250);
-    await until('the restart recovered', () => Promise.resolve(/recover/i.test(restarted.output())), 30_000);
-    // And so it ends once the agent has carried out every command: a trial it had received
-    // but not acknowledged is handed to it again after the restart (the service cancels only
-    // commands not yet sent) and the session's revert, which comes after it, undoes it.
-    await until(
-      'every command carried out',
-      async () =>
-        (
-          await person.get<{ commands: Array<{ outcome: unknown }> }>(`/api/manage/databases/${databaseId}/commands?limit=100`)
-        ).body.commands.every((c) => c.outcome !== null),
-      90_000,
-      500,
-    );
-    assert.deepEqual(changedNames(await parameters()), []);
-  });
+      const restarted = startAgentProcess();
+      await until(
+        'the dynamic configuration as the agent found it',
+        async () => changedNames(await parameters()).length === 0,
+        90_000,
+        250,
+      );
+      await until('the restart recovered', () => Promise.resolve(/recover/i.test(restarted.output())), 30_000);
+      // And so it ends once the agent has carried out every command: a trial it had received
+      // but not acknowledged is handed to it again after the restart (the service cancels only
+      // commands not yet sent) and the session's revert, which comes after it, undoes it.
+      await until(
+        'every command carried out',
+        async () =>
+          (
+            await person.get<{ commands: Array<{ outcome: unknown }> }>(`/api/manage/databases/${databaseId}/commands?limit=100`)
+          ).body.commands.every((c) => c.outcome !== null),
+        90_000,
+        500,
+      );
+      assert.deepEqual(changedNames(await parameters()), []);
+    }),
+  );
 
-  test('a replica that stops streaming during a trial: a guardrail ends it and the trial fails', { timeout: 300_000 }, async () => {
-    const started = await startTuningSession(person, databaseId, {
-      iterations: 3,
-      windowSeconds: 30,
-      warmupSeconds: 1,
-      seed: 20261128,
-      requireApproval: false,
-      abRoundsMin: 3,
-      abRoundsMax: 3,
-    });
-    const trial = await until(
-      'a trial applied and measuring',
-      async () => (await session(started.id)).iterations.find((it) => isTrialJson(it) && it.state === 'measuring') ?? null,
-      180_000,
-      250,
-    );
-    const leader = await lab.leader();
-    const replica = lab.members.find((m) => m !== leader)!;
-    await replica.kill();
-    const ended = await until(
-      'the trial ended',
-      async () => {
-        const it = (await session(started.id)).iterations.find((i) => i.ordinal === trial.ordinal)!;
-        return it.state === 'measuring' ? null : it;
-      },
-      60_000,
-      500,
-    );
-    assert.equal(ended.state, 'failed', `${ended.failure ?? ''}\n${agent!.output().slice(-3000)}`);
-    assert.match(ended.failure ?? '', new RegExp(`guardrail: .*replica ${replica.name} is not streaming from the leader`));
-    await until('the dynamic configuration as the agent found it', async () => changedNames(await parameters()).length === 0, 60_000);
-    const stopped = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
-    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
-  });
+  test(
+    'a replica that stops streaming during a trial: a guardrail ends it and the trial fails',
+    { timeout: 300_000 },
+    explained(async () => {
+      const started = await startTuningSession(person, databaseId, {
+        iterations: 3,
+        windowSeconds: 30,
+        warmupSeconds: 1,
+        seed: 20261128,
+        requireApproval: false,
+        abRoundsMin: 3,
+        abRoundsMax: 3,
+      });
+      const trial = await until(
+        'a trial applied and measuring',
+        async () => (await session(started.id)).iterations.find((it) => isTrialJson(it) && it.state === 'measuring') ?? null,
+        180_000,
+        250,
+      );
+      const leader = await lab.leader();
+      const replica = lab.members.find((m) => m !== leader)!;
+      await replica.kill();
+      const ended = await until(
+        'the trial ended',
+        async () => {
+          const it = (await session(started.id)).iterations.find((i) => i.ordinal === trial.ordinal)!;
+          return it.state === 'measuring' ? null : it;
+        },
+        60_000,
+        500,
+      );
+      assert.equal(ended.state, 'failed', `${ended.failure ?? ''}\n${agent!.output().slice(-3000)}`);
+      assert.match(ended.failure ?? '', new RegExp(`guardrail: .*replica ${replica.name} is not streaming from the leader`));
+      await until('the dynamic configuration as the agent found it', async () => changedNames(await parameters()).length === 0, 60_000);
+      const stopped = await person.post(`/api/manage/databases/${databaseId}/tuning-sessions/${started.id}/stop`);
+      assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    }),
+  );
 });

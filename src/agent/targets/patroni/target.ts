@@ -105,15 +105,26 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
     },
 
     /** A failover or switchover during a trial ends it, its window contaminated (the
-     * environment's doing); a replica that stops streaming or lags past the bound ends it too. */
+     * environment's doing); a replica that stops streaming or lags past the bound ends it too.
+     * A replica that did not stream when the trial began (a leader just demoted by a switchover,
+     * catching up) ends it as the environment's doing as well: the trial did not stop it. */
     async watchTrial(): Promise<TrialWatch> {
       const before = await readTopology(api);
+      const notStreamingAtStart = new Set(
+        (await replicaHealth(api, sessions).catch(() => [])).filter((r) => !r.streaming).map((r) => r.name),
+      );
       return {
         async check() {
           const changed = topologyChangedSince(before, await readTopology(api));
           if (changed) return [{ reason: `the Patroni cluster changed during the trial: ${changed}`, environment: true }];
           const replicas = await replicaHealth(api, sessions);
-          return replicationBreaches(replicas, patroni.maxReplicaLagMb * MiB).map((reason) => ({ reason, environment: false }));
+          return replicas.flatMap((replica) =>
+            replicationBreaches([replica], patroni.maxReplicaLagMb * MiB).map((reason) =>
+              notStreamingAtStart.has(replica.name)
+                ? { reason: `${reason} (it did not stream when the trial began)`, environment: true }
+                : { reason, environment: false },
+            ),
+          );
         },
       };
     },
