@@ -5,13 +5,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { detectPatroni, localRefusal } from '../src/agent/targets/patroni/detect.ts';
 import { createPatroniTarget, type PatroniTarget } from '../src/agent/targets/patroni/target.ts';
 import { readTopology, replicaHealth, replicationBreaches, topologyChangedSince } from '../src/agent/targets/patroni/topology.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
-import { startPatroniLab, type PatroniLab } from '../src/lab/patroni.ts';
+import { LAB_LOOP_WAIT_S, startPatroniLab, type PatroniLab } from '../src/lab/patroni.ts';
 import { until } from './helpers/until.ts';
 
 let lab: PatroniLab;
@@ -127,6 +128,28 @@ test('a member that missed a change does not block tuning for good: asked to rel
   } finally {
     await target.writeOverrides({ work_mem: { set: false } }, { allowRestart: false });
   }
+});
+
+test('a member whose file still sets a parameter the dynamic configuration dropped: POST /reload does not mend it, a round trip does', async () => {
+  const found = await dynamicConfig();
+  const replica = lab.members.find((m) => m.name !== 'm0')!;
+  const workMemOn = async () =>
+    (await replica.sql<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'work_mem'`))[0]!.setting;
+  const conf = join(replica.dataDir, 'postgresql.conf');
+  // As a leader demoted while the removal came is left: Patroni's own view lacks work_mem, the
+  // file it wrote before still sets it.
+  writeFileSync(conf, `${readFileSync(conf, 'utf8')}work_mem = '30855'\n`);
+  await replica.sql('SELECT pg_reload_conf()');
+  assert.equal(await workMemOn(), '30855');
+  // Patroni compares only the parameters it knows of: asked to reload, it leaves the file as is.
+  assert.equal((await lab.api(replica, 'POST', '/reload')).status, 202);
+  await sleep(3 * LAB_LOOP_WAIT_S * 1000);
+  assert.equal(await workMemOn(), '30855');
+
+  assert.equal(await target.applyBlockedReason(), null);
+  assert.equal(await workMemOn(), '4096');
+  assert.doesNotMatch(readFileSync(conf, 'utf8'), /^work_mem/m);
+  assert.deepEqual(await dynamicConfig(), found, 'the dynamic configuration as found');
 });
 
 test('a switchover in the middle of a trial is detected, and the trial is put back through the dynamic configuration', async () => {

@@ -28,7 +28,7 @@ export const patroniDefinition: TargetDefinition = {
   extendedPermissions: false,
   async create(_kind, deps) {
     const [{ createPatroniTarget }, { patroniConfigOf }] = await Promise.all([import('./target.ts'), import('./config.ts')]);
-    return createPatroniTarget({ db: deps.db, config: deps.config, patroni: patroniConfigOf(deps.config) });
+    return createPatroniTarget({ db: deps.db, config: deps.config, patroni: patroniConfigOf(deps.config), log: deps.log });
   },
   /** The grants (the document, SQL) and the REST API's credentials (notes). */
   async permissions({ note }) {

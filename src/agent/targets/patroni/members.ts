@@ -102,11 +102,14 @@ export function asSetting(row: Pick<MemberSettingRow, 'unit' | 'vartype'>, value
   return String(value);
 }
 
-/** Patroni writes the dynamic configuration into the member's postgresql.conf; ALTER SYSTEM's
- * postgresql.auto.conf, read after it, would hide it. */
+/** Patroni writes the dynamic configuration into the member's postgresql.conf. */
+export function fromPatroniFile(row: MemberSettingRow): boolean {
+  return row.source === 'configuration file' && /\/postgresql\.conf$/.test(row.sourcefile ?? '');
+}
+
+/** ALTER SYSTEM's postgresql.auto.conf, read after Patroni's file, would hide it. */
 function fromPatroniOrAlterSystem(row: MemberSettingRow): boolean {
-  const file = row.sourcefile ?? '';
-  return row.source === 'configuration file' && (/\/postgresql\.conf$/.test(file) || /\/postgresql\.auto\.conf$/.test(file));
+  return fromPatroniFile(row) || (row.source === 'configuration file' && /\/postgresql\.auto\.conf$/.test(row.sourcefile ?? ''));
 }
 
 export type Agreement = 'agrees' | 'pending-restart' | { differs: string };

@@ -8,6 +8,7 @@ import { describeConnection } from '../../../postgres/connect.ts';
 import { tuningModeOf, type TargetMetric } from '../../../protocol/v1.ts';
 import type { TargetAgentConfig } from '../../../target/config.ts';
 import type { Db } from '../../database/db.ts';
+import type { Logger } from '../../base/log.ts';
 import type { MachineInfo, Overrides, PreflightCheck, Target, TrialWatch, WriteOptions, WriteResult } from '../../../target/target.ts';
 import { PatroniApi, type ParameterValue } from './api.ts';
 import type { PatroniConfig } from './config.ts';
@@ -36,6 +37,8 @@ export interface PatroniTargetDeps {
   db: Db;
   config: Pick<TargetAgentConfig, 'postgresql' | 'targets'>;
   patroni: PatroniConfig;
+  /** Says what the target does to the cluster beyond a write it was asked for. */
+  log?: Logger;
 }
 
 export interface PatroniTarget extends Target {
@@ -44,7 +47,7 @@ export interface PatroniTarget extends Target {
   readonly sessions: MemberSessions;
 }
 
-export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps): PatroniTarget {
+export function createPatroniTarget({ db, config, patroni, log }: PatroniTargetDeps): PatroniTarget {
   const api = new PatroniApi(patroni);
   const sessions = new MemberSessions(config.postgresql.connectionUrl);
   const where = describeConnection(config.postgresql.connectionUrl);
@@ -72,6 +75,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
         api,
         sessions,
         catalogFor(SELF_HOSTED_CAPABILITIES, mode).map((k) => k.name),
+        log,
       ),
 
     async readOverrides(names: readonly string[]): Promise<Overrides> {
@@ -86,7 +90,7 @@ export function createPatroniTarget({ db, config, patroni }: PatroniTargetDeps):
         if (owned) return Promise.reject(new Error(`refused: ${name} cannot be set through Patroni's dynamic configuration (${owned})`));
       }
       return writeParameters(
-        { api, sessions, db, timeoutMs: patroni.applyTimeoutSeconds * 1000, lastRead },
+        { api, sessions, db, timeoutMs: patroni.applyTimeoutSeconds * 1000, lastRead, log },
         overrides,
         options.allowRestart,
       );

@@ -2,10 +2,10 @@
 // timeline (a switchover or failover changes one or both), how far each replica lags, which
 // replica does not stream, and which member runs something other than the dynamic
 // configuration (a local override), which blocks tuning until it agrees.
-import { errorMessage } from '../../base/log.ts';
+import { errorMessage, type Logger } from '../../base/log.ts';
 import type { ClusterView, PatroniApi } from './api.ts';
 import type { MemberSessions } from './members.ts';
-import { isLeader, parametersOf, readMembers, reloadNudgeMs, settleMembers, type Wanted } from './write.ts';
+import { isLeader, parametersOf, readMembers, loopMs, settleMembers, type Wanted } from './write.ts';
 import { MiB } from '../../../knobs/units.ts';
 
 export interface TopologyMember {
@@ -101,10 +101,16 @@ export function replicationBreaches(replicas: readonly ReplicaHealth[], maxLagBy
  * leader just demoted by a switchover) keeps its old postgresql.conf, and Patroni writes the file
  * again only at the next change of the dynamic configuration. Refusing every change would make
  * sure that next change never comes, and tuning would stay blocked for good. So a member that
- * differs is first asked to reload (POST /reload makes Patroni write its file anew), for two of
- * Patroni's loops; only what a reload does not mend (a local override) blocks tuning.
+ * differs is first asked to reload (POST /reload makes Patroni write its file anew) after one of
+ * Patroni's loops, then has what its file holds beyond the dynamic configuration rewritten
+ * (settleMembers), within four loops; only what neither mends (a local override) blocks tuning.
  */
-export async function disagreementReason(api: PatroniApi, sessions: MemberSessions, names: readonly string[]): Promise<string | null> {
+export async function disagreementReason(
+  api: PatroniApi,
+  sessions: MemberSessions,
+  names: readonly string[],
+  log?: Logger,
+): Promise<string | null> {
   let settled;
   try {
     const dynamic = await api.dynamicConfig();
@@ -115,7 +121,7 @@ export async function disagreementReason(api: PatroniApi, sessions: MemberSessio
     settled =
       state.lagging.length === 0
         ? { agreed: false as const, last: state }
-        : await settleMembers(api, sessions, wanted, reloadNudgeMs(dynamic), undefined, 0);
+        : await settleMembers(api, sessions, wanted, { timeoutMs: 4 * loopMs(dynamic), nudgeAfterMs: loopMs(dynamic), log });
   } catch (err) {
     return `the Patroni cluster's members cannot be compared with its dynamic configuration: ${errorMessage(err)}`;
   }

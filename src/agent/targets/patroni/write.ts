@@ -5,7 +5,7 @@
 // pg_settings (the leader at least), else puts back exactly what it found and throws.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../database/db.ts';
-import { errorMessage } from '../../base/log.ts';
+import { errorMessage, type Logger } from '../../base/log.ts';
 import { EnvironmentChangedError, UndoFailedError, type Overrides } from '../../../target/target.ts';
 import {
   PatroniApiError,
@@ -16,7 +16,7 @@ import {
   type ParameterValue,
   type PatroniApi,
 } from './api.ts';
-import { agreement, type MemberSessions } from './members.ts';
+import { agreement, fromPatroniFile, type MemberSessions } from './members.ts';
 
 const POLL_MS = 500;
 const RESTART_WAIT_MS = 300_000;
@@ -63,6 +63,9 @@ export interface MembersState {
   pending: string[];
   /** member names whose PostgreSQL could not be read. */
   unreachable: string[];
+  /** Member → parameters the dynamic configuration lacks but its postgresql.conf still sets
+   * (a removal it missed, or its own patroni.yml). */
+  leftInFile: Map<string, string[]>;
 }
 
 /** Each reachable member's pg_conf_load_time before a change: a member that has not reloaded
@@ -87,7 +90,7 @@ export async function readMembers(
 ): Promise<MembersState> {
   const cluster = await api.cluster();
   const names = Object.keys(wanted);
-  const state: MembersState = { cluster, differs: [], lagging: [], pending: [], unreachable: [] };
+  const state: MembersState = { cluster, differs: [], lagging: [], pending: [], unreachable: [], leftInFile: new Map() };
   if (!cluster.members.some(isLeader)) state.differs.push('the cluster has no leader');
   for (const member of cluster.members) {
     let rows;
@@ -116,6 +119,8 @@ export async function readMembers(
       } else if (a !== 'agrees') {
         state.differs.push(`${member.name}: ${a.differs}`);
         if (!state.lagging.includes(member.name)) state.lagging.push(member.name);
+        if (wanted[name] === undefined && fromPatroniFile(row))
+          state.leftInFile.set(member.name, [...(state.leftInFile.get(member.name) ?? []), name]);
       }
     }
   }
@@ -128,7 +133,12 @@ export async function readMembers(
  * say) logs "No PostgreSQL configuration items changed, nothing to reload" and keeps its old
  * postgresql.conf until the next change; POST /reload makes it write the file and reload. */
 export function reloadNudgeMs(config: DynamicConfig): number {
-  return 2 * (config.loop_wait ?? 10) * 1000;
+  return 2 * loopMs(config);
+}
+
+/** One of Patroni's loops (loop_wait; Patroni's default 10 s). */
+export function loopMs(config: DynamicConfig): number {
+  return (config.loop_wait ?? 10) * 1000;
 }
 
 /** Asks each member in `names` to reload, through its own REST API; one that cannot be asked is
@@ -140,25 +150,78 @@ async function askToReload(api: PatroniApi, cluster: ClusterView, names: readonl
   }
 }
 
+export interface SettleOptions {
+  timeoutMs: number;
+  /** Each member's pg_conf_load_time before the change: one that has not reloaded since differs. */
+  loadedBefore?: ReadonlyMap<string, number> | undefined;
+  /** When to ask a member still behind to reload, and again (default: never). */
+  nudgeAfterMs?: number;
+  /** Rewrite what a member's file holds beyond the dynamic configuration (default: yes). */
+  rewrite?: boolean;
+  /** Where the rewrite is said (the agent's log). */
+  log?: Logger | undefined;
+}
+
 /** How waiting for the members ended: every reachable member agrees, or not by the deadline
  * (`last`: what was read last, if anything could be; `error`: why not). */
 export type Settled = { agreed: true; state: MembersState } | { agreed: false; last?: MembersState; error?: unknown };
 
+/**
+ * Makes Patroni write its file anew on the members that still set parameters the dynamic
+ * configuration dropped. Patroni compares with pg_settings only the parameters it knows of, those
+ * of the configuration it applies and of the one before; a member whose PostgreSQL was restarting
+ * when a parameter was removed (a leader demoted by a switchover) took the removal into its own
+ * view without writing the file, and keeps running the old value until that parameter changes
+ * again: POST /reload compares the same lists and changes nothing. A round trip through the
+ * dynamic configuration makes the parameter change: set to the value the leader runs (so a
+ * member that agrees runs nothing new), then removed again. Leaves the configuration as found
+ * when the leader does not agree itself, or the first patch fails.
+ */
+async function rewriteLeftInFile(
+  api: PatroniApi,
+  sessions: MemberSessions,
+  state: MembersState,
+  { timeoutMs, log }: Pick<SettleOptions, 'timeoutMs' | 'log'>,
+): Promise<void> {
+  const names = [...new Set([...state.leftInFile.values()].flat())];
+  const leader = state.cluster.members.find(isLeader);
+  if (!leader || names.length === 0) return;
+  const rows = await sessions.settings(leader, names);
+  const values: Record<string, string> = {};
+  for (const name of names) {
+    const row = rows.get(name.toLowerCase());
+    if (row && agreement(row, undefined) === 'agrees') values[name] = row.setting;
+  }
+  if (Object.keys(values).length === 0) return;
+  const members = [...state.leftInFile.keys()].join(', ');
+  log?.info(
+    `Patroni: ${members} still set ${Object.keys(values).join(', ')} in postgresql.conf though the dynamic configuration dropped them; ` +
+      `setting them to the leader's values and removing them again, so that Patroni writes the file anew`,
+  );
+  await api.patchConfig({ postgresql: { parameters: values } });
+  try {
+    await settleMembers(api, sessions, values, { timeoutMs, rewrite: false });
+  } finally {
+    await api.patchConfig({ postgresql: { parameters: Object.fromEntries(Object.keys(values).map((n) => [n, null])) } });
+  }
+}
+
 /** Polls the members until none differs from `wanted` (a value waiting for a restart counts as
  * applied) or `timeoutMs` passes. A member still behind `nudgeAfterMs` after the start is asked
  * to reload, and asked again every `nudgeAfterMs` while it stays behind: one asked while its
- * Patroni was still starting (a member just demoted) may not have taken the first request. */
+ * Patroni was still starting (a member just demoted) may not have taken the first request. A
+ * member still behind after that whose file sets a parameter the dynamic configuration dropped
+ * has it rewritten once (`rewrite`; rewriteLeftInFile). */
 export async function settleMembers(
   api: PatroniApi,
   sessions: MemberSessions,
   wanted: Wanted,
-  timeoutMs: number,
-  loadedBefore?: ReadonlyMap<string, number>,
-  nudgeAfterMs = Infinity,
+  { timeoutMs, loadedBefore, nudgeAfterMs = Infinity, rewrite = true, log }: SettleOptions,
 ): Promise<Settled> {
   const started = Date.now();
   const deadline = started + timeoutMs;
   const askedAt = new Map<string, number>();
+  let rewritten = !rewrite;
   let last: MembersState | undefined;
   let error: unknown;
   for (;;) {
@@ -168,8 +231,12 @@ export async function settleMembers(
       const now = Date.now();
       const behind =
         now - started >= nudgeAfterMs ? last.lagging.filter((name) => now - (askedAt.get(name) ?? -Infinity) >= nudgeAfterMs) : [];
-      if (behind.length > 0) {
-        for (const name of behind) askedAt.set(name, now);
+      const askedBefore = behind.filter((name) => askedAt.has(name) && last!.leftInFile.has(name));
+      for (const name of behind) askedAt.set(name, now);
+      if (!rewritten && askedBefore.length > 0) {
+        rewritten = true;
+        await rewriteLeftInFile(api, sessions, last, { timeoutMs: Math.max(0, deadline - Date.now()), ...(log && { log }) });
+      } else if (behind.length > 0) {
         await askToReload(api, last.cluster, behind);
       }
     } catch (err) {
@@ -186,14 +253,12 @@ export async function waitForMembers(
   api: PatroniApi,
   sessions: MemberSessions,
   wanted: Wanted,
-  timeoutMs: number,
-  loadedBefore?: ReadonlyMap<string, number>,
-  nudgeAfterMs = Infinity,
+  options: SettleOptions,
 ): Promise<MembersState> {
-  const settled = await settleMembers(api, sessions, wanted, timeoutMs, loadedBefore, nudgeAfterMs);
+  const settled = await settleMembers(api, sessions, wanted, options);
   if (settled.agreed) return settled.state;
   const why = settled.last ? settled.last.differs.join('; ') : errorMessage(settled.error);
-  throw new Error(`Patroni did not apply the change on every member within ${Math.round(timeoutMs / 1000)} s: ${why}`);
+  throw new Error(`Patroni did not apply the change on every member within ${Math.round(options.timeoutMs / 1000)} s: ${why}`);
 }
 
 /**
@@ -235,6 +300,7 @@ export interface PatroniWrite {
   timeoutMs: number;
   /** The raw values last read, so that a value read as "on" is written back as Patroni had it. */
   lastRead: Map<string, ParameterValue>;
+  log?: Logger | undefined;
 }
 
 /** What to PATCH for `overrides`: the raw value last read when it spells the same value. */
@@ -300,6 +366,7 @@ export async function writeParameters(w: PatroniWrite, overrides: Overrides, all
   const dynamic = await w.api.dynamicConfig();
   const found = parametersOf(dynamic);
   const nudgeAfterMs = reloadNudgeMs(dynamic);
+  const settle: SettleOptions = { timeoutMs: w.timeoutMs, nudgeAfterMs, log: w.log };
   const epochReadAt = Date.now();
   const epoch = await clusterEpoch(w.api, w.sessions);
   const before: Record<string, ParameterValue | null> = Object.fromEntries(names.map((n) => [n, found.get(n.toLowerCase()) ?? null]));
@@ -311,11 +378,11 @@ export async function writeParameters(w: PatroniWrite, overrides: Overrides, all
   const loadedBefore = changes ? await loadTimes(w.api, w.sessions) : undefined;
   try {
     await w.api.patchConfig({ postgresql: { parameters: patch } });
-    const state = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs, loadedBefore, nudgeAfterMs);
+    const state = await waitForMembers(w.api, w.sessions, wanted, { ...settle, loadedBefore });
     if (state.pending.length === 0 || !allowRestart) return { restarted: false };
     await restartPending(w.api, w.sessions, state.pending);
     await w.db.waitUntilReachable(RESTART_WAIT_MS);
-    const after = await waitForMembers(w.api, w.sessions, wanted, w.timeoutMs, undefined, nudgeAfterMs);
+    const after = await waitForMembers(w.api, w.sessions, wanted, settle);
     if (after.pending.length > 0) throw new Error(`still waiting for a restart after Patroni restarted them: ${after.pending.join(', ')}`);
     return { restarted: true };
   } catch (caught) {
@@ -339,7 +406,7 @@ export async function writeParameters(w: PatroniWrite, overrides: Overrides, all
       });
     }
     const undone: Wanted = Object.fromEntries(Object.entries(before).map(([n, v]) => [n, v ?? undefined]));
-    const state = await waitForMembers(w.api, w.sessions, undone, w.timeoutMs, loadedBeforeUndo, nudgeAfterMs).catch(() => null);
+    const state = await waitForMembers(w.api, w.sessions, undone, { ...settle, loadedBefore: loadedBeforeUndo }).catch(() => null);
     // Members restarted with the new values now wait for a restart to run the old ones again.
     if (state && state.pending.length > 0 && allowRestart) {
       await restartPending(w.api, w.sessions, state.pending).catch(() => undefined);
