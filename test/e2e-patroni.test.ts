@@ -125,12 +125,31 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
   };
   /** CI keeps only what the runner prints: on a failure, what the agent said and how the
    * cluster stood, beside the assertion. */
+  let lastSession: string | undefined;
   const explained = (body: () => Promise<void>) => async () => {
     try {
       await body();
     } catch (err) {
       const cluster = await lab.api(await lab.leader(), 'GET', '/cluster').catch((e: unknown) => ({ body: String(e) }));
-      console.log(`the cluster: ${JSON.stringify(cluster.body)}\nthe agent's last output:\n${agent?.output().slice(-8000) ?? '(none)'}`);
+      const sessions = await person.get(`/api/manage/databases/${databaseId}/tuning-sessions`).catch((e: unknown) => ({ body: String(e) }));
+      const iterations = lastSession
+        ? (await session(lastSession).catch(() => null))?.iterations.map(
+            (it) => `#${it.ordinal} ${it.kind} ${it.state} ${it.failure ?? ''}`,
+          )
+        : [];
+      console.log(
+        [
+          `the cluster: ${JSON.stringify(cluster.body)}`,
+          `the sessions: ${JSON.stringify(sessions.body).slice(0, 3000)}`,
+          `the last session's iterations:\n${(iterations ?? []).join('\n')}`,
+          // The agent's lines are long (a trial names every knob): its last 40 lines, each cut.
+          `the agent's last output:\n${(agent?.output() ?? '(none)')
+            .split('\n')
+            .slice(-40)
+            .map((line) => line.slice(0, 400))
+            .join('\n')}`,
+        ].join('\n'),
+      );
       throw err;
     }
   };
@@ -239,6 +258,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
         abRoundsMin: 3,
         abRoundsMax: 3,
       });
+      lastSession = started.id;
       // A trial applied: in the dynamic configuration, and the same on both members.
       const trial = await until(
         'a trial applied and measuring',
@@ -331,6 +351,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
         abRoundsMin: 3,
         abRoundsMax: 3,
       });
+      lastSession = started.id;
       // Killed as soon as the dynamic configuration moves, before (or right after) the read-back.
       const state = await until(
         'a trial written into the dynamic configuration',
@@ -385,6 +406,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
         abRoundsMin: 3,
         abRoundsMax: 3,
       });
+      lastSession = started.id;
       const trial = await until(
         'a trial applied and measuring',
         async () => (await session(started.id)).iterations.find((it) => isTrialJson(it) && it.state === 'measuring') ?? null,
