@@ -55,18 +55,32 @@ export async function connectDb(connectionUrl: string, options: DbOptions = {}):
     c.on('error', drop);
     c.on('end', drop);
     security = connected.security;
-    const rows = await c.query<{ pid: number }>(markStatement('SELECT pg_backend_pid() AS pid'));
-    backendPid = rows.rows[0]?.pid ?? 0;
+    try {
+      const rows = await c.query<{ pid: number }>(markStatement('SELECT pg_backend_pid() AS pid'));
+      backendPid = rows.rows[0]?.pid ?? 0;
+    } catch (err) {
+      await c.end().catch(() => undefined);
+      throw err;
+    }
     client = c;
     return c;
   };
 
+  /** The connection being opened: callers that find none while one is opened wait for that one.
+   * Each opening its own (a report collected while a revert reads back, both after the server
+   * went away) left all but the last open and unowned, and an agent with an open connection
+   * never exits. */
+  let opening: Promise<pg.Client> | null = null;
   const current = async (): Promise<pg.Client> => {
     if (closed) throw new Error('the database session is closed');
-    return client ?? (await open());
+    if (client) return client;
+    opening ??= open().finally(() => {
+      opening = null;
+    });
+    return opening;
   };
 
-  await open();
+  await current();
   return {
     get backendPid() {
       return backendPid;
@@ -97,6 +111,8 @@ export async function connectDb(connectionUrl: string, options: DbOptions = {}):
     },
     async close() {
       closed = true;
+      // A connection still being opened is ended too, once it is.
+      await opening?.catch(() => undefined);
       await client?.end().catch(() => undefined);
       client = null;
     },
