@@ -23,7 +23,8 @@ let dir: string;
 
 before(async () => {
   cluster = await startAgentCluster();
-  lab = await startAdminService('pglite', { env: { TUNER_LEASE_MIN_SECONDS: '1' } });
+  // PostgreSQL storage: the guardrail case gives a command a delivery deadline in SQL.
+  lab = await startAdminService('postgres', { env: { TUNER_LEASE_MIN_SECONDS: '1' } });
   dir = mkdtempSync(join(tmpdir(), 'tuner-long-apply-'));
 });
 after(async () => {
@@ -34,6 +35,15 @@ after(async () => {
   await cluster?.destroy();
   rmSync(dir, { recursive: true, force: true });
 });
+
+interface CommandView {
+  id: string;
+  state: string;
+  outcome: unknown;
+}
+
+const commandsOf = async (person: AdminService['admin'], databaseId: string) =>
+  (await person.get<{ commands: CommandView[] }>(`/api/manage/databases/${databaseId}/commands`)).body.commands;
 
 interface AgentView {
   startedAt: string;
@@ -97,14 +107,7 @@ test(
     }
     const done = await until(
       'the apply acknowledged',
-      async () => {
-        const list = (
-          await person.get<{ commands: Array<{ id: string; state: string; outcome: unknown }> }>(
-            `/api/manage/databases/${databaseId}/commands`,
-          )
-        ).body.commands;
-        return list.find((c) => c.id === issued.body.command.id && c.outcome) ?? null;
-      },
+      async () => (await commandsOf(person, databaseId)).find((c) => c.id === issued.body.command.id && c.outcome) ?? null,
       60_000,
     );
     assert.equal(done.state, 'applied', JSON.stringify(done.outcome));
@@ -182,21 +185,44 @@ test(
       for (const client of clients.splice(0)) await client.end().catch(() => undefined);
 
       const seen = new Set<string>();
+      // A command handed over while the revert waits, with a delivery deadline as a session's
+      // trials have: the service does not send it again once the deadline passed, so an agent
+      // that only drops it while busy leaves it (and its session) waiting for the ack timeout.
+      const next = await person.post<{ command: { id: string } }>(`/api/manage/databases/${databaseId}/commands`, {
+        kind: 'apply',
+        values: { random_page_cost: 1.3 },
+        keep: false,
+      });
+      assert.equal(next.status, 201, JSON.stringify(next.body));
+      const storage = new pg.Client({ connectionString: lab.store.databaseUrl });
+      await storage.connect();
       try {
+        await storage.query(`UPDATE commands SET deliver_by = now() + interval '3 seconds' WHERE id = $1`, [next.body.command.id]);
         await until(
-          'four reports while the revert waits',
+          'four reports while the revert waits, and the next command handed over and past its deadline',
           async () => {
             const view = await agentView();
             if (view?.lastReportAt) seen.add(view.lastReportAt);
-            return seen.size >= 5;
+            const { rows } = await storage.query<{ sent: boolean }>(
+              `SELECT status = 'sent' AND deliver_by < now() AS sent FROM commands WHERE id = $1`,
+              [next.body.command.id],
+            );
+            return seen.size >= 5 && rows[0]?.sent;
           },
           30_000,
           100,
         );
       } finally {
         rmSync(hold, { force: true });
+        await storage.end();
       }
       await until('the trial reverted', async () => (await sharedBuffers()) === found, 60_000);
+      const carriedOut = await until(
+        'the command handed over during the revert, carried out after it',
+        async () => (await commandsOf(person, databaseId)).find((c) => c.id === next.body.command.id && c.outcome) ?? null,
+        30_000,
+      );
+      assert.equal(carriedOut.state, 'applied', JSON.stringify(carriedOut.outcome));
       const now = await agentView();
       assert.equal(now?.startedAt, first.startedAt, 'the same lease all along: the agent never had to start again');
       assert.doesNotMatch(reverting.output(), /asks for a new start/);

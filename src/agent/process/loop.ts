@@ -143,6 +143,10 @@ class AgentLoop {
   #executing = false;
   /** When the last report was collected; the next one is due an interval after it. */
   #collectedAt = 0;
+  /** The command being carried out, if any. */
+  #carrying: string | null = null;
+  /** A command handed over while the agent was busy, carried out when it is free. */
+  #deferred: Command | null = null;
 
   constructor(options: LoopOptions) {
     this.#options = options;
@@ -369,6 +373,15 @@ class AgentLoop {
   /** Sends queued reports oldest first; carries out the command of each answer. */
   async #flush(): Promise<void> {
     const { service } = this.#options;
+    // A command handed over while the agent was busy (its answer came to a report sent during a
+    // revert or another command) is carried out first: the service sends a trial again only until
+    // its delivery deadline, and after that waits for its acknowledgement until the ack timeout
+    // (10 minutes), its session stalled meanwhile.
+    const deferred = this.#deferred;
+    if (deferred && this.#lease) {
+      this.#deferred = null;
+      await this.#carryOut(deferred, this.#lease);
+    }
     while (this.#queue.length > 0 && this.#lease) {
       const lease = this.#lease;
       const response = await service.report({
@@ -381,18 +394,26 @@ class AgentLoop {
       this.#seq++;
       this.#options.metrics?.reportDelivered();
       lease.intervalSeconds = response.nextReportInSeconds;
-      const command = response.command;
-      if (!command) continue;
-      let ack = this.#outcomes.get(command.id);
-      if (!ack) {
+      if (response.command) await this.#carryOut(response.command, lease);
+    }
+  }
+
+  /** Carries out a command once (one sent again gets the outcome remembered) and acknowledges it. */
+  async #carryOut(command: Command, lease: Lease): Promise<void> {
+    let ack = this.#outcomes.get(command.id);
+    if (!ack) {
+      this.#carrying = command.id;
+      try {
         // A plan command changes nothing and is bounded by its budget: carried out on the agent's
         // session with nothing else on it (no report collected meanwhile inside its transactions).
         ack = command.kind === 'plan' ? await this.#plan(command) : await this.#reportingWhile(this.#execute(command));
-        this.#outcomes.set(command.id, ack);
-        if (this.#outcomes.size > REMEMBERED_OUTCOMES) this.#outcomes.delete(this.#outcomes.keys().next().value!);
+      } finally {
+        this.#carrying = null;
       }
-      await service.ack(command.id, { ...ack, leaseId: lease.leaseId });
+      this.#outcomes.set(command.id, ack);
+      if (this.#outcomes.size > REMEMBERED_OUTCOMES) this.#outcomes.delete(this.#outcomes.keys().next().value!);
     }
+    await this.#options.service.ack(command.id, { ...ack, leaseId: lease.leaseId });
   }
 
   /**
@@ -400,7 +421,7 @@ class AgentLoop {
    * revert may wait minutes for its target (Patroni applying on every member, a cloud's long
    * operation, a restart), and the lease, the service's windows and the dashboard all live on
    * reports. The answers' commands are left for after: the one being carried out comes again
-   * until it is acknowledged, and so does any other.
+   * until it is acknowledged, and another is kept (#deferred) and carried out once this is done.
    */
   async #reportingWhile<T>(work: Promise<T>): Promise<T> {
     const { signal } = this.#options;
@@ -445,6 +466,9 @@ class AgentLoop {
         this.#seq++;
         this.#options.metrics?.reportDelivered();
         this.#lease.intervalSeconds = response.nextReportInSeconds;
+        // Carried out once the agent is free (#flush); the one being carried out comes again
+        // until it is acknowledged.
+        if (response.command && response.command.id !== this.#carrying) this.#deferred = response.command;
       }
     } catch (err) {
       this.#ctx.log.warn(`a report sent while a command is carried out failed (${errorMessage(err)}); it stays queued`);
