@@ -126,6 +126,20 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
   /** CI keeps only what the runner prints: on a failure, what the agent said and how the
    * cluster stood, beside the assertion. */
   let lastSession: string | undefined;
+  /** A session of 3 trials, no approval, 3 A/B rounds; remembered for the failure report. */
+  const startSession = async (seed: number, windowSeconds: number) => {
+    const started = await startTuningSession(person, databaseId, {
+      iterations: 3,
+      windowSeconds,
+      warmupSeconds: 1,
+      seed,
+      requireApproval: false,
+      abRoundsMin: 3,
+      abRoundsMax: 3,
+    });
+    lastSession = started.id;
+    return started;
+  };
   const explained = (body: () => Promise<void>) => async () => {
     try {
       await body();
@@ -249,16 +263,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
           m.name,
           new Map((await m.sql<{ name: string; v: string }>('SELECT name, setting AS v FROM pg_settings')).map((r) => [r.name, r.v])),
         );
-      const started = await startTuningSession(person, databaseId, {
-        iterations: 3,
-        windowSeconds: 12,
-        warmupSeconds: 1,
-        seed: 20261126,
-        requireApproval: false,
-        abRoundsMin: 3,
-        abRoundsMax: 3,
-      });
-      lastSession = started.id;
+      const started = await startSession(20261126, 12);
       // A trial applied: in the dynamic configuration, and the same on both members.
       const trial = await until(
         'a trial applied and measuring',
@@ -342,16 +347,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
     { timeout: 300_000 },
     explained(async () => {
       assert.ok(agent, 'the agent of the previous case runs');
-      const started = await startTuningSession(person, databaseId, {
-        iterations: 3,
-        windowSeconds: 12,
-        warmupSeconds: 1,
-        seed: 20261127,
-        requireApproval: false,
-        abRoundsMin: 3,
-        abRoundsMax: 3,
-      });
-      lastSession = started.id;
+      const started = await startSession(20261127, 12);
       // Killed as soon as the dynamic configuration moves, before (or right after) the read-back.
       const state = await until(
         'a trial written into the dynamic configuration',
@@ -397,16 +393,7 @@ describe('--patroni end to end (real Patroni cluster, real tuner-agent, real ser
     'a replica that stops streaming during a trial: a guardrail ends it and the trial fails',
     { timeout: 300_000 },
     explained(async () => {
-      const started = await startTuningSession(person, databaseId, {
-        iterations: 3,
-        windowSeconds: 30,
-        warmupSeconds: 1,
-        seed: 20261128,
-        requireApproval: false,
-        abRoundsMin: 3,
-        abRoundsMax: 3,
-      });
-      lastSession = started.id;
+      const started = await startSession(20261128, 30);
       const trial = await until(
         'a trial applied and measuring',
         async () => (await session(started.id)).iterations.find((it) => isTrialJson(it) && it.state === 'measuring') ?? null,
