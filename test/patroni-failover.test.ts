@@ -5,14 +5,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { connectDb, type Db } from '../src/agent/database/db.ts';
 import { detectPatroni, localRefusal } from '../src/agent/targets/patroni/detect.ts';
 import { createPatroniTarget, type PatroniTarget } from '../src/agent/targets/patroni/target.ts';
 import { readTopology, replicaHealth, replicationBreaches, topologyChangedSince } from '../src/agent/targets/patroni/topology.ts';
 import { startCluster, type Cluster } from '../src/lab/cluster.ts';
-import { LAB_LOOP_WAIT_S, startPatroniLab, type PatroniLab } from '../src/lab/patroni.ts';
+import { startPatroniLab, type PatroniLab } from '../src/lab/patroni.ts';
 import { until } from './helpers/until.ts';
 
 let lab: PatroniLab;
@@ -141,9 +140,12 @@ test('a member whose file still sets a parameter the dynamic configuration dropp
   writeFileSync(conf, `${readFileSync(conf, 'utf8')}work_mem = '30855'\n`);
   await replica.sql('SELECT pg_reload_conf()');
   assert.equal(await workMemOn(), '30855');
-  // Patroni compares only the parameters it knows of: asked to reload, it leaves the file as is.
+  // Patroni compares only the parameters it knows of: asked to reload, it reloads PostgreSQL and
+  // leaves the file as is.
+  const loadedAt = async () => (await replica.sql<{ t: Date }>('SELECT pg_conf_load_time() AS t'))[0]!.t.getTime();
+  const before = await loadedAt();
   assert.equal((await lab.api(replica, 'POST', '/reload')).status, 202);
-  await sleep(3 * LAB_LOOP_WAIT_S * 1000);
+  await until('Patroni to reload the member', async () => (await loadedAt()) > before, 30_000);
   assert.equal(await workMemOn(), '30855');
 
   assert.equal(await target.applyBlockedReason(), null);
