@@ -19,7 +19,7 @@ import { keptSteps } from '../steps.ts';
 import type { IterationPlans } from '../iteration-plans.ts';
 import type { TuningIterationRecord, TuningSessionRecord } from '../store.ts';
 import { windowOf } from '../window-length.ts';
-import { nextOrdinal, trialDeliverySeconds, type Turn } from './turn.ts';
+import { nextOrdinal, searchIteration, trialDeliverySeconds, type Turn } from './turn.ts';
 import { spaceOf } from './end.ts';
 
 type Values = Record<string, number | string>;
@@ -93,21 +93,7 @@ export async function askPlanner(
     note: 'asking the planner',
     ...(thresholds.length > 0 && { thresholdsAsked: thresholds.map((th) => th.name) }),
   };
-  await t.tx.addIteration(
-    {
-      ordinal: nextOrdinal(iterations),
-      kind: suggestion.kind,
-      phase: 'search',
-      round: null,
-      config: { ...suggestion.config },
-      reason: suggestion.reason,
-      predicted: suggestion.predicted ?? null,
-      commandId: command.id,
-      planning: true,
-    },
-    command,
-    t.session.createdById,
-  );
+  await t.tx.addIteration({ ...searchIteration(iterations, suggestion, command.id), planning: true }, command, t.session.createdById);
   await t.tx.updateIteration(nextOrdinal(iterations), { plans });
   t.commandIssued = true;
   return false;

@@ -3,7 +3,15 @@
 import type { WindowReport } from '../../../measure/contamination.ts';
 import type { WindowStats } from '../../../measure/objective.ts';
 import { describeVerdict, type VerifySettings } from '../../../measure/verify.ts';
-import type { SessionStep, TuningIterationRecord, TuningSessionPatch, TuningSessionRecord, TuningSessionTx } from '../store.ts';
+import type { Suggestion } from '../../../optimizer/index.ts';
+import type {
+  NewTuningIteration,
+  SessionStep,
+  TuningIterationRecord,
+  TuningSessionPatch,
+  TuningSessionRecord,
+  TuningSessionTx,
+} from '../store.ts';
 import { sessionReportInterval } from '../params.ts';
 import { windowOf } from '../window-length.ts';
 import { keptSteps } from '../steps.ts';
@@ -66,6 +74,22 @@ export function verifySettings(session: TuningSessionRecord): VerifySettings {
 }
 
 export const nextOrdinal = (iterations: readonly TuningIterationRecord[]) => (iterations.at(-1)?.ordinal ?? 0) + 1;
+
+/** The search iteration that measures `suggestion`, carried out by command `commandId`. */
+export const searchIteration = (
+  iterations: readonly TuningIterationRecord[],
+  suggestion: Suggestion,
+  commandId: string,
+): NewTuningIteration => ({
+  ordinal: nextOrdinal(iterations),
+  kind: suggestion.kind,
+  phase: 'search',
+  round: null,
+  config: { ...suggestion.config },
+  reason: suggestion.reason,
+  predicted: suggestion.predicted ?? null,
+  commandId,
+});
 
 /** The next verification's first round: rounds are numbered on across a session's verifications. */
 export const nextRound = (iterations: readonly TuningIterationRecord[]) =>

@@ -18,6 +18,7 @@ import {
   type Turn,
   graceMs,
   nextOrdinal,
+  searchIteration,
   pct,
   roundStats,
   trialDeliverySeconds,
@@ -73,17 +74,7 @@ export async function issueTrial(t: Turn, iterations: readonly TuningIterationRe
     keep: false,
   };
   await t.tx.addIteration(
-    {
-      ordinal: nextOrdinal(iterations),
-      kind: suggestion.kind,
-      phase: 'search',
-      round: null,
-      config: { ...suggestion.config },
-      reason: suggestion.reason,
-      predicted: suggestion.predicted ?? null,
-      commandId: command.id,
-      deliverWithinSeconds: trialDeliverySeconds(t.session),
-    },
+    { ...searchIteration(iterations, suggestion, command.id), deliverWithinSeconds: trialDeliverySeconds(t.session) },
     command,
     t.session.createdById,
   );
